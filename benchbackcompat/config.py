@@ -1,0 +1,250 @@
+"""Configuration models (pydantic v2, ``extra="forbid"``): run, scenario, training, data and model.
+
+Precedence: these defaults < the preset file (its ``[defaults]``, then the scenario's own table) <
+command-line flags. Every model rejects unknown keys, so a typo fails before any training.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from benchbackcompat.errors import BenchError
+
+
+class StrictModel(BaseModel):
+    """Base for every configuration model: unknown keys are errors, values are validated on assignment."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, frozen=False)
+
+
+class DataConfig(StrictModel):
+    """Which images a scenario trains and evaluates on."""
+
+    name: str = "embedded"
+    root: Path | None = None
+    eval_dataset: str | None = Field(
+        None, description="dataset whose train/test splits are the open-set query/gallery (e.g. cifar10-jpeg)"
+    )
+    num_classes: int | None = Field(None, ge=2)
+    train_per_class: int | None = Field(None, ge=1)
+    test_per_class: int | None = Field(None, ge=1)
+    image_size: int | None = Field(None, ge=8)
+    open_classes: int | None = Field(None, ge=2)
+    pretrain_classes: int | None = Field(None, ge=2)
+    seed: int = Field(0, description="rendering seed of the embedded dataset")
+    class_order_seed: int | None = Field(None, description="shuffle the class order with this seed; None keeps label order")
+
+
+class TrainConfig(StrictModel):
+    """Optimisation of one model at one step."""
+
+    epochs: int = Field(10, ge=1)
+    batch_size: int = Field(128, ge=2)
+    optimizer: Literal["sgd", "adamw"] = "sgd"
+    lr: float = Field(0.1, gt=0)
+    momentum: float = Field(0.9, ge=0, lt=1)
+    nesterov: bool = False
+    weight_decay: float = Field(5e-4, ge=0)
+    schedule: Literal["cosine", "multistep", "constant"] = "cosine"
+    milestones: list[int] = Field(default_factory=list, description="epochs at which multistep divides the lr")
+    gamma: float = Field(0.1, gt=0, le=1)
+    warmup_epochs: int = Field(0, ge=0)
+    min_lr: float = Field(0.0, ge=0)
+    amp: Literal["auto", "bf16", "off"] = Field("auto", description="auto = bf16 autocast on CUDA, off on CPU")
+    augment: bool = True
+    crop_padding: int = Field(4, ge=0)
+    flip: bool = True
+    eval_batch_size: int = Field(1024, ge=1)
+
+    @model_validator(mode="after")
+    def _milestones_within_epochs(self) -> TrainConfig:
+        bad = [m for m in self.milestones if not 0 < m < self.epochs]
+        if bad:
+            raise ValueError(f"milestones {bad} must lie strictly between 0 and epochs={self.epochs}")
+        return self
+
+
+class ModelConfig(StrictModel):
+    """Architecture of the models a scenario trains (a scenario may override it per step)."""
+
+    backbone: str = "resnet18"
+    embedding_dim: int | None = Field(128, ge=2, description="projection after the backbone; None keeps its features")
+
+
+Protocol = Literal["loo", "nn", "template", "verification"]
+RetrievalMetric = Literal["cmc@1", "cmc@5", "map", "map@r", "top1", "verification"]
+
+
+class ScenarioBase(StrictModel):
+    """Fields every scenario kind shares."""
+
+    description: str = ""
+    data: DataConfig = Field(default_factory=DataConfig)
+    train: TrainConfig = Field(default_factory=TrainConfig)
+    model: ModelConfig = Field(default_factory=ModelConfig)
+    protocol: Protocol = "loo"
+    eval_split: Literal["test", "open"] = Field("test", description="held-out images of the training classes, or the open-set pool")
+    metrics: list[RetrievalMetric] = Field(default_factory=lambda: ["cmc@1", "map"], min_length=1)
+    verification_pairs: int = Field(3000, ge=10, description="positive (and negative) pairs for the verification protocol")
+
+    @property
+    def single_update(self) -> bool:
+        return False
+
+    def train_config(self, step: int) -> TrainConfig:
+        """The training configuration of ``step``."""
+        return self.train
+
+
+class SingleUpdateBase(ScenarioBase):
+    architectures: list[str] | None = Field(None, description="[old, new] backbones; None uses model.backbone for both")
+    new_train: TrainConfig | None = Field(None, description="training of the new model when it differs (HBCT: ViT fine-tuning)")
+
+    @property
+    def single_update(self) -> bool:
+        return True
+
+    def train_config(self, step: int) -> TrainConfig:
+        return self.new_train if step > 0 and self.new_train is not None else self.train
+
+
+class ExtData(SingleUpdateBase):
+    """Old model on a random fraction of the training images, new model on all (HBCT: 30%)."""
+
+    kind: Literal["ext-data"] = "ext-data"
+    old_fraction: float = Field(0.3, gt=0, lt=1)
+
+
+class ExtClass(SingleUpdateBase):
+    """Old model on the first fraction of the classes, new model on all (HBCT: 50%)."""
+
+    kind: Literal["ext-class"] = "ext-class"
+    old_class_fraction: float = Field(0.5, gt=0, lt=1)
+
+
+class NewArch(SingleUpdateBase):
+    """Same data, new architecture."""
+
+    kind: Literal["new-arch"] = "new-arch"
+
+
+class Both(SingleUpdateBase):
+    """Old architecture on the first fraction of classes, new architecture on all."""
+
+    kind: Literal["both"] = "both"
+    old_class_fraction: float = Field(0.5, gt=0, lt=1)
+
+
+class MultiStep(ScenarioBase):
+    """T models, each trained from scratch on equal cumulative class increments (CoReS, PSP/LSP)."""
+
+    kind: Literal["multi-step"] = "multi-step"
+    num_models: int = Field(5, ge=2, description="T, the number of models (upgrades + 1)")
+    init: Literal["scratch", "same-as-first", "previous"] = "scratch"
+    metrics: list[RetrievalMetric] = Field(default_factory=lambda: ["cmc@1"], min_length=1)
+
+
+class CL2R(ScenarioBase):
+    """An initial task, then equal class increments, fine-tuning with a replay memory (CL2R)."""
+
+    kind: Literal["cl2r"] = "cl2r"
+    num_tasks: int = Field(7, ge=2)
+    initial_class_fraction: float = Field(0.1, gt=0, lt=1)
+    memory_per_class: int = Field(20, ge=0)
+    protocol: Protocol = "template"
+    eval_split: Literal["test", "open"] = "open"
+    metrics: list[RetrievalMetric] = Field(default_factory=lambda: ["top1"], min_length=1)
+
+
+class IAMCL2R(CL2R):
+    """CL2R starting from a model pretrained elsewhere, replaced at given tasks by better ones (IAM-CL2R)."""
+
+    kind: Literal["iam-cl2r"] = "iam-cl2r"  # type: ignore[assignment]
+    replacements: list[int] = Field(default_factory=lambda: [3, 5], description="1-indexed tasks that start from a new pretrained model")
+    pretrain_classes: list[int] = Field(
+        default_factory=lambda: [100, 300, 600], description="classes of the pretraining pool seen by each pretrained model"
+    )
+    pretrain_architectures: list[str] | None = Field(None, description="backbone of each pretrained model; None = model.backbone")
+    pretrain: TrainConfig = Field(default_factory=TrainConfig)
+
+    @model_validator(mode="after")
+    def _replacements_fit(self) -> IAMCL2R:
+        if len(self.pretrain_classes) != len(self.replacements) + 1:
+            raise ValueError(
+                f"pretrain_classes needs {len(self.replacements) + 1} entries (the start model and one per replacement), "
+                f"got {len(self.pretrain_classes)}"
+            )
+        bad = [r for r in self.replacements if not 1 < r <= self.num_tasks]
+        if bad or sorted(set(self.replacements)) != self.replacements:
+            raise ValueError(f"replacements must be increasing tasks in 2..{self.num_tasks}, got {self.replacements}")
+        if self.pretrain_architectures is not None and len(self.pretrain_architectures) != len(self.pretrain_classes):
+            raise ValueError("pretrain_architectures needs one backbone per pretrained model")
+        return self
+
+
+class ModelZoo(ScenarioBase):
+    """A sequence of already-trained models, no training (architecture upgrades with public weights)."""
+
+    kind: Literal["model-zoo"] = "model-zoo"
+    zoo: list[str] = Field(min_length=2, description="backbone names in update order, e.g. timm:resnet50")
+    weights: dict[str, Path] = Field(default_factory=dict, description="local checkpoint per model name")
+    pretrained: bool = Field(True, description="load the libraries' pretrained weights (False: random init, to test plumbing)")
+    metrics: list[RetrievalMetric] = Field(default_factory=lambda: ["cmc@1"], min_length=1)
+
+
+ScenarioConfig = Annotated[
+    Union[ExtData, ExtClass, NewArch, Both, MultiStep, CL2R, IAMCL2R, ModelZoo], Field(discriminator="kind")
+]
+SCENARIO_KINDS = ("ext-data", "ext-class", "new-arch", "both", "multi-step", "cl2r", "iam-cl2r", "model-zoo")
+
+
+class NamedScenario(StrictModel):
+    """A scenario of a preset, under the name the CLI uses (``--scenario both``)."""
+
+    name: str
+    config: ScenarioConfig
+
+
+class RunConfig(StrictModel):
+    """Everything ``benchbackcompat run`` needs, fully resolved."""
+
+    preset: str = "quick"
+    scenarios: list[NamedScenario] = Field(min_length=1)
+    methods: list[str] = Field(min_length=1)
+    method_params: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
+    out: Path = Path("results")
+    device: str = "auto"
+    cache_dir: Path = Field(default_factory=lambda: Path.home() / ".cache" / "benchbackcompat")
+
+
+def format_validation_error(error: ValidationError, where: str) -> str:
+    """One line naming each bad field (dotted path) and what is allowed."""
+    parts = []
+    for item in error.errors():
+        loc = ".".join(str(p) for p in item["loc"])
+        message = item["msg"]
+        if item["type"] == "extra_forbidden":
+            message = "unknown key (check the spelling; see `benchbackcompat run --dry-run` for the valid fields)"
+        elif item["type"] == "literal_error":
+            message = message.replace("Input should be", "allowed:")
+        parts.append(f"{loc}: {message}")
+    return f"invalid configuration in {where}: " + "; ".join(parts)
+
+
+def validate_model(model: type[BaseModel], data: dict[str, Any], where: str) -> Any:
+    """Validate ``data`` against ``model`` and turn a ValidationError into a one-line BenchError."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as error:
+        raise BenchError(format_validation_error(error, where)) from None
+
+
+def config_hash(payload: Any, length: int = 16) -> str:
+    """Stable hash of a JSON-serialisable payload (sorted keys), used as a cache and cell key."""
+    text = json.dumps(payload, sort_keys=True, default=str, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:length]

@@ -1,0 +1,86 @@
+"""The embedded dataset (default): procedurally rendered classes, no download needed.
+
+The universe has one class per (shape, colour, background) triple; a seeded permutation of it
+is cut into disjoint pools: training (`num_classes`), open-set (`open_classes`) and
+pretraining (`pretrain_classes`). An image depends on (seed, class id, split, index) only.
+"""
+from __future__ import annotations
+
+import itertools
+from typing import TYPE_CHECKING
+
+import torch
+from torch import Tensor
+
+from benchbackcompat.data.arrays import DatasetBundle, ImageArrays, channel_stats
+from benchbackcompat.data.cache import cached
+from benchbackcompat.data.render import BACKGROUNDS, COLOURS, SHAPES, noise_bank, hash_keys, render
+from benchbackcompat.errors import BenchError
+
+if TYPE_CHECKING:
+    from benchbackcompat.data.registry import DatasetRequest
+
+RENDER_VERSION = 1  # bump when the rendering changes, to invalidate caches
+UNIVERSE: tuple[tuple[str, str, str], ...] = tuple(itertools.product(SHAPES, COLOURS, BACKGROUNDS))
+DEFAULTS = {"num_classes": 100, "open_classes": 50, "pretrain_classes": 250,
+            "train_per_class": 300, "test_per_class": 50, "image_size": 32}
+OPEN_QUERY_PER_CLASS, OPEN_GALLERY_PER_CLASS = 100, 50
+SPLIT_CODES = {"train": 1, "test": 2, "open_query": 3, "open_gallery": 4}  # pretrain renders as "train"
+_POOL_KEY = 0x706F6F6C
+_CHUNK = 4096
+
+
+def class_name(class_id: int) -> str:
+    shape, colour, background = UNIVERSE[class_id]
+    return f"{colour}-{shape}-{background}"
+
+
+def class_order(seed: int) -> Tensor:
+    """A seeded permutation of the universe's class ids (pools are consecutive runs of it)."""
+    return torch.sort(hash_keys(seed, _POOL_KEY, torch.arange(len(UNIVERSE))), stable=True).indices
+
+
+def render_classes(seed: int, class_ids: Tensor, per_class: int, split: str, image_size: int = 32) -> ImageArrays:
+    """Images 0..per_class-1 of each class in `class_ids` (class-major), labelled by position."""
+    count = class_ids.numel()
+    ids = class_ids.repeat_interleave(per_class)
+    index = torch.arange(per_class).repeat(count)
+    attrs = torch.tensor([(SHAPES.index(s), list(COLOURS).index(c), BACKGROUNDS.index(b)) for s, c, b in UNIVERSE])[ids]
+    hues = torch.tensor(list(COLOURS.values()))[attrs[:, 1]]
+    bank = noise_bank(seed, image_size)
+    images = torch.empty(ids.numel(), 3, image_size, image_size, dtype=torch.uint8)
+    for start in range(0, ids.numel(), _CHUNK):
+        part = slice(start, start + _CHUNK)
+        images[part] = render(seed, attrs[part, 0], hues[part], attrs[part, 2], ids[part], SPLIT_CODES[split],
+                              index[part], image_size, bank)
+    return ImageArrays(images, torch.arange(count).repeat_interleave(per_class))
+
+
+def _settings(request: DatasetRequest) -> dict[str, int]:
+    fields = {name: getattr(request, name) for name in DEFAULTS}
+    return {name: DEFAULTS[name] if value is None else value for name, value in fields.items()} | {"seed": request.seed}
+
+
+def _build(s: dict[str, int]) -> DatasetBundle:
+    pools = [s["num_classes"], s["open_classes"], s["pretrain_classes"]]
+    if sum(pools) > len(UNIVERSE):
+        raise BenchError(f"embedded dataset: num_classes + open_classes + pretrain_classes = {sum(pools)} exceeds "
+                         f"the {len(UNIVERSE)} classes of the universe; lower them")
+    order = class_order(s["seed"])
+    train_ids, open_ids, pretrain_ids = torch.split(order[: sum(pools)], pools)
+    seed, size = s["seed"], s["image_size"]
+    splits = {"train": render_classes(seed, train_ids, s["train_per_class"], "train", size),
+              "test": render_classes(seed, train_ids, s["test_per_class"], "test", size)}
+    if open_ids.numel():
+        splits["open_query"] = render_classes(seed, open_ids, OPEN_QUERY_PER_CLASS, "open_query", size)
+        splits["open_gallery"] = render_classes(seed, open_ids, OPEN_GALLERY_PER_CLASS, "open_gallery", size)
+    if pretrain_ids.numel():
+        splits["pretrain"] = render_classes(seed, pretrain_ids, s["train_per_class"], "train", size)
+    mean, std = channel_stats(splits["train"].images)
+    return DatasetBundle("embedded", [class_name(int(c)) for c in train_ids], mean, std, splits)
+
+
+def load_embedded(request: DatasetRequest) -> DatasetBundle:
+    """Render (or load from the cache) the embedded dataset for `request`."""
+    settings = _settings(request)
+    return cached(request.cache_dir, "embedded", {"render": RENDER_VERSION, **settings}, lambda: _build(settings))

@@ -1,0 +1,1 @@
+"""Training loop, checkpoints, feature extraction and compatibility evaluation."""

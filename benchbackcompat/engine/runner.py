@@ -1,0 +1,305 @@
+"""Runs cells: trains a method through a scenario's steps (resuming finished steps), evaluates, stores the record.
+
+A cell is one (scenario, method, seed, configuration); its key is a hash of the resolved
+configuration. Models that do not depend on the method (standard old models, the references
+of P_com/P_up, models pretrained elsewhere) are trained once and shared through the store.
+"""
+from __future__ import annotations
+
+import math
+import platform
+import time
+import traceback
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from benchbackcompat import __version__
+from benchbackcompat.config import NamedScenario, ScenarioBase, config_hash
+from benchbackcompat.data.arrays import ImageArrays
+from benchbackcompat.engine.device import derive_seed, seed_everything
+from benchbackcompat.engine.evaluate import ModelFeatures, compatibility_matrices, model_features
+from benchbackcompat.engine.train import DivergedError, train_model
+from benchbackcompat.method import Method, StepContext, frozen_copy
+from benchbackcompat.metrics import compatibility as cm
+from benchbackcompat.models.network import Network
+from benchbackcompat.models.registry import create_backbone
+from benchbackcompat.scenarios.data import ScenarioData, select_memory
+from benchbackcompat.scenarios.steps import Step, build_steps
+from benchbackcompat.store import ResultStore
+
+CELL_FORMAT = 1
+
+
+@dataclass
+class Cell:
+    scenario: NamedScenario
+    method: str
+    params: dict[str, Any]
+    seed: int
+    preset: str
+
+    @property
+    def key(self) -> str:
+        return config_hash({
+            "format": CELL_FORMAT,
+            "scenario": self.scenario.config.model_dump(mode="json"),
+            "method": self.method,
+            "params": self.params,
+            "seed": self.seed,
+        })
+
+    @property
+    def label(self) -> str:
+        return f"{self.scenario.name}/{self.method}/seed{self.seed}"
+
+
+def versions(plugin_versions: dict[str, str]) -> dict[str, Any]:
+    import timm
+    import torchvision
+
+    return {
+        "benchbackcompat": __version__,
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "torchvision": torchvision.__version__,
+        "timm": timm.__version__,
+        "plugins": plugin_versions,
+    }
+
+
+def device_name(device: torch.device) -> str:
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    return f"cpu ({torch.get_num_threads()} threads, {platform.processor() or platform.machine()})"
+
+
+class CellRunner:
+    """Trains and evaluates one cell."""
+
+    def __init__(self, cell: Cell, method: Method, data: ScenarioData, store: ResultStore, device: torch.device,
+                 observer=None) -> None:
+        self.cell, self.method, self.data, self.store, self.device = cell, method, data, store, device
+        self.scenario: ScenarioBase = cell.scenario.config
+        self.steps: list[Step] = build_steps(self.scenario, data.num_classes)
+        self.observer = observer
+        self.shared: list[str] = []
+
+    # --- contexts and shared models --------------------------------------------------------
+    def context(self, step: Step, old_model: Network | None, memory: ImageArrays | None, train_cfg=None,
+                train_data: ImageArrays | None = None) -> StepContext:
+        return StepContext(
+            scenario=self.scenario, step=step, steps=self.steps, train=train_cfg or self.scenario.train_config(step.index),
+            device=self.device, old_model=old_model,
+            train_data=train_data if train_data is not None else self.data.step_data(step, self.cell.seed),
+            memory=memory, mean=self.data.mean, std=self.data.std, image_size=self.data.image_size,
+        )
+
+    def fresh_model(self, method: Method, ctx: StepContext, backbone: str, num_classes: int, init_index: int) -> Network:
+        """A new model whose initial weights depend only on the seed and ``init_index``."""
+        seed_everything(derive_seed(self.cell.seed, "init", init_index))
+        return method.build_model(ctx, backbone, num_classes).to(self.device)
+
+    def train(self, method: Method, model: Network, ctx: StepContext, tag: str) -> list[dict[str, float]]:
+        seed = derive_seed(self.cell.seed, "train", tag)
+        seed_everything(seed)
+        step = ctx.step.index
+
+        def observe(epoch: int, values: dict[str, float]) -> None:
+            if self.observer is not None:
+                self.observer(cell=self.cell.label, step=step, epoch=epoch, values=values)
+
+        method.before_step(model, ctx)
+        history = train_model(model, method, ctx, seed=seed, observer=observe, desc=f"{self.cell.label} {tag}")
+        method.after_step(model, ctx)
+        return history
+
+    def shared_model(self, recipe: Method, step: Step, kind: str, train_cfg=None, train_data=None,
+                     num_classes: int | None = None) -> Network:
+        """A model that does not depend on the method under test: trained once, then loaded from the store."""
+        train_cfg = train_cfg or self.scenario.train_config(step.index)
+        key = config_hash({
+            "kind": kind, "recipe": recipe.describe(), "head": recipe.head, "step": step.to_dict(),
+            "train": train_cfg.model_dump(mode="json"), "model": self.scenario.model.model_dump(mode="json"),
+            "data": self.scenario.data.model_dump(mode="json"), "seed": self.cell.seed, "classes": num_classes,
+        })
+        self.shared.append(key)
+        ctx = self.context(step, None, None, train_cfg, train_data)
+        classes = num_classes or step.seen_classes
+        model = self.fresh_model(recipe, ctx, step.backbone, classes, init_index=step.index)
+        path = self.store.model_path(key)
+        saved = self.store.load(path, self.device)
+        if saved is not None:
+            model.load_state_dict(saved["model"])
+            return model.eval()
+        self.train(recipe, model, ctx, tag=f"{kind}-{step.index}")
+        self.store.save(path, {"model": model.state_dict()})
+        return model.eval()
+
+    def pretrained_model(self, step: Step) -> Network:
+        """A model "pretrained elsewhere": standard training on the first classes of the pretraining pool."""
+        spec = step.pretrained
+        pretrain_step = Step(step.index, (0, spec.num_classes), spec.num_classes, 1.0, spec.backbone, "scratch")
+        return self.shared_model(
+            self.method.reference(), pretrain_step, f"pretrained-{spec.index}", train_cfg=self.scenario.pretrain,
+            train_data=self.data.pretrain_data(spec.num_classes),
+        )
+
+    # --- the steps -------------------------------------------------------------------------
+    def is_standard(self, step: Step) -> bool:
+        kind = self.method.standard_steps
+        return step.init != "pretrained" and (kind == "all" or (kind == "first" and step.index == 0))
+
+    def run_steps(self) -> tuple[list[Network], dict[int, list[dict[str, float]]], list[float]]:
+        models: list[Network] = []
+        curves: dict[int, list[dict[str, float]]] = {}
+        timings: list[float] = []
+        memory_index = torch.zeros(0, dtype=torch.long)
+        for step in self.steps:
+            started = time.perf_counter()
+            memory = self.data.train.subset(memory_index.to(self.device)) if len(memory_index) else None
+            checkpoint = self.store.load(self.store.step_path(self.cell.key, step.index), self.device)
+            ctx = self.context(step, frozen_copy(models[-1]) if models else None, memory)
+            if checkpoint is not None:  # finished in an earlier run: resume after it
+                model = self.fresh_model(self.method, ctx, step.backbone, step.seen_classes, step.index)
+                model.load_state_dict(checkpoint["model"])
+                self.method.state = dict(checkpoint["method_state"])
+                memory_index = checkpoint["memory"].cpu()
+                curves[step.index] = checkpoint["curve"]
+                models.append(model.eval())
+                timings.append(float(checkpoint["seconds"]))
+                continue
+            if step.init == "zoo":
+                model, history = self.zoo_model(step), []
+            elif self.is_standard(step):
+                model, history = self.shared_model(standard_recipe(self.method), step, "standard"), []
+            else:
+                model = self.fresh_model(self.method, ctx, step.backbone, step.seen_classes,
+                                         0 if step.init == "same-as-first" else step.index)
+                if step.init == "previous" and models:
+                    self.method.initialise(model, models[-1], ctx)
+                elif step.init == "pretrained":
+                    incoming = self.pretrained_model(step)
+                    self.method.initialise(model, incoming, ctx)
+                history = self.train(self.method, model, ctx, tag=f"step-{step.index}")
+            if step.replay or self.scenario.kind in ("cl2r", "iam-cl2r"):
+                per_class = getattr(self.scenario, "memory_per_class", 0)
+                chosen = select_memory(self.data.train.labels, step.classes, per_class, derive_seed(self.cell.seed, "memory", step.index))
+                memory_index = torch.cat([memory_index, chosen])
+            seconds = time.perf_counter() - started
+            self.store.save(self.store.step_path(self.cell.key, step.index), {
+                "model": model.state_dict(), "method_state": self.method.state, "memory": memory_index,
+                "curve": history, "seconds": seconds,
+            })
+            curves[step.index] = history
+            timings.append(seconds)
+            models.append(model.eval())
+        return models, curves, timings
+
+    def zoo_model(self, step: Step) -> Network:
+        weights = self.scenario.weights.get(step.backbone)
+        backbone = create_backbone(step.backbone, image_size=self.data.image_size,
+                                   pretrained=str(weights) if weights else self.scenario.pretrained)
+        return Network(backbone, None).to(self.device).eval()
+
+    # --- evaluation ------------------------------------------------------------------------
+    def features(self, method: Method, model: Network) -> ModelFeatures:
+        return model_features(model, method, self.data, batch_size=self.scenario.train.eval_batch_size,
+                              device=self.device, amp=self.scenario.train.amp)
+
+    def run(self) -> dict[str, Any]:
+        started = time.perf_counter()
+        models, curves, step_seconds = self.run_steps()
+        eval_started = time.perf_counter()
+        features = [self.features(self.method, m) for m in models]
+        matrices, notes = compatibility_matrices(
+            self.method, features, self.data, self.scenario.protocol, self.scenario.metrics, self.cell.seed,
+            self.scenario.verification_pairs,
+        )
+        metrics = {m: summarise(C) for m, C in matrices.items()}
+        if self.scenario.single_update:
+            self.add_update_metrics(metrics)
+        return {
+            "status": "finished",
+            "steps": [s.to_dict() for s in self.steps],
+            "metrics": metrics,
+            "matrices": matrices,
+            "notes": notes,
+            "curves": {str(k): v for k, v in curves.items()},
+            "shared_models": sorted(set(self.shared)),
+            "timings": {"steps_s": step_seconds, "eval_s": time.perf_counter() - eval_started,
+                        "total_s": time.perf_counter() - started},
+        }
+
+    def add_update_metrics(self, metrics: dict[str, dict[str, float]]) -> None:
+        """P_com and P_up (HBCT Eqs. 14-15) against reference models of the method's own geometry:
+        the old model and the independently trained new model of ``method.reference()``."""
+        recipe = standard_recipe(self.method.reference())
+        references = [self.shared_model(recipe, step, "standard") for step in self.steps]
+        reference_features = [self.features(recipe, m) for m in references]
+        for index, name in ((0, "reference_old_self"), (1, "reference_self")):
+            feats = [reference_features[index]]
+            matrices, _ = compatibility_matrices(recipe, feats, self.data, self.scenario.protocol,
+                                                 self.scenario.metrics, self.cell.seed, self.scenario.verification_pairs)
+            for metric, C in matrices.items():
+                metrics[metric][name] = C[0][0]
+        for values in metrics.values():
+            values["p_com"] = cm.p_com(values["cross"], values["reference_old_self"], values["reference_self"])
+            values["p_up"] = cm.p_up(values["self"], values["reference_self"])
+
+
+def standard_recipe(method: Method) -> Method:
+    """Plain cross-entropy training with ``method``'s model, head and retrieval: its shared models."""
+    recipe = Method()
+    recipe.head = method.head
+    owner = type(method)
+    identity = {
+        "name": "standard", "head": method.head,
+        "model": f"{owner.build_model.__module__}.{owner.build_model.__qualname__}",
+        "features": f"{owner.features.__module__}.{owner.features.__qualname__}",
+    }
+    recipe.describe = lambda: identity
+    recipe.build_model = method.build_model
+    recipe.features = method.features
+    recipe.similarity = method.similarity
+    return recipe
+
+
+def summarise(C: list[list[float]]) -> dict[str, float]:
+    """AC, AA, ACA of a matrix (T >= 2), plus self/cross for a single update and the AA/AC curves."""
+    T = len(C)
+    values: dict[str, Any] = {"AA": cm.average_accuracy(C)}
+    if T >= 2:
+        values["AC"] = cm.average_compatibility(C)
+        values["ACA"] = cm.average_compatibility_accuracy(C)
+        values["AA_curve"] = cm.average_accuracy_curve(C)
+    if T == 2:
+        values.update(self=C[1][1], cross=C[1][0], old_self=C[0][0])
+    return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in values.items()}
+
+
+def run_cell(cell: Cell, method: Method, data: ScenarioData, store: ResultStore, device: torch.device,
+             observer=None, plugin_versions: dict[str, str] | None = None) -> dict[str, Any]:
+    """Run a cell and write its record (also for diverged, failed and not-applicable cells)."""
+    base = {
+        "key": cell.key, "label": cell.label, "scenario": cell.scenario.name, "kind": cell.scenario.config.kind,
+        "preset": cell.preset, "method": cell.method, "params": method.params.model_dump(mode="json"),
+        "seed": cell.seed, "config": cell.scenario.config.model_dump(mode="json"), "dataset": data.name,
+        "device": device_name(device), "versions": versions(plugin_versions or {}),
+    }
+    reason = method.unsupported_reason(cell.scenario.config)
+    if reason:
+        record = {**base, "status": "not-applicable", "reason": reason}
+    else:
+        try:
+            record = {**base, **CellRunner(cell, method, data, store, device, observer).run()}
+        except DivergedError as error:
+            record = {**base, "status": "diverged", "reason": str(error), "epoch": error.epoch, "last_finite_loss": error.last_finite}
+        except Exception as error:  # a plugin bug fails only its own cell
+            detail = traceback.format_exc()
+            (store.cell_dir(cell.key)).mkdir(parents=True, exist_ok=True)
+            (store.cell_dir(cell.key) / "traceback.txt").write_text(detail)
+            return {**base, "status": "failed", "reason": f"{type(error).__name__}: {error}".splitlines()[0]}
+    store.write_record(cell.key, record)
+    return record

@@ -1,0 +1,150 @@
+"""The training loop of one model at one step: device-resident data, device-side augmentation."""
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator
+
+import torch
+from torch import Tensor, nn
+from tqdm.auto import tqdm
+
+from benchbackcompat.config import TrainConfig
+from benchbackcompat.data.augment import augment
+from benchbackcompat.engine.device import autocast, generator
+from benchbackcompat.errors import BenchError
+from benchbackcompat.method import Batch, Method, StepContext
+
+EpochObserver = Callable[[int, dict[str, float]], None]
+
+
+class DivergedError(RuntimeError):
+    """The loss became NaN or Inf; the cell stops and is recorded as diverged."""
+
+    def __init__(self, epoch: int, batch: int, last_finite: float | None) -> None:
+        self.epoch, self.batch, self.last_finite = epoch, batch, last_finite
+        super().__init__(f"loss diverged (NaN/Inf) at epoch {epoch}, batch {batch}; last finite loss {last_finite}")
+
+
+def make_optimizer(model: nn.Module, cfg: TrainConfig) -> torch.optim.Optimizer:
+    """SGD or AdamW; no weight decay on biases and normalisation parameters (1-d tensors)."""
+    trainable = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+    if not trainable:
+        raise BenchError("the model has no trainable parameters")
+    groups = [
+        {"params": [p for _, p in trainable if p.dim() > 1], "weight_decay": cfg.weight_decay},
+        {"params": [p for _, p in trainable if p.dim() <= 1], "weight_decay": 0.0},
+    ]
+    groups = [g for g in groups if g["params"]]
+    if cfg.optimizer == "sgd":
+        return torch.optim.SGD(groups, lr=cfg.lr, momentum=cfg.momentum, nesterov=cfg.nesterov and cfg.momentum > 0)
+    return torch.optim.AdamW(groups, lr=cfg.lr)
+
+
+def lr_factor(cfg: TrainConfig, iteration: int, per_epoch: int) -> float:
+    """Multiplier of the base lr at ``iteration``: linear warm-up, then cosine, multistep or constant."""
+    warmup = cfg.warmup_epochs * per_epoch
+    if iteration < warmup:
+        return (iteration + 1) / warmup
+    epoch = iteration / per_epoch
+    if cfg.schedule == "constant":
+        return 1.0
+    if cfg.schedule == "multistep":
+        return cfg.gamma ** sum(epoch >= m for m in cfg.milestones)
+    total = max(1, cfg.epochs * per_epoch - warmup)
+    progress = min(1.0, (iteration - warmup) / total)
+    floor = cfg.min_lr / cfg.lr
+    return floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * progress))
+
+
+def batch_indices(n_new: int, n_memory: int, cfg: TrainConfig, gen: torch.Generator) -> Iterator[tuple[Tensor, Tensor]]:
+    """Index batches of one epoch: (new-data indices, memory indices).
+
+    Without memory: a random permutation cut into full batches (``drop_last``). With memory
+    (CL2R/IAM-CL2R): ``(n_new + n_memory) // batch`` batches, each half memory and half new data,
+    both drawn from per-epoch permutations that wrap around when exhausted.
+    """
+    size = min(cfg.batch_size, n_new + n_memory)
+    if n_memory == 0:
+        order = torch.randperm(n_new, generator=gen)
+        for start in range(0, n_new - size + 1, size):
+            yield order[start : start + size], order[:0]
+        return
+    batches = max(1, (n_new + n_memory) // size)
+    half = size // 2
+    new_order = _cycled(torch.randperm(n_new, generator=gen), batches * (size - half))
+    mem_order = _cycled(torch.randperm(n_memory, generator=gen), batches * half)
+    for b in range(batches):
+        yield new_order[b * (size - half) : (b + 1) * (size - half)], mem_order[b * half : (b + 1) * half]
+
+
+def _cycled(order: Tensor, length: int) -> Tensor:
+    return order.repeat(math.ceil(length / len(order)))[:length]
+
+
+def batches_per_epoch(n_new: int, n_memory: int, batch_size: int) -> int:
+    size = min(batch_size, n_new + n_memory)
+    return max(1, (n_new + n_memory) // size) if n_memory else n_new // size
+
+
+def train_model(
+    model: nn.Module,
+    method: Method,
+    ctx: StepContext,
+    *,
+    seed: int,
+    observer: EpochObserver | None = None,
+    desc: str = "train",
+) -> list[dict[str, float]]:
+    """Train ``model`` in place for ``ctx.train.epochs`` epochs; returns the per-epoch means of the loss terms."""
+    cfg, device = ctx.train, ctx.device
+    data, memory = ctx.train_data, ctx.memory
+    n_memory = len(memory) if (ctx.step.replay and memory is not None) else 0
+    per_epoch = batches_per_epoch(len(data), n_memory, cfg.batch_size)
+    optimizer = make_optimizer(model, cfg)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda it: lr_factor(cfg, it, per_epoch))
+    gen = generator(seed)
+    aug_gen = generator(seed + 1, device)
+    history: list[dict[str, float]] = []
+    last_finite: float | None = None
+    model.train()
+    epochs = tqdm(range(cfg.epochs), desc=desc, unit="epoch", leave=False, dynamic_ncols=True)
+    for epoch in epochs:
+        sums: dict[str, float] = {}
+        count = 0
+        for b, (new_idx, mem_idx) in enumerate(batch_indices(len(data), n_memory, cfg, gen)):
+            images = data.images[new_idx.to(device)]
+            labels = data.labels[new_idx.to(device)]
+            from_memory = torch.zeros(len(new_idx), dtype=torch.bool, device=device)
+            if n_memory:
+                images = torch.cat([images, memory.images[mem_idx.to(device)]])
+                labels = torch.cat([labels, memory.labels[mem_idx.to(device)]])
+                from_memory = torch.cat([from_memory, torch.ones(len(mem_idx), dtype=torch.bool, device=device)])
+            inputs = _prepare(images, ctx, aug_gen)
+            with autocast(device, cfg.amp):
+                terms = method.loss(model, Batch(inputs, labels, from_memory), ctx)
+            loss = terms["loss"]
+            if not torch.isfinite(loss):
+                raise DivergedError(epoch, b, last_finite)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+            scheduler.step()
+            last_finite = float(loss.detach())
+            for key, value in terms.items():
+                sums[key] = sums.get(key, 0.0) + float(value.detach())
+            count += 1
+        means = {k: v / max(count, 1) for k, v in sums.items()}
+        means["lr"] = optimizer.param_groups[0]["lr"]
+        history.append(means)
+        epochs.set_postfix(loss=f"{means.get('loss', float('nan')):.3f}")
+        if observer is not None:
+            observer(epoch, means)
+    model.eval()
+    return history
+
+
+def _prepare(images: Tensor, ctx: StepContext, gen: torch.Generator) -> Tensor:
+    cfg = ctx.train
+    pad = cfg.crop_padding if cfg.augment else 0
+    flip = cfg.flip and cfg.augment
+    return augment(images, mean=ctx.mean, std=ctx.std, generator=gen, pad=pad, flip=flip)

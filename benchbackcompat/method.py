@@ -1,0 +1,176 @@
+"""The method interface: what a plugin implements to take part in a benchmark.
+
+A plugin registers :class:`Method` subclasses through the ``bbc_register_methods`` hook. The
+runner instantiates the chosen one with its validated hyperparameters and calls it at the
+points where the method families differ: the model of a step, its initialisation, work before
+and after a step, the loss of a batch, and retrieval (features, similarity, and optional
+gallery-dependent query features or transformed gallery features).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+
+import torch
+import torch.nn.functional as F
+from pydantic import BaseModel, ConfigDict
+from torch import Tensor, nn
+
+from benchbackcompat.metrics.retrieval import cosine_similarity
+from benchbackcompat.models.network import Network, build_network
+
+if TYPE_CHECKING:
+    from benchbackcompat.config import ScenarioBase, TrainConfig
+    from benchbackcompat.data.arrays import ImageArrays
+    from benchbackcompat.scenarios.steps import Step
+
+Similarity = Callable[[Tensor, Tensor], Tensor]
+
+
+class MethodParams(BaseModel):
+    """Base of every method's hyperparameters: unknown keys are rejected."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+@dataclass
+class Batch:
+    """One augmented training batch on the training device."""
+
+    images: Tensor  # float, normalised, B x C x H x W
+    labels: Tensor  # int64, class ids in the scenario's order
+    from_memory: Tensor  # bool, True for samples drawn from the replay memory
+
+
+@dataclass
+class StepContext:
+    """What earlier steps left for the model of this step."""
+
+    scenario: ScenarioBase
+    step: Step
+    steps: list[Step]
+    train: TrainConfig
+    device: torch.device
+    old_model: Network | None  # frozen model of the previous step, or the incoming pretrained model
+    train_data: ImageArrays  # images of this step (new data, without the memory)
+    memory: ImageArrays | None
+    mean: tuple[float, float, float]
+    std: tuple[float, float, float]
+    image_size: int
+
+
+class Method:
+    """Base method: a model per step trained with cross-entropy, compared with cosine similarity.
+
+    Subclasses set ``name`` (and ``description``), a ``Params`` model, and override only what
+    differs. ``standard_steps`` says which steps are plain cross-entropy training that every
+    such method shares (trained once per scenario, seed and configuration): ``"first"`` for
+    methods that regularise towards the scenario's standard old model, ``"all"`` for the
+    independent baseline, ``"none"`` for methods that need an old model of their own.
+    """
+
+    name: ClassVar[str] = "standard"
+    description: ClassVar[str] = "cross-entropy training, no compatibility term"
+    Params: ClassVar[type[MethodParams]] = MethodParams
+    standard_steps: ClassVar[Literal["first", "all", "none"]] = "first"
+    head: ClassVar[str] = "linear"
+
+    def __init__(self, params: MethodParams | None = None) -> None:
+        self.params = params if params is not None else self.Params()
+        self.state: dict[str, Tensor] = {}  # carried across steps (adapters, statistics); saved with each step's checkpoint
+
+    # --- scenarios -------------------------------------------------------------------------
+    def unsupported_reason(self, scenario: ScenarioBase) -> str | None:
+        """None if the method can run the scenario, else why not (the cell is reported as not applicable)."""
+        return None
+
+    # --- models ----------------------------------------------------------------------------
+    def build_model(self, ctx: StepContext, backbone: str, num_classes: int) -> Network:
+        """A fresh model for a step (also used for pretrained models and references)."""
+        return build_network(
+            backbone,
+            num_classes=num_classes,
+            head=self.head,
+            embedding_dim=ctx.scenario.model.embedding_dim,
+            image_size=ctx.image_size,
+            in_chans=ctx.train_data.images.shape[1],
+        )
+
+    def initialise(self, model: Network, source: Network, ctx: StepContext) -> None:
+        """Start ``model`` from ``source``: from the previous model every matching tensor is copied
+        (a grown classifier keeps the old rows); from a pretrained model all but its classifier,
+        whose classes are the pretraining pool's."""
+        skip = ("head.",) if ctx.step.init == "pretrained" else ()
+        copy_matching_weights(model, source, skip=skip)
+
+    # --- training --------------------------------------------------------------------------
+    def before_step(self, model: Network, ctx: StepContext) -> None:
+        """Work before training a step (class statistics of the old model, synthesised rows, ...)."""
+
+    def loss(self, model: Network, batch: Batch, ctx: StepContext) -> dict[str, Tensor]:
+        """Loss terms of a batch; ``"loss"`` is the total that is minimised, the others are logged."""
+        out = model(batch.images)
+        ce = F.cross_entropy(out.logits, batch.labels)
+        return {"loss": ce, "ce": ce}
+
+    def after_step(self, model: Network, ctx: StepContext) -> None:
+        """Work after training a step (adapters, memory statistics, ...)."""
+
+    # --- retrieval -------------------------------------------------------------------------
+    def features(self, model: Network, images: Tensor) -> Tensor:
+        """Retrieval features of normalised images."""
+        return model.embed(images)
+
+    def similarity(self) -> Similarity:
+        """Score matrix of query x gallery features, higher is more similar."""
+        return cosine_similarity
+
+    def query_features(self, query: Tensor, query_step: int, gallery_step: int) -> Tensor:
+        """Query features compared with the gallery of ``gallery_step`` (PSP/LSP project per pair)."""
+        return query
+
+    def gallery_features(self, gallery: Tensor, gallery_step: int, query_step: int) -> Tensor:
+        """Stored gallery features as seen by the model of ``query_step`` (FAN transforms them)."""
+        return gallery
+
+    def reference(self) -> Method:
+        """The method that trains the reference models (old and independent new) of P_com and P_up:
+        by default plain cross-entropy with this method's head."""
+        return StandardMethod()
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, "params": self.params.model_dump(mode="json")}
+
+
+class StandardMethod(Method):
+    """Plain cross-entropy training: the shared old models and the references of P_com/P_up."""
+
+    name = "standard"
+
+
+def frozen_copy(model: nn.Module) -> nn.Module:
+    """An evaluation-mode copy of ``model`` that takes no gradient."""
+    import copy
+
+    clone = copy.deepcopy(model).eval()
+    for parameter in clone.parameters():
+        parameter.requires_grad_(False)
+    return clone
+
+
+def copy_matching_weights(target: nn.Module, source: nn.Module, skip: tuple[str, ...] = ()) -> None:
+    """Copy every tensor of ``source`` into ``target`` where the names match (except names starting
+    with ``skip``); leading rows of a grown tensor (a classifier with more classes) are copied, the
+    rest keep their initialisation."""
+    source_state = source.state_dict()
+    target_state = target.state_dict()
+    for name, value in target_state.items():
+        old = source_state.get(name)
+        if old is None or name.startswith(skip):
+            continue
+        if old.shape == value.shape:
+            value.copy_(old)
+        elif old.dim() == value.dim() and old.shape[1:] == value.shape[1:] and old.shape[0] < value.shape[0]:
+            value[: old.shape[0]].copy_(old)
+    target.load_state_dict(target_state)

@@ -1,0 +1,58 @@
+"""Evaluation metrics: compatibility-matrix summaries and retrieval protocols."""
+from __future__ import annotations
+
+from benchbackcompat.metrics.compatibility import (
+    average_accuracy,
+    average_accuracy_at,
+    average_accuracy_curve,
+    average_compatibility,
+    average_compatibility_accuracy,
+    average_compatibility_at,
+    average_compatibility_curve,
+    backward_compatibility,
+    empirical_compatibility,
+    forward_compatibility,
+    p_com,
+    p_up,
+    update_gain,
+)
+from benchbackcompat.metrics.retrieval import (
+    Similarity,
+    cmc,
+    cosine_similarity,
+    leave_one_out_cmc,
+    leave_one_out_map,
+    mean_average_precision,
+    nearest_neighbour_top1,
+    negative_squared_euclidean,
+    pair_verification,
+    sample_verification_pairs,
+    template_top1,
+)
+
+__all__ = [
+    "Similarity",
+    "average_accuracy",
+    "average_accuracy_at",
+    "average_accuracy_curve",
+    "average_compatibility",
+    "average_compatibility_accuracy",
+    "average_compatibility_at",
+    "average_compatibility_curve",
+    "backward_compatibility",
+    "cmc",
+    "cosine_similarity",
+    "empirical_compatibility",
+    "forward_compatibility",
+    "leave_one_out_cmc",
+    "leave_one_out_map",
+    "mean_average_precision",
+    "nearest_neighbour_top1",
+    "negative_squared_euclidean",
+    "p_com",
+    "p_up",
+    "pair_verification",
+    "sample_verification_pairs",
+    "template_top1",
+    "update_gain",
+]

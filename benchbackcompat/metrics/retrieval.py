@@ -1,0 +1,323 @@
+"""Retrieval protocols on features: nearest-neighbour top-1 / CMC@k, class templates, leave-one-out,
+mAP (full, @k, @R) and pair verification.
+
+Scores come from a ``Similarity`` (an nq x ng matrix, higher = more similar) computed in chunks
+of ``chunk_size`` query rows, so memory stays O(chunk_size x ng). Rankings are deterministic:
+among equal scores the lowest gallery index ranks first; NaN scores rank last. Accuracies and
+mAP are returned in percent (0-100). Features and labels may live on any device (the gallery
+and labels are moved to the query features' device).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from typing import Literal
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from benchbackcompat.errors import BenchError
+
+Similarity = Callable[[Tensor, Tensor], Tensor]
+
+_NEG_INF = float("-inf")
+
+
+def cosine_similarity(q: Tensor, g: Tensor) -> Tensor:
+    """Cosine similarity of every query row with every gallery row; zero vectors score 0."""
+    return F.normalize(q, dim=1) @ F.normalize(g, dim=1).T
+
+
+def negative_squared_euclidean(q: Tensor, g: Tensor) -> Tensor:
+    """-||q - g||^2 for every query/gallery pair (clamped so the distance is never negative)."""
+    d = q.pow(2).sum(1, keepdim=True) + g.pow(2).sum(1)[None, :] - 2.0 * (q @ g.T)
+    return -d.clamp_min(0.0)
+
+
+# ----------------------------------------------------------------------------- internals
+
+
+def _check_set(name: str, feats: Tensor, labels: Tensor) -> None:
+    if not isinstance(feats, Tensor) or feats.ndim != 2 or feats.shape[0] == 0:
+        shape = tuple(feats.shape) if isinstance(feats, Tensor) else type(feats).__name__
+        raise BenchError(f"{name}_feats must be a non-empty 2-D tensor (n x d), got {shape}")
+    if not isinstance(labels, Tensor) or labels.ndim != 1 or labels.shape[0] != feats.shape[0]:
+        shape = tuple(labels.shape) if isinstance(labels, Tensor) else type(labels).__name__
+        raise BenchError(f"{name}_labels must be a 1-D tensor with one label per {name} feature "
+                         f"({feats.shape[0]}), got {shape}")
+
+
+def _prepare(qf: Tensor, ql: Tensor, gf: Tensor, gl: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    _check_set("query", qf, ql)
+    _check_set("gallery", gf, gl)
+    if qf.shape[1] != gf.shape[1]:
+        raise BenchError(f"query and gallery features differ in dimension ({qf.shape[1]} vs {gf.shape[1]}); "
+                         "project them to a shared space first")
+    return ql.to(qf.device), gf.to(qf.device), gl.to(qf.device)
+
+
+def _score_chunks(qf: Tensor, gf: Tensor, similarity: Similarity, chunk_size: int,
+                  exclude_self: bool) -> Iterator[tuple[slice, Tensor, Tensor | None]]:
+    """Yield (query rows, scores with NaN -> -inf, valid-gallery mask or None) per query chunk."""
+    if chunk_size < 1:
+        raise BenchError(f"chunk_size must be >= 1, got {chunk_size}")
+    if exclude_self and qf.shape[0] != gf.shape[0]:
+        raise BenchError(f"exclude_self needs the query and gallery to be the same images, got "
+                         f"{qf.shape[0]} queries and {gf.shape[0]} gallery items")
+    cols = torch.arange(gf.shape[0], device=qf.device)
+    for start in range(0, qf.shape[0], chunk_size):
+        rows = slice(start, min(start + chunk_size, qf.shape[0]))
+        scores = similarity(qf[rows], gf)
+        scores = scores.masked_fill(scores.isnan(), _NEG_INF)
+        valid = None
+        if exclude_self:
+            valid = cols[None, :] != torch.arange(rows.start, rows.stop, device=qf.device)[:, None]
+        yield rows, scores, valid
+
+
+def _top1_index(scores: Tensor) -> Tensor:
+    """Index of the highest score per row; the lowest index wins ties."""
+    cols = torch.arange(scores.shape[1], device=scores.device)
+    is_max = scores == scores.amax(1, keepdim=True)
+    return torch.where(is_max, cols, scores.shape[1]).amin(1)
+
+
+def _first_relevant_rank(scores: Tensor, rel: Tensor, valid: Tensor | None) -> Tensor:
+    """0-based rank of the best-ranked relevant item per row (ng when there is none).
+
+    Rank = valid items with a higher score, plus valid items with an equal score and a lower
+    index: the position in a stable descending sort, computed without sorting.
+    """
+    ng = scores.shape[1]
+    cols = torch.arange(ng, device=scores.device)
+    best = scores.masked_fill(~rel, _NEG_INF).amax(1, keepdim=True)
+    first = torch.where(rel & (scores == best), cols, ng).amin(1, keepdim=True)
+    ahead = (scores > best) | ((scores == best) & (cols < first))
+    if valid is not None:
+        ahead &= valid
+    rank = ahead.sum(1)
+    return torch.where(rel.any(1), rank, torch.full_like(rank, ng))
+
+
+def _average_precision(scores: Tensor, rel: Tensor, valid: Tensor | None,
+                       at: int | Literal["R"] | None) -> tuple[Tensor, Tensor]:
+    """Per-row AP (fraction) and a mask of rows with at least one relevant item."""
+    order = torch.sort(scores, dim=1, descending=True, stable=True).indices
+    rel_sorted = rel.gather(1, order)
+    hits = rel_sorted.cumsum(1)
+    if valid is None:
+        pos = torch.arange(1, scores.shape[1] + 1, device=scores.device).expand_as(hits)
+    else:
+        pos = valid.gather(1, order).cumsum(1)
+    n_rel = hits[:, -1]
+    prec = hits / pos.clamp_min(1)
+    if at is None:
+        within, denom = rel_sorted, n_rel
+    elif at == "R":
+        within, denom = rel_sorted & (pos <= n_rel[:, None]), n_rel
+    else:
+        within, denom = rel_sorted & (pos <= at), n_rel.clamp_max(at)
+    ap = (prec * within).sum(1) / denom.clamp_min(1)
+    return ap, n_rel > 0
+
+
+def _check_ks(ks: Sequence[int]) -> list[int]:
+    ks = list(ks)
+    if not ks or any(not isinstance(k, int) or k < 1 for k in ks):
+        raise BenchError(f"ks must be a non-empty list of positive integers, got {ks}")
+    return ks
+
+
+# ----------------------------------------------------------------------------- protocols
+
+
+def nearest_neighbour_top1(query_feats: Tensor, query_labels: Tensor, gallery_feats: Tensor,
+                           gallery_labels: Tensor, *, similarity: Similarity = cosine_similarity,
+                           chunk_size: int = 4096) -> float:
+    """Recall@1 / CMC@1 (%): the most similar gallery item has the query's label (lowest index wins ties)."""
+    ql, gf, gl = _prepare(query_feats, query_labels, gallery_feats, gallery_labels)
+    correct = 0
+    for rows, scores, _ in _score_chunks(query_feats, gf, similarity, chunk_size, False):
+        correct += int((gl[_top1_index(scores)] == ql[rows]).sum())
+    return 100.0 * correct / query_feats.shape[0]
+
+
+def cmc(query_feats: Tensor, query_labels: Tensor, gallery_feats: Tensor, gallery_labels: Tensor, *,
+        ks: Sequence[int] = (1, 5), similarity: Similarity = cosine_similarity, chunk_size: int = 4096,
+        exclude_self: bool = False) -> dict[int, float]:
+    """CMC@k (%) for each k (HBCT): a query is correct if a same-label gallery item is in its top k.
+
+    Queries with no same-label gallery item count as misses. ``exclude_self`` drops gallery
+    item i for query i (leave-one-out; query and gallery must be the same images).
+    """
+    ks = _check_ks(ks)
+    ql, gf, gl = _prepare(query_feats, query_labels, gallery_feats, gallery_labels)
+    hits = torch.zeros(len(ks), dtype=torch.long)
+    k_tensor = torch.tensor(ks, device=query_feats.device)
+    for rows, scores, valid in _score_chunks(query_feats, gf, similarity, chunk_size, exclude_self):
+        rel = ql[rows, None] == gl[None, :]
+        if valid is not None:
+            rel &= valid
+        rank = _first_relevant_rank(scores, rel, valid)
+        hits += (rank[None, :] < k_tensor[:, None]).sum(1).cpu()
+    return {k: 100.0 * int(h) / query_feats.shape[0] for k, h in zip(ks, hits)}
+
+
+def template_top1(query_feats: Tensor, query_labels: Tensor, gallery_feats: Tensor, gallery_labels: Tensor, *,
+                  similarity: Similarity = cosine_similarity, chunk_size: int = 4096) -> float:
+    """Top-1 accuracy (%) against class templates (the IAM-CL2R evaluation code).
+
+    Each gallery feature is L2-normalised, averaged per class and re-normalised into one template
+    per class; a query is correct if its most similar template (ties: smallest label) has the
+    query's label. Labels are compared, not template positions (the official code compares
+    positions, which is only right for labels 0..C-1).
+    """
+    ql, gf, gl = _prepare(query_feats, query_labels, gallery_feats, gallery_labels)
+    classes, inverse = torch.unique(gl, sorted=True, return_inverse=True)
+    # float64 sums make the templates independent of the (atomic) summation order on GPU
+    sums = torch.zeros(len(classes), gf.shape[1], dtype=torch.float64, device=gf.device)
+    sums.index_add_(0, inverse, F.normalize(gf.to(torch.float64), dim=1))
+    templates = F.normalize(sums, dim=1).to(gf.dtype)
+    correct = 0
+    for rows, scores, _ in _score_chunks(query_feats, templates, similarity, chunk_size, False):
+        correct += int((classes[_top1_index(scores)] == ql[rows]).sum())
+    return 100.0 * correct / query_feats.shape[0]
+
+
+def mean_average_precision(query_feats: Tensor, query_labels: Tensor, gallery_feats: Tensor,
+                           gallery_labels: Tensor, *, at: int | Literal["R"] | None = None,
+                           exclude_self: bool = False, similarity: Similarity = cosine_similarity,
+                           chunk_size: int = 4096) -> float:
+    """Mean average precision (%) over queries; relevant = same label.
+
+    - ``at=None``: AP over the full ranking, mean of precision at each relevant item (the
+      non-interpolated area under the PR curve; HBCT "mAP@1.0").
+    - ``at=k``: mAP@k, precision summed over relevant items in the top k, divided by
+      min(k, #relevant) (GLDv2 mAP@100 as used by CoReS).
+    - ``at="R"``: mAP@R (Musgrave et al. 2020), R = #relevant for that query, divided by R.
+
+    Queries without any relevant gallery item are skipped; ``nan`` if every query is skipped.
+    ``exclude_self`` drops gallery item i for query i (leave-one-out).
+    """
+    if not (at is None or at == "R" or (isinstance(at, int) and not isinstance(at, bool) and at >= 1)):
+        raise BenchError(f"mAP 'at' must be None, a positive integer or 'R', got {at!r}")
+    ql, gf, gl = _prepare(query_feats, query_labels, gallery_feats, gallery_labels)
+    total, counted = 0.0, 0
+    for rows, scores, valid in _score_chunks(query_feats, gf, similarity, chunk_size, exclude_self):
+        rel = ql[rows, None] == gl[None, :]
+        if valid is not None:
+            rel &= valid
+        ap, has_rel = _average_precision(scores, rel, valid, at)
+        total += float(ap[has_rel].to(torch.float64).sum())
+        counted += int(has_rel.sum())
+    return 100.0 * total / counted if counted else float("nan")
+
+
+def leave_one_out_cmc(query_feats: Tensor, gallery_feats: Tensor, labels: Tensor, *, ks: Sequence[int] = (1,),
+                      similarity: Similarity = cosine_similarity, chunk_size: int = 4096) -> dict[int, float]:
+    """Leave-one-out CMC@k (%) (BCT / openBCT): one image set is both query and gallery, self excluded.
+
+    ``query_feats[i]`` and ``gallery_feats[i]`` are the same image (from the query and the gallery
+    model; pass the same tensor twice for a self-test); the pair (i, i) is never ranked.
+    """
+    return cmc(query_feats, labels, gallery_feats, labels, ks=ks, similarity=similarity,
+               chunk_size=chunk_size, exclude_self=True)
+
+
+def leave_one_out_map(query_feats: Tensor, gallery_feats: Tensor, labels: Tensor, *,
+                      at: int | Literal["R"] | None = None, similarity: Similarity = cosine_similarity,
+                      chunk_size: int = 4096) -> float:
+    """Leave-one-out mAP (%) on one image set, self excluded (see ``leave_one_out_cmc``)."""
+    return mean_average_precision(query_feats, labels, gallery_feats, labels, at=at, exclude_self=True,
+                                  similarity=similarity, chunk_size=chunk_size)
+
+
+# ----------------------------------------------------------------------------- verification
+
+
+def pair_verification(query_feats: Tensor, gallery_feats: Tensor, same: Tensor, *, folds: int = 10,
+                      thresholds: Tensor | None = None) -> float:
+    """Pair verification accuracy (%) with k-fold threshold selection (CoReS / insightface).
+
+    Pair i is (query_feats[i], gallery_feats[i]); both are L2-normalised and the pair is called
+    "same" when their squared Euclidean distance is < threshold. ``thresholds`` defaults to
+    arange(0, 4, 0.001). Folds are contiguous blocks of pairs in order (KFold without
+    shuffling); for each fold the threshold with the best accuracy on the other folds (lowest
+    threshold on ties) is applied to it, and the fold accuracies are averaged.
+    """
+    if query_feats.ndim != 2 or query_feats.shape != gallery_feats.shape:
+        raise BenchError(f"query_feats and gallery_feats must be 2-D with one row per pair and equal shapes, "
+                         f"got {tuple(query_feats.shape)} and {tuple(gallery_feats.shape)}")
+    n = query_feats.shape[0]
+    if same.ndim != 1 or same.shape[0] != n:
+        raise BenchError(f"same must be a 1-D boolean tensor with one entry per pair ({n}), got {tuple(same.shape)}")
+    if not 2 <= folds <= n:
+        raise BenchError(f"folds must be between 2 and the number of pairs ({n}), got {folds}")
+    thr = (torch.arange(0, 4, 0.001, dtype=torch.float64) if thresholds is None
+           else thresholds.detach().to("cpu", torch.float64).flatten())
+    if thr.numel() == 0:
+        raise BenchError("thresholds must not be empty")
+    q = F.normalize(query_feats.detach().to(torch.float64), dim=1)
+    g = F.normalize(gallery_feats.detach().to(query_feats.device, torch.float64), dim=1)
+    dist = (q - g).pow(2).sum(1).cpu()
+    same = same.detach().cpu().bool()
+
+    def correct_counts(idx: Tensor) -> Tensor:  # correct decisions per threshold within idx
+        pos, neg = dist[idx][same[idx]].sort().values, dist[idx][~same[idx]].sort().values
+        below_pos = torch.searchsorted(pos, thr, side="left")  # pos pairs with dist < thr
+        below_neg = torch.searchsorted(neg, thr, side="left")
+        return below_pos + (neg.numel() - below_neg)
+
+    fold_idx = torch.tensor_split(torch.arange(n), folds)
+    per_fold = torch.stack([correct_counts(idx) for idx in fold_idx])  # folds x thresholds
+    total = per_fold.sum(0)
+    accs = []
+    for f, idx in enumerate(fold_idx):
+        train = total - per_fold[f]
+        best = int(torch.nonzero(train == train.max())[0, 0])
+        accs.append(float(per_fold[f, best]) / idx.numel())
+    return 100.0 * sum(accs) / folds
+
+
+def sample_verification_pairs(labels: Tensor, n_pos: int = 3000, n_neg: int = 3000,
+                              generator: torch.Generator | None = None) -> tuple[Tensor, Tensor, Tensor]:
+    """Random verification pairs (CoReS: 3,000 positive + 3,000 negative pairs of test images).
+
+    Positives are uniform over ordered same-label pairs of two distinct images, negatives
+    uniform over ordered different-label pairs; the pairs are then shuffled together so that
+    contiguous verification folds mix both kinds. Deterministic for a seeded ``generator``
+    (tensors are returned on its device). Returns (idx_a, idx_b, same).
+    """
+    if labels.ndim != 1:
+        raise BenchError(f"labels must be a 1-D tensor, got shape {tuple(labels.shape)}")
+    if n_pos < 0 or n_neg < 0:
+        raise BenchError(f"n_pos and n_neg must be >= 0, got {n_pos} and {n_neg}")
+    device = generator.device if generator is not None else torch.device("cpu")
+    lab = labels.to(device)
+    n = lab.shape[0]
+    _, inverse, counts = torch.unique(lab, return_inverse=True, return_counts=True)
+    order = torch.argsort(inverse, stable=True)  # item indices grouped by class
+    starts = counts.cumsum(0) - counts
+    rank_in_class = torch.empty_like(order)
+    rank_in_class[order] = torch.arange(n, device=device) - starts[inverse[order]]
+    size = counts[inverse]  # class size of each item
+
+    def uniform_below(m: Tensor) -> Tensor:  # one uniform integer in [0, m) per entry
+        u = torch.rand(m.shape, generator=generator, device=device, dtype=torch.float64)
+        return (u * m).floor().long().clamp_max(m - 1)
+
+    pos_w, neg_w = (size - 1).to(torch.float64), (n - size).to(torch.float64)
+    if n_pos and pos_w.sum() == 0:
+        raise BenchError("labels have no class with two items, so no positive verification pair exists")
+    if n_neg and neg_w.sum() == 0:
+        raise BenchError("labels hold a single class, so no negative verification pair exists")
+    empty = torch.empty(0, dtype=torch.long, device=device)
+    pa = torch.multinomial(pos_w, n_pos, replacement=True, generator=generator) if n_pos else empty
+    r = uniform_below(size[pa] - 1)
+    pb = order[starts[inverse[pa]] + r + (r >= rank_in_class[pa]).long()]
+    na = torch.multinomial(neg_w, n_neg, replacement=True, generator=generator) if n_neg else empty
+    r = uniform_below(n - size[na])
+    nb = order[r + size[na] * (r >= starts[inverse[na]]).long()]
+    perm = torch.randperm(n_pos + n_neg, generator=generator, device=device)
+    idx_a, idx_b = torch.cat([pa, na])[perm], torch.cat([pb, nb])[perm]
+    return idx_a, idx_b, lab[idx_a] == lab[idx_b]

@@ -1,0 +1,131 @@
+"""The images of a scenario: class order, per-step training subsets, replay memory, evaluation sets."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from torch import Tensor
+
+from benchbackcompat.config import DataConfig, ScenarioBase
+from benchbackcompat.data.arrays import DatasetBundle, ImageArrays
+from benchbackcompat.data.registry import DatasetRequest, load_dataset
+from benchbackcompat.engine.device import derive_seed, generator
+from benchbackcompat.errors import BenchError
+from benchbackcompat.scenarios.steps import Step
+
+SINGLE_SET_PROTOCOLS = ("loo", "verification")  # one evaluation set, encoded by both models
+
+
+@dataclass
+class ScenarioData:
+    """Device-resident images of one scenario, labels in the scenario's class order."""
+
+    train: ImageArrays
+    query: ImageArrays  # evaluation queries (for leave-one-out: the whole evaluation set)
+    gallery: ImageArrays | None  # None: leave-one-out on ``query``
+    pretrain: ImageArrays | None
+    mean: tuple[float, float, float]
+    std: tuple[float, float, float]
+    image_size: int
+    num_classes: int
+    name: str
+
+    def step_data(self, step: Step, seed: int) -> ImageArrays:
+        """Images of the classes ``step.classes``; a seeded random ``data_fraction`` of them if below 1."""
+        start, stop = step.classes
+        index = torch.nonzero((self.train.labels >= start) & (self.train.labels < stop)).flatten()
+        if step.data_fraction < 1:
+            keep = max(1, round(len(index) * step.data_fraction))
+            order = torch.randperm(len(index), generator=generator(derive_seed(seed, "subset", step.index)))
+            index = index[order[:keep].to(index.device)].sort().values
+        return self.train.subset(index)
+
+    def pretrain_data(self, num_classes: int) -> ImageArrays:
+        if self.pretrain is None:
+            raise BenchError(f"dataset {self.name!r} has no pretraining pool; iam-cl2r needs one (the embedded dataset has it)")
+        available = int(self.pretrain.labels.max()) + 1
+        if num_classes > available:
+            raise BenchError(
+                f"a pretrained model needs {num_classes} pretraining classes but {self.name!r} has {available}; "
+                "lower pretrain_classes or raise data.pretrain_classes"
+            )
+        return self.pretrain.subset(torch.nonzero(self.pretrain.labels < num_classes).flatten())
+
+
+def select_memory(labels: Tensor, classes: tuple[int, int], per_class: int, seed: int) -> Tensor:
+    """Indices of ``per_class`` random images of each class in ``[start, stop)`` (CL2R: random selection)."""
+    start, stop = classes
+    candidates = torch.nonzero((labels >= start) & (labels < stop)).flatten().cpu()
+    if per_class == 0 or len(candidates) == 0:
+        return candidates[:0]
+    shuffled = candidates[torch.randperm(len(candidates), generator=generator(seed))]
+    by_class = shuffled[torch.sort(labels[shuffled].cpu(), stable=True).indices]
+    sorted_labels = labels[by_class].cpu()
+    first = torch.searchsorted(sorted_labels, sorted_labels, side="left")
+    rank = torch.arange(len(by_class)) - first
+    return by_class[rank < per_class].sort().values
+
+
+def _request(cfg: DataConfig, cache_dir: Path) -> DatasetRequest:
+    return DatasetRequest(
+        cache_dir=cache_dir,
+        root=cfg.root,
+        num_classes=cfg.num_classes,
+        train_per_class=cfg.train_per_class,
+        test_per_class=cfg.test_per_class,
+        image_size=cfg.image_size,
+        seed=cfg.seed,
+        open_classes=cfg.open_classes,
+        pretrain_classes=cfg.pretrain_classes,
+    )
+
+
+def _reorder(arrays: ImageArrays, order: Tensor) -> ImageArrays:
+    """Relabel so that class ``order[i]`` becomes class ``i``."""
+    inverse = torch.empty_like(order)
+    inverse[order] = torch.arange(len(order))
+    return ImageArrays(arrays.images, inverse[arrays.labels])
+
+
+def load_scenario_data(scenario: ScenarioBase, cache_dir: Path, device: torch.device) -> ScenarioData:
+    """Load the scenario's datasets (decoded once, cached as uint8) and move them to ``device``."""
+    cfg = scenario.data
+    bundle: DatasetBundle = load_dataset(cfg.name, _request(cfg, cache_dir))
+    train, test = bundle.splits["train"], bundle.splits["test"]
+    if cfg.class_order_seed is not None:
+        order = torch.randperm(bundle.num_classes, generator=generator(cfg.class_order_seed))
+        train, test = _reorder(train, order), _reorder(test, order)
+    if scenario.eval_split == "test":
+        query, gallery = test, None
+        if scenario.protocol not in SINGLE_SET_PROTOCOLS:
+            raise BenchError(f"protocol {scenario.protocol!r} needs separate query and gallery sets: set eval_split = \"open\"")
+    else:
+        query, gallery = _open_set(cfg, bundle, cache_dir)
+        if scenario.protocol in SINGLE_SET_PROTOCOLS:
+            gallery = None
+    return ScenarioData(
+        train=train.to(device),
+        query=query.to(device),
+        gallery=gallery.to(device) if gallery is not None else None,
+        pretrain=bundle.splits["pretrain"].to(device) if "pretrain" in bundle.splits else None,
+        mean=bundle.mean,
+        std=bundle.std,
+        image_size=bundle.image_size,
+        num_classes=bundle.num_classes,
+        name=bundle.name,
+    )
+
+
+def _open_set(cfg: DataConfig, bundle: DatasetBundle, cache_dir: Path) -> tuple[ImageArrays, ImageArrays]:
+    """Open-set evaluation images: ``eval_dataset``'s train (query) and test (gallery) splits, as in
+    IAM-CL2R (CIFAR-10 train / test), or the dataset's own open-set pool."""
+    if cfg.eval_dataset is not None:
+        request = DatasetRequest(cache_dir=cache_dir, root=cfg.root, image_size=bundle.image_size)
+        other = load_dataset(cfg.eval_dataset, request)
+        return other.splits["train"], other.splits["test"]
+    if "open_query" not in bundle.splits:
+        raise BenchError(
+            f"dataset {bundle.name!r} has no open-set pool; set data.eval_dataset (e.g. cifar10-jpeg) or eval_split = \"test\""
+        )
+    return bundle.splits["open_query"], bundle.splits["open_gallery"]

@@ -1,0 +1,1 @@
+"""First-party baseline methods: independent training, L2 feature regression, experience replay."""
