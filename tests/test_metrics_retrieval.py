@@ -285,3 +285,9 @@ def test_sample_verification_pairs_impossible_quota():
         sample_verification_pairs(L([3, 3, 3]), 1, 1, torch.Generator().manual_seed(0))
     with pytest.raises(BenchError, match="two items"):
         sample_verification_pairs(L([0, 1, 2]), 1, 1, torch.Generator().manual_seed(0))
+
+
+def test_nan_scores_rank_last():
+    g, gl = T([[float("nan"), 0], [1, 0]]), L([1, 0])
+    assert nearest_neighbour_top1(T([[1, 0]]), L([0]), g, gl) == 100.0
+    assert mean_average_precision(T([[1, 0]]), L([1]), g, gl) == pytest.approx(50.0)

@@ -56,18 +56,18 @@ class DatasetBundle:
         return self.splits["train"].images.shape[-1]
 
 
-def channel_stats(images: Tensor, chunk: int = 8192) -> tuple[tuple[float, ...], tuple[float, ...]]:
-    """Per-channel mean and standard deviation of uint8 images, in [0, 1] units."""
-    total = torch.zeros(images.shape[1], dtype=torch.float64)
-    squares = torch.zeros_like(total)
-    for start in range(0, images.shape[0], chunk):
-        x = images[start : start + chunk].to(torch.float64).div_(255.0)
-        total += x.sum(dim=(0, 2, 3))
-        squares += x.square().sum(dim=(0, 2, 3))
-    count = images.shape[0] * images.shape[2] * images.shape[3]
-    mean = total / count
-    std = (squares / count - mean.square()).clamp_min(1e-12).sqrt()
-    return tuple(mean.tolist()), tuple(std.tolist())
+def channel_stats(images: Tensor) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """Per-channel mean and standard deviation of uint8 images, in [0, 1] units (exact, from
+    per-channel histograms of the 256 levels)."""
+    levels = torch.arange(256, dtype=torch.float64) / 255.0
+    means, stds = [], []
+    for channel in range(images.shape[1]):
+        counts = torch.bincount(images[:, channel].reshape(-1), minlength=256).to(torch.float64)
+        p = counts / counts.sum()
+        mean = float((p * levels).sum())
+        means.append(mean)
+        stds.append(float((p * (levels - mean).square()).sum().sqrt()))
+    return tuple(means), tuple(stds)
 
 
 def first_per_class(labels: Tensor, num_classes: int | None, per_class: int | None) -> Tensor:

@@ -27,7 +27,7 @@ DEFAULTS = {"num_classes": 100, "open_classes": 50, "pretrain_classes": 250,
 OPEN_QUERY_PER_CLASS, OPEN_GALLERY_PER_CLASS = 100, 50
 SPLIT_CODES = {"train": 1, "test": 2, "open_query": 3, "open_gallery": 4}  # pretrain renders as "train"
 _POOL_KEY = 0x706F6F6C
-_CHUNK = 4096
+_CHUNK = 1024
 
 
 def class_name(class_id: int) -> str:
@@ -40,14 +40,26 @@ def class_order(seed: int) -> Tensor:
     return torch.sort(hash_keys(seed, _POOL_KEY, torch.arange(len(UNIVERSE))), stable=True).indices
 
 
-def render_classes(seed: int, class_ids: Tensor, per_class: int, split: str, image_size: int = 32) -> ImageArrays:
-    """Images 0..per_class-1 of each class in `class_ids` (class-major), labelled by position."""
+def pools(seed: int, num_classes: int, open_classes: int, pretrain_classes: int) -> tuple[Tensor, Tensor, Tensor]:
+    """Universe class ids of the training, open-set and pretraining pools (disjoint)."""
+    sizes = [num_classes, open_classes, pretrain_classes]
+    if sum(sizes) > len(UNIVERSE):
+        raise BenchError(f"embedded dataset: num_classes + open_classes + pretrain_classes = {sum(sizes)} exceeds "
+                         f"the {len(UNIVERSE)} classes of the universe; lower them")
+    train, open_set, pretrain = torch.split(class_order(seed)[: sum(sizes)], sizes)
+    return train, open_set, pretrain
+
+
+def render_classes(seed: int, class_ids: Tensor, per_class: int, split: str, image_size: int = 32,
+                   bank: Tensor | None = None) -> ImageArrays:
+    """Images 0..per_class-1 of each class in `class_ids` (class-major), labelled by position.
+    `bank` is render.noise_bank(seed, image_size), passed in to reuse it across calls."""
     count = class_ids.numel()
     ids = class_ids.repeat_interleave(per_class)
     index = torch.arange(per_class).repeat(count)
     attrs = torch.tensor([(SHAPES.index(s), list(COLOURS).index(c), BACKGROUNDS.index(b)) for s, c, b in UNIVERSE])[ids]
     hues = torch.tensor(list(COLOURS.values()))[attrs[:, 1]]
-    bank = noise_bank(seed, image_size)
+    bank = noise_bank(seed, image_size) if bank is None else bank
     images = torch.empty(ids.numel(), 3, image_size, image_size, dtype=torch.uint8)
     for start in range(0, ids.numel(), _CHUNK):
         part = slice(start, start + _CHUNK)
@@ -62,20 +74,15 @@ def _settings(request: DatasetRequest) -> dict[str, int]:
 
 
 def _build(s: dict[str, int]) -> DatasetBundle:
-    pools = [s["num_classes"], s["open_classes"], s["pretrain_classes"]]
-    if sum(pools) > len(UNIVERSE):
-        raise BenchError(f"embedded dataset: num_classes + open_classes + pretrain_classes = {sum(pools)} exceeds "
-                         f"the {len(UNIVERSE)} classes of the universe; lower them")
-    order = class_order(s["seed"])
-    train_ids, open_ids, pretrain_ids = torch.split(order[: sum(pools)], pools)
+    train_ids, open_ids, pretrain_ids = pools(s["seed"], s["num_classes"], s["open_classes"], s["pretrain_classes"])
     seed, size = s["seed"], s["image_size"]
-    splits = {"train": render_classes(seed, train_ids, s["train_per_class"], "train", size),
-              "test": render_classes(seed, train_ids, s["test_per_class"], "test", size)}
-    if open_ids.numel():
-        splits["open_query"] = render_classes(seed, open_ids, OPEN_QUERY_PER_CLASS, "open_query", size)
-        splits["open_gallery"] = render_classes(seed, open_ids, OPEN_GALLERY_PER_CLASS, "open_gallery", size)
-    if pretrain_ids.numel():
-        splits["pretrain"] = render_classes(seed, pretrain_ids, s["train_per_class"], "train", size)
+    bank = noise_bank(seed, size)
+    parts = {"train": (train_ids, s["train_per_class"], "train"), "test": (train_ids, s["test_per_class"], "test"),
+             "open_query": (open_ids, OPEN_QUERY_PER_CLASS, "open_query"),
+             "open_gallery": (open_ids, OPEN_GALLERY_PER_CLASS, "open_gallery"),
+             "pretrain": (pretrain_ids, s["train_per_class"], "train")}
+    splits = {name: render_classes(seed, ids, count, code, size, bank)
+              for name, (ids, count, code) in parts.items() if ids.numel()}
     mean, std = channel_stats(splits["train"].images)
     return DatasetBundle("embedded", [class_name(int(c)) for c in train_ids], mean, std, splits)
 

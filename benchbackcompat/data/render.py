@@ -21,7 +21,7 @@ COLOURS = {  # hue in turns; well separated on the colour wheel
 BACKGROUNDS = ("plain", "hstripes", "vstripes", "diagonal", "antidiagonal", "checker", "dots", "rings")
 
 _M32 = 0xFFFFFFFF
-_NOISE_BANK = 256  # noise fields shared by all images, each picked with a random cyclic shift
+NOISE_BANK = 1024  # noise fields shared by all images, one picked per image
 _NOISE_KEY, _IMAGE_KEY = 0x6E6F6973, 0x696D6167
 
 
@@ -88,9 +88,14 @@ _SDF: dict[str, Callable[[Tensor, Tensor], Tensor]] = {
 }
 
 
+def _grid(size: int) -> Tensor:
+    """Pixel-centre coordinates in [0, 1]."""
+    return (torch.arange(size, dtype=torch.float32) + 0.5) / size
+
+
 def _shape_alpha(kind: Tensor, cx: Tensor, cy: Tensor, radius: Tensor, angle: Tensor, size: int) -> tuple[Tensor, Tensor, Tensor]:
     """Coverage (n x S x S) of shapes of type index `kind` and the local coordinates u, v."""
-    grid = (torch.arange(size, dtype=torch.float32) + 0.5) / size
+    grid = _grid(size)
     dx = (grid[None, None, :] - cx[:, None, None]) / radius[:, None, None]
     dy = (grid[None, :, None] - cy[:, None, None]) / radius[:, None, None]
     cos, sin = torch.cos(angle)[:, None, None], torch.sin(angle)[:, None, None]
@@ -98,46 +103,56 @@ def _shape_alpha(kind: Tensor, cx: Tensor, cy: Tensor, radius: Tensor, angle: Te
     dist = torch.empty_like(u)
     for index, name in enumerate(SHAPES):
         chosen = (kind == index).nonzero().squeeze(1)
-        if chosen.numel():
+        if chosen.numel() == kind.numel():
+            dist = _SDF[name](u, v)
+        elif chosen.numel():
             dist[chosen] = _SDF[name](u[chosen], v[chosen])
     alpha = (0.5 - dist * (radius * size)[:, None, None]).clamp_(0.0, 1.0)
     return alpha, u, v
 
 
+_ORIENTATION = {"hstripes": 90.0, "diagonal": 45.0, "antidiagonal": 135.0}  # degrees; others 0
+
+
+def _pattern(name: str, r: Callable[[int], Tensor], size: int) -> Tensor:
+    """Pattern value in [0, 1] (n x S x S) of background `name` for n images with randoms r."""
+    grid = _grid(size)
+    x, y = grid[None, None, :], grid[None, :, None]
+    theta = math.radians(_ORIENTATION.get(name, 0.0)) + (r(0) - 0.5) * math.radians(20)  # +-10 degrees
+    cos, sin = torch.cos(theta)[:, None, None], torch.sin(theta)[:, None, None]
+    freq = (3.0 + 2.0 * r(1))[:, None, None]  # cycles per image
+    phase1, phase2 = r(2)[:, None, None], r(3)[:, None, None]  # in cycles
+    if name == "plain":  # a faint gradient in a random direction
+        angle = 2 * math.pi * r(4)[:, None, None]
+        return 0.5 + 0.3 * ((x - 0.5) * torch.cos(angle) + (y - 0.5) * torch.sin(angle))
+    along = x * cos + y * sin
+    if name in _ORIENTATION or name == "vstripes":
+        return _soft_square(2 * math.pi * (freq * along + phase1))
+    across = y * cos - x * sin
+    if name == "checker":
+        f = 0.6 * freq
+        a = 2 * _soft_square(2 * math.pi * (f * along + phase1)) - 1
+        b = 2 * _soft_square(2 * math.pi * (f * across + phase2)) - 1
+        return 0.5 + 0.5 * a * b
+    if name == "dots":
+        fa, fb = freq * along + phase1, freq * across + phase2
+        da, db = fa - torch.floor(fa) - 0.5, fb - torch.floor(fb) - 0.5
+        dot_px = torch.sqrt(da * da + db * db) * (size / freq)
+        return ((0.22 + 0.1 * r(5)[:, None, None]) * (size / freq) - dot_px + 0.5).clamp_(0.0, 1.0)
+    # rings around a random centre
+    cx, cy = r(6)[:, None, None], r(7)[:, None, None]
+    return _soft_square(2 * math.pi * (freq * torch.sqrt((x - cx) ** 2 + (y - cy) ** 2) + phase1))
+
+
 def _background(kind: Tensor, r: Callable[[int], Tensor], size: int) -> Tensor:
     """Pattern value in [0, 1] (n x S x S) for background type index `kind`."""
-    n = kind.shape[0]
-    grid = (torch.arange(size, dtype=torch.float32) + 0.5) / size
-    x, y = grid[None, None, :].expand(n, size, size), grid[None, :, None].expand(n, size, size)
-    base = torch.tensor([0.0, 90.0, 0.0, 45.0, 135.0, 0.0, 0.0, 0.0])[kind] * math.pi / 180
-    theta = (base + (r(0) - 0.5) * (20 * math.pi / 180))[:, None, None]  # +-10 degrees
-    along = x * torch.cos(theta) + y * torch.sin(theta)
-    across = y * torch.cos(theta) - x * torch.sin(theta)
-    freq = (3.0 + 2.0 * r(1))[:, None, None]  # cycles per image
-    phase1, phase2 = (2 * math.pi * r(2))[:, None, None], (2 * math.pi * r(3))[:, None, None]
-    pattern = torch.empty(n, size, size)
+    pattern = torch.empty(kind.shape[0], size, size)
     for index, name in enumerate(BACKGROUNDS):
-        m = (kind == index).nonzero().squeeze(1)
-        if not m.numel():
-            continue
-        a, b, f, p1, p2 = along[m], across[m], freq[m], phase1[m], phase2[m]
-        if name == "plain":  # a faint gradient in a random direction
-            g = 2 * math.pi * r(4)[m][:, None, None]
-            value = 0.5 + 0.3 * ((x[m] - 0.5) * torch.cos(g) + (y[m] - 0.5) * torch.sin(g))
-        elif name in ("hstripes", "vstripes", "diagonal", "antidiagonal"):
-            value = _soft_square(2 * math.pi * f * a + p1)
-        elif name == "checker":
-            f = f * 0.6
-            value = 0.5 + 0.5 * (2 * _soft_square(2 * math.pi * f * a + p1) - 1) * (2 * _soft_square(2 * math.pi * f * b + p2) - 1)
-        elif name == "dots":
-            fa, fb = f * a + p1 / (2 * math.pi), f * b + p2 / (2 * math.pi)
-            da, db = fa - torch.floor(fa) - 0.5, fb - torch.floor(fb) - 0.5
-            dot_px = torch.sqrt(da * da + db * db) / f * size
-            value = ((0.22 + 0.1 * r(5)[m])[:, None, None] * size / f - dot_px + 0.5).clamp(0.0, 1.0)
-        else:  # rings around a random centre
-            cx, cy = r(6)[m][:, None, None], r(7)[m][:, None, None]
-            value = _soft_square(2 * math.pi * f * torch.sqrt((x[m] - cx) ** 2 + (y[m] - cy) ** 2) + p1)
-        pattern[m] = value
+        chosen = (kind == index).nonzero().squeeze(1)
+        if chosen.numel() == kind.numel():
+            return _pattern(name, r, size)
+        if chosen.numel():
+            pattern[chosen] = _pattern(name, lambda stream: r(stream)[chosen], size)
     return pattern
 
 
@@ -148,55 +163,60 @@ def _hsv_to_rgb(h: Tensor, s: Tensor, v: Tensor) -> Tensor:
 
 
 def noise_bank(seed: int, size: int) -> Tensor:
-    """_NOISE_BANK fields of triangular noise in [-1, 1] (bank x 3 x S x S)."""
-    cells = torch.arange(_NOISE_BANK * 3 * size * size)
-    noise = unit(hash_keys(seed, _NOISE_KEY, 0, cells)) + unit(hash_keys(seed, _NOISE_KEY, 1, cells)) - 1.0
-    return noise.view(_NOISE_BANK, 3, size, size)
+    """NOISE_BANK fields of triangular noise in [-1, 1] (bank x 3 x S x S), shared by all images.
+    Drawn from a seeded torch.Generator: its size is fixed, so it never depends on the request."""
+    generator = torch.Generator().manual_seed(int(hash_keys(seed, _NOISE_KEY)))
+    noise = torch.rand(2, NOISE_BANK, 3, size, size, generator=generator)
+    return noise[0] + noise[1] - 1.0
 
 
 def render(seed: int, shape: Tensor, hue: Tensor, background: Tensor, class_ids: Tensor, split: int,
-           indices: Tensor, size: int, noise_bank: Tensor | None = None) -> Tensor:
+           indices: Tensor, size: int, bank: Tensor | None = None) -> Tensor:
     """Render n images (uint8, n x 3 x S x S). Per image: the class's shape index, hue (turns)
-    and background index, with its (class id, split, index) keying all random variation."""
+    and background index, with its (class id, split, index) keying all random variation.
+    `bank` is noise_bank(seed, size), passed in to reuse it across calls."""
     key = hash_keys(seed, _IMAGE_KEY, class_ids, split, indices)
 
     def r(stream: int) -> Tensor:
         return unit(hash_keys(key, stream))
+
+    # a global gain/offset per image, applied to the colours (compositing is affine) in 0..255 units
+    gain, offset = 0.8 + 0.3 * r(30), (r(31) - 0.5) * 0.16
+
+    def tone(rgb: Tensor, m: Tensor | slice = slice(None)) -> Tensor:
+        return ((rgb - 0.5) * gain[m, None] + 0.5 + offset[m, None]) * 255.0 + 0.5  # +0.5: round on truncation
 
     # background: two low-saturation colours mixed by the pattern
     pattern = _background(background, lambda k: r(100 + k), size)
     grey = 0.15 + 0.7 * r(1)
     contrast = (0.15 + 0.35 * r(2)) * torch.where(r(3) < 0.5, -1.0, 1.0)
     tint = (torch.stack([r(4), r(5), r(6)], 1) - 0.5) * 0.16
-    low = (grey[:, None] + tint).clamp(0.0, 1.0)
-    high = (grey + contrast)[:, None].clamp(0.0, 1.0) + tint
-    image = low[:, :, None, None] + (high - low)[:, :, None, None] * pattern[:, None]
+    low = tone((grey[:, None] + tint).clamp(0.0, 1.0))
+    high = tone((grey + contrast)[:, None].clamp(0.0, 1.0) + tint)
+    image = torch.addcmul(low[:, :, None, None], (high - low)[:, :, None, None], pattern[:, None])
 
-    # a small distractor shape of random type and colour (behind the main shape)
-    has_distractor = (r(10) < 0.6).float()
-    d_alpha, _, _ = _shape_alpha((r(11) * len(SHAPES)).long().clamp_max(len(SHAPES) - 1),
-                                 0.1 + 0.8 * r(12), 0.1 + 0.8 * r(13), 0.08 + 0.06 * r(14),
-                                 2 * math.pi * r(15), size)
-    d_colour = _hsv_to_rgb(r(16), 0.5 + 0.5 * r(17), 0.5 + 0.5 * r(18))
-    d_alpha = d_alpha * has_distractor[:, None, None]
-    image = image + (d_colour[:, :, None, None] - image) * d_alpha[:, None]
+    # a small distractor shape of random type and colour, behind the class's shape
+    chosen = (r(10) < 0.6).nonzero().squeeze(1)
+    if chosen.numel():
+        def d(stream: int) -> Tensor:
+            return r(stream)[chosen]
+        d_alpha, _, _ = _shape_alpha((d(11) * len(SHAPES)).long().clamp_max(len(SHAPES) - 1),
+                                     0.1 + 0.8 * d(12), 0.1 + 0.8 * d(13), 0.08 + 0.06 * d(14), 2 * math.pi * d(15), size)
+        d_colour = tone(_hsv_to_rgb(d(16), 0.5 + 0.5 * d(17), 0.5 + 0.5 * d(18)), chosen)
+        image[chosen] = torch.lerp(image[chosen], d_colour[:, :, None, None].expand(-1, -1, size, size), d_alpha[:, None])
 
     # the class's shape: random position, scale, rotation, colour jitter and shading
     alpha, u, v = _shape_alpha(shape, 0.28 + 0.44 * r(20), 0.28 + 0.44 * r(21), 0.2 + 0.12 * r(22),
-                               (r(23) - 0.5) * (50 * math.pi / 180), size)
+                               (r(23) - 0.5) * math.radians(50), size)
     colour = _hsv_to_rgb(hue + (r(24) - 0.5) * 0.04, 0.65 + 0.35 * r(25), 0.6 + 0.4 * r(26))
     light = 2 * math.pi * r(27)
-    shade = 1.0 + 0.15 * (u * torch.cos(light)[:, None, None] + v * torch.sin(light)[:, None, None])
-    foreground = colour[:, :, None, None] * shade[:, None]
-    image = image + (foreground - image) * alpha[:, None]
+    shade = (u * torch.cos(light)[:, None, None]).add_(v * torch.sin(light)[:, None, None]).mul_(0.15)
+    base = tone(colour)  # colour * (1 + shade), toned: tone(colour) + colour * gain * 255 * shade
+    foreground = torch.addcmul(base[:, :, None, None], (colour * gain[:, None] * 255.0)[:, :, None, None], shade[:, None])
+    image.lerp_(foreground, alpha[:, None])
 
-    # global brightness/contrast and pixel noise (a cyclically shifted field of a shared bank)
-    gain, offset = 0.8 + 0.3 * r(30), (r(31) - 0.5) * 0.16
-    image = (image - 0.5) * gain[:, None, None, None] + 0.5 + offset[:, None, None, None]
-    bank = noise_bank(seed, size) if noise_bank is None else noise_bank
-    pick = (r(32) * _NOISE_BANK).long().clamp_max(_NOISE_BANK - 1)
-    rows = (torch.arange(size)[None, :] + (r(33) * size).long()[:, None]) % size
-    cols = (torch.arange(size)[None, :] + (r(34) * size).long()[:, None]) % size
-    noise = bank[pick[:, None, None, None], torch.arange(3)[None, :, None, None], rows[:, None, :, None], cols[:, None, None, :]]
-    image = image + noise * (0.03 + 0.09 * r(35))[:, None, None, None]
-    return image.clamp_(0.0, 1.0).mul_(255.0).round_().to(torch.uint8)
+    # pixel noise: a field of the shared bank, with a per-image amplitude
+    bank = noise_bank(seed, size) if bank is None else bank
+    noise = bank.index_select(0, (r(32) * NOISE_BANK).long().clamp_max(NOISE_BANK - 1))
+    image.addcmul_(noise, (255.0 * (0.03 + 0.09 * r(35)))[:, None, None, None])
+    return image.clamp_(0.0, 255.0).to(torch.uint8)

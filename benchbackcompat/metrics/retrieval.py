@@ -68,18 +68,25 @@ def _score_chunks(qf: Tensor, gf: Tensor, similarity: Similarity, chunk_size: in
     for start in range(0, qf.shape[0], chunk_size):
         rows = slice(start, min(start + chunk_size, qf.shape[0]))
         scores = similarity(qf[rows], gf)
-        scores = scores.masked_fill(scores.isnan(), _NEG_INF)
+        nan = scores.isnan()
+        if nan.any():
+            scores = scores.masked_fill(nan, _NEG_INF)
         valid = None
         if exclude_self:
             valid = cols[None, :] != torch.arange(rows.start, rows.stop, device=qf.device)[:, None]
         yield rows, scores, valid
 
 
+def _columns(scores: Tensor) -> Tensor:
+    """Gallery indices 0..ng-1 (int32 keeps the per-chunk index matrices small)."""
+    return torch.arange(scores.shape[1], device=scores.device, dtype=torch.int32)
+
+
 def _top1_index(scores: Tensor) -> Tensor:
     """Index of the highest score per row; the lowest index wins ties."""
-    cols = torch.arange(scores.shape[1], device=scores.device)
+    cols = _columns(scores)
     is_max = scores == scores.amax(1, keepdim=True)
-    return torch.where(is_max, cols, scores.shape[1]).amin(1)
+    return torch.where(is_max, cols, scores.shape[1]).amin(1).long()
 
 
 def _first_relevant_rank(scores: Tensor, rel: Tensor, valid: Tensor | None) -> Tensor:
@@ -89,7 +96,7 @@ def _first_relevant_rank(scores: Tensor, rel: Tensor, valid: Tensor | None) -> T
     index: the position in a stable descending sort, computed without sorting.
     """
     ng = scores.shape[1]
-    cols = torch.arange(ng, device=scores.device)
+    cols = _columns(scores)
     best = scores.masked_fill(~rel, _NEG_INF).amax(1, keepdim=True)
     first = torch.where(rel & (scores == best), cols, ng).amin(1, keepdim=True)
     ahead = (scores > best) | ((scores == best) & (cols < first))

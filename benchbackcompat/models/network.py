@@ -69,7 +69,7 @@ def build_network(
         raise UnknownNameError("head", head, HEADS)
     kwargs = dict(head_kwargs or {})
     fixed = _fixed_weight(head, num_classes, embedding_dim, kwargs) if head in ("dsimplex", "etf") else None
-    if kwargs and head != "linear" and head != "cosine":
+    if kwargs and head not in ("linear", "cosine"):
         raise BenchError(f"head {head!r} does not take head_kwargs {sorted(kwargs)}")
     net = create_backbone(backbone, image_size=image_size, in_chans=in_chans, pretrained=pretrained)
     if fixed is not None:

@@ -1,0 +1,72 @@
+"""Decoding image files to uint8 arrays (libjpeg-turbo batch decoding via torchvision)."""
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from PIL import Image
+from torch import Tensor
+from torchvision.io import ImageReadMode, decode_image, decode_jpeg
+
+from benchbackcompat.errors import BenchError
+
+_CHUNK = 4096
+
+
+def _decode_pil(blob: bytes) -> Tensor:
+    with Image.open(io.BytesIO(blob)) as image:
+        return torch.from_numpy(np.array(image.convert("RGB"))).permute(2, 0, 1).contiguous()
+
+
+def _decode_one(blob: bytes, data: Tensor) -> Tensor:
+    try:
+        return decode_image(data, mode=ImageReadMode.RGB)
+    except RuntimeError:  # formats or variants torchvision does not read (e.g. palette PNG, CMYK JPEG)
+        return _decode_pil(blob)
+
+
+def _decode_chunk(blobs: Sequence[bytes]) -> list[Tensor]:
+    data = [torch.frombuffer(bytearray(b), dtype=torch.uint8) for b in blobs]
+    jpeg = [i for i, b in enumerate(blobs) if b[:2] == b"\xff\xd8"]
+    out: list[Tensor | None] = [None] * len(blobs)
+    try:
+        for i, image in zip(jpeg, decode_jpeg([data[i] for i in jpeg], mode=ImageReadMode.RGB) if jpeg else []):
+            out[i] = image
+    except RuntimeError:
+        pass  # one bad file: fall back to decoding one by one below
+    return [image if image is not None else _decode_one(blobs[i], data[i]) for i, image in enumerate(out)]
+
+
+def resize_images(images: Tensor, size: int) -> Tensor:
+    """Bilinear (antialiased) resize of uint8 N x C x H x W images to size x size."""
+    if images.shape[-2:] == (size, size):
+        return images
+    out = torch.empty(images.shape[0], images.shape[1], size, size, dtype=torch.uint8)
+    for start in range(0, images.shape[0], _CHUNK):
+        part = images[start : start + _CHUNK].float()
+        out[start : start + _CHUNK] = F.interpolate(part, size=(size, size), mode="bilinear", antialias=True,
+                                                    align_corners=False).round_().clamp_(0, 255).to(torch.uint8)
+    return out
+
+
+def decode_images(blobs: Sequence[bytes], image_size: int | None, source: str) -> Tensor:
+    """Decode encoded images (JPEG/PNG/...) to uint8 N x 3 x H x W, resized to image_size if set;
+    without image_size all images must share one size."""
+    if not blobs:
+        raise BenchError(f"no images found in {source}; check --data-root")
+    images = []
+    for start in range(0, len(blobs), _CHUNK):
+        decoded = _decode_chunk(blobs[start : start + _CHUNK])
+        if image_size is not None and len({x.shape for x in decoded}) == 1:
+            decoded = list(resize_images(torch.stack(decoded), image_size))
+        elif image_size is not None:
+            decoded = [resize_images(x[None], image_size)[0] for x in decoded]
+        images.extend(decoded)
+    shapes = {tuple(x.shape) for x in images}
+    if len(shapes) > 1:
+        raise BenchError(f"images in {source} have different sizes ({', '.join(map(str, sorted(shapes)[:3]))}); "
+                         "set the dataset image_size to resize them")
+    return torch.stack(images)

@@ -1,0 +1,75 @@
+"""The dataset registry: what a caller asks for (DatasetRequest) and the built-in datasets."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+from benchbackcompat.data import loaders
+from benchbackcompat.data.arrays import DatasetBundle
+from benchbackcompat.data.embedded import load_embedded
+from benchbackcompat.errors import BenchError, UnknownNameError
+
+
+@dataclass(frozen=True)
+class DatasetRequest:
+    """What to load. Fields left None take the dataset's defaults (all images, native size)."""
+
+    cache_dir: Path  # where decoded uint8 arrays are cached
+    root: Path | None = None  # data root for real datasets (folder with the files or zips, or the zip)
+    num_classes: int | None = None  # keep the first N classes of the training pool
+    train_per_class: int | None = None  # keep the first N training images of each class (file order)
+    test_per_class: int | None = None
+    image_size: int | None = None  # embedded: render size (default 32); real: resize to this if set
+    seed: int = 0  # embedded: rendering seed
+    open_classes: int | None = None  # embedded: size of the open-set pool
+    pretrain_classes: int | None = None  # embedded: size of the pretraining pool
+    download: bool = True  # torchvision datasets may download when online
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "cache_dir", Path(self.cache_dir))
+        if self.root is not None:
+            object.__setattr__(self, "root", Path(self.root))
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name in ("open_classes", "pretrain_classes") and value is not None and value < 0:
+                raise BenchError(f"dataset {f.name} must be >= 0, got {value}")
+            if f.name in ("num_classes", "train_per_class", "test_per_class", "image_size") and value is not None and value < 1:
+                raise BenchError(f"dataset {f.name} must be >= 1, got {value}")
+
+
+@dataclass(frozen=True)
+class DatasetEntry:
+    name: str
+    description: str
+    load: Callable[[DatasetRequest], DatasetBundle]
+
+
+DATASETS: dict[str, DatasetEntry] = {
+    entry.name: entry
+    for entry in (
+        DatasetEntry("embedded", "procedurally rendered shapes (512-class universe; train, open-set and "
+                     "pretraining pools), no download", load_embedded),
+        DatasetEntry("cifar10", "CIFAR-10 via torchvision (local root, else download)", loaders.load_cifar10),
+        DatasetEntry("cifar100", "CIFAR-100 via torchvision (local root, else download)", loaders.load_cifar100),
+        DatasetEntry("tinyimagenet", "TinyImageNet-200, official layout (folder or zip); test = labelled val",
+                     loaders.load_tinyimagenet),
+        DatasetEntry("imagefolder", "any <root>/{train,test}/<class>/*.{jpg,png} tree (folder or zip)",
+                     loaders.load_imagefolder),
+        DatasetEntry("cifar10-jpeg", "CIFAR-10 as JPEG ImageFolder (cifar-10-jpeg.zip or folder)",
+                     loaders.load_cifar10_jpeg),
+        DatasetEntry("fashion-mnist", "Fashion-MNIST idx .gz files (grey expanded to RGB)", loaders.load_fashion_mnist),
+    )
+}
+
+
+def get_dataset(name: str) -> DatasetEntry:
+    try:
+        return DATASETS[name]
+    except KeyError:
+        raise UnknownNameError("dataset", name, DATASETS) from None
+
+
+def load_dataset(name: str, request: DatasetRequest) -> DatasetBundle:
+    """Load dataset `name` for `request` (cached in request.cache_dir)."""
+    return get_dataset(name).load(request)

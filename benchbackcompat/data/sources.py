@@ -1,0 +1,97 @@
+"""Where real datasets live: finding them under a data root, and reading a folder or a zip alike."""
+from __future__ import annotations
+
+import os
+import re
+import zipfile
+from collections.abc import Callable, Iterable
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from benchbackcompat.data.cache import file_fingerprint
+from benchbackcompat.errors import BenchError
+
+IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png")
+
+
+class DirTree:
+    """The files under a folder, by POSIX path relative to it (sorted)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        names, total, latest = [], 0, 0
+        for folder, dirs, files in os.walk(path):
+            dirs.sort()
+            rel = Path(folder).relative_to(path).as_posix()
+            for file in files:
+                stat = os.stat(os.path.join(folder, file))
+                names.append(file if rel == "." else f"{rel}/{file}")
+                total, latest = total + stat.st_size, max(latest, stat.st_mtime_ns)
+        self.names = sorted(names)
+        self.fingerprint: list[Any] = [path.name, len(names), total, latest]
+
+    def read(self, name: str) -> bytes:
+        return (self.path / name).read_bytes()
+
+
+class ZipTree:
+    """The files in a zip archive, read in place; refuses members whose path escapes the archive."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        try:
+            self.zip = zipfile.ZipFile(path)
+        except (OSError, zipfile.BadZipFile) as exc:
+            raise BenchError(f"cannot read the zip {path}: {exc}; pass --data-root pointing at a valid zip or folder") from exc
+        for name in self.zip.namelist():
+            check_member(path, name)
+        self.names = sorted(n for n in self.zip.namelist() if not n.endswith("/"))
+        self.fingerprint = file_fingerprint(path)
+
+    def read(self, name: str) -> bytes:
+        return self.zip.read(name)
+
+
+FileTree = DirTree | ZipTree
+
+
+def check_member(archive: Path, name: str) -> None:
+    """Raise BenchError when a zip member name is absolute or climbs out of the archive."""
+    path = PurePosixPath(name.replace("\\", "/"))
+    if path.is_absolute() or ".." in path.parts or re.match(r"^[A-Za-z]:", name):
+        raise BenchError(f"zip {archive} has a member path escaping the archive ({name!r}); refusing to read it")
+
+
+def open_tree(path: Path) -> FileTree:
+    return ZipTree(path) if path.is_file() else DirTree(path)
+
+
+def locate(dataset: str, root: Path | None, candidates: Iterable[str], is_tree: Callable[[Path], bool],
+           expected: str) -> Path:
+    """The data of `dataset` under `root`: the zip itself, a folder laid out as expected
+    (`is_tree`), or the first of `candidates` (file or folder names) inside it."""
+    if root is None:
+        raise BenchError(f"{dataset} needs a data root: pass --data-root DIR containing {expected}")
+    if root.is_file():
+        return root
+    if root.is_dir():
+        if is_tree(root):
+            return root
+        for name in candidates:
+            if (root / name).exists():
+                return root / name
+    raise BenchError(f"{dataset} not found under {root}: pass --data-root DIR containing {expected}")
+
+
+def find_prefix(names: list[str], *markers: str) -> str | None:
+    """The shortest folder prefix ("" or "top/") under which every marker path exists
+    (a marker ending in "/" is a folder). Looks at the top level and one folder down."""
+    tops = sorted({n.split("/", 1)[0] + "/" for n in names if "/" in n})
+    for prefix in ["", *tops]:
+        if all(any(n.startswith(prefix + m) if m.endswith("/") else n == prefix + m for n in names) for m in markers):
+            return prefix
+    return None
+
+
+def is_image(name: str) -> bool:
+    return name.lower().endswith(IMAGE_SUFFIXES)
