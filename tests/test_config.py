@@ -13,7 +13,7 @@ def test_precedence_defaults_then_preset_then_command_line():
     scenario = run.scenarios[0].config
     assert scenario.train.epochs == 6  # preset [defaults.train]
     assert scenario.train.nesterov is False  # built-in default
-    assert scenario.architectures == ["convnet-s", "resnet20"]  # scenario table
+    assert scenario.architectures == ["convnet-s", "convnet-m"]  # scenario table
     run = resolve_run(preset="quick", scenarios=["both"], methods=["l2"], assignments=["train.epochs=2", "methods.l2.weight=3"],
                       scenario_overrides={"data": {"name": "tinyimagenet"}})
     assert run.scenarios[0].config.train.epochs == 2
@@ -74,6 +74,6 @@ def test_dry_run_prints_configuration_and_steps(capsys, tmp_path):
     assert main(["run", "--scenario", "both,cl2r", "--methods", "independent,er", "--dry-run", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert '"epochs": 6' in out
-    assert "step 1: classes [0, 20) x1, knows 20, resnet20, init scratch" in out
+    assert "step 1: classes [0, 20) x1, knows 20, convnet-m, init scratch" in out
     assert "er: not applicable" in out
     assert "step 4: classes [16, 20) x1, knows 20, convnet-s, init previous, replay" in out

@@ -69,7 +69,7 @@ def test_dsimplex_frobenius_variant():
     assert torch.allclose(w / w.norm(dim=1, keepdim=True), dsimplex(100), atol=1e-5)
 
 
-@pytest.mark.parametrize(("k", "dim"), [(10, None), (10, 16), (1024, 1100)])
+@pytest.mark.parametrize(("k", "dim"), [(10, None), (10, 16), (1024, None), (100, 160)])
 def test_etf_geometry(k, dim):
     w = etf(k, dim)
     assert w.shape == (k, dim or k - 1)
@@ -136,7 +136,7 @@ def test_backbone_shape_and_determinism(name):
     assert torch.equal(outputs[0], outputs[1]) and outputs[0].isfinite().all()
 
 
-@pytest.mark.parametrize("name", ["resnet18", "convnet-s", "lenetpp", "regnety400mf"])
+@pytest.mark.parametrize("name", ["resnet18", "convnet-s", "lenetpp"])
 def test_backbone_at_64px(name):
     model = create_backbone(name, image_size=64).eval()
     with torch.no_grad():
