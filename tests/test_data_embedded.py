@@ -12,7 +12,7 @@ from benchbackcompat.data import embedded
 from benchbackcompat.data.render import _mul32, hash_keys
 from benchbackcompat.errors import BenchError
 
-SMALL = dict(num_classes=6, train_per_class=8, test_per_class=4, open_classes=3, pretrain_classes=4)
+SMALL = dict(num_classes=6, train_per_class=8, test_per_class=4, open_classes=2, pretrain_classes=4)
 
 
 def load(tmp: Path, **fields) -> object:
@@ -47,7 +47,7 @@ def test_universe_has_400_plus_unique_attribute_tuples():
 def test_shapes_dtypes_labels_and_splits(tmp_path):
     bundle = load(tmp_path)
     assert set(bundle.splits) == {"train", "test", "open_query", "open_gallery", "pretrain"}
-    expected = {"train": (6, 8), "test": (6, 4), "open_query": (3, 100), "open_gallery": (3, 50), "pretrain": (4, 8)}
+    expected = {"train": (6, 8), "test": (6, 4), "open_query": (2, 100), "open_gallery": (2, 50), "pretrain": (4, 8)}
     for split, (classes, per_class) in expected.items():
         arrays = bundle.splits[split]
         assert arrays.images.shape == (classes * per_class, 3, 32, 32)
@@ -56,7 +56,8 @@ def test_shapes_dtypes_labels_and_splits(tmp_path):
         assert arrays.labels.tolist() == [c for c in range(classes) for _ in range(per_class)]
     assert bundle.num_classes == 6 and bundle.image_size == 32 and len(bundle.class_names) == 6
     assert all(0.2 < m < 0.8 for m in bundle.mean) and all(0.1 < s < 0.4 for s in bundle.std)
-    assert load(tmp_path, image_size=20).image_size == 20
+    resized = load(tmp_path, image_size=20, open_classes=0, pretrain_classes=0)
+    assert resized.image_size == 20 and set(resized.splits) == {"train", "test"}
 
 
 def test_same_seed_same_bytes_other_seed_differs(tmp_path):
@@ -97,7 +98,7 @@ def test_pools_are_disjoint_and_cover_the_request():
 
 
 def test_bundle_uses_the_training_pool(tmp_path):
-    train, _, _ = embedded.pools(0, 6, 3, 4)
+    train, _, _ = embedded.pools(0, 6, 2, 4)
     assert load(tmp_path).class_names == [embedded.class_name(int(i)) for i in train]
 
 
@@ -113,7 +114,7 @@ def test_second_load_reads_the_cache(tmp_path, monkeypatch):
     def fail(*args, **kwargs):
         raise AssertionError("rendered again instead of reading the cache")
 
-    monkeypatch.setattr(embedded, "render_classes", fail)
+    monkeypatch.setattr(embedded, "_render", fail)
     second = load(tmp_path)
     assert torch.equal(first.splits["pretrain"].images, second.splits["pretrain"].images)
     assert second.class_names == first.class_names and second.mean == first.mean

@@ -4,7 +4,7 @@ from __future__ import annotations
 import gzip
 import io
 import os
-import shutil
+import pickle
 import zipfile
 from pathlib import Path
 
@@ -128,6 +128,29 @@ def test_missing_data_names_the_data_root_option(tmp_path, name):
         assert "\n" not in str(info.value)
 
 
+def test_cifar10_from_a_local_torchvision_folder(tmp_path, monkeypatch):
+    import torchvision.datasets.cifar as tv_cifar
+
+    monkeypatch.setattr(tv_cifar, "check_integrity", lambda *args: True)  # the fake files have other md5s
+    folder = tmp_path / "data" / "cifar-10-batches-py"
+    folder.mkdir(parents=True)
+    names = ["c0", "c1", "c2"]
+    for index, file in enumerate(["data_batch_1", "data_batch_2", "data_batch_3", "data_batch_4", "data_batch_5",
+                                  "test_batch"]):
+        labels = [index % 3, (index + 1) % 3]
+        data = np.stack([np.full(3072, 10 * index + k, dtype=np.uint8) for k in range(2)])
+        (folder / file).write_bytes(pickle.dumps({"data": data, "labels": labels}))
+    (folder / "batches.meta").write_bytes(pickle.dumps({"label_names": names}))
+    bundle = load_dataset("cifar10", request(tmp_path, folder, download=False, num_classes=2, train_per_class=2))
+    assert bundle.class_names == ["c0", "c1"]
+    train = bundle.splits["train"]  # labels by batch: [0,1] [1,2] [2,0] [0,1] [1,2]; first two of classes 0, 1
+    assert train.labels.tolist() == [0, 1, 1, 0]
+    assert train.images[:, 0, 0, 0].tolist() == [0, 1, 10, 21]
+    assert train.images.shape == (4, 3, 32, 32)
+    assert bundle.splits["test"].labels.tolist() == [0]  # test_batch labels [2, 0]: class 2 is dropped
+    assert bundle.splits["test"].images[0, :, 5, 7].tolist() == [51, 51, 51]
+
+
 def test_cifar100_names_its_folder(tmp_path):
     with pytest.raises(BenchError, match=r"cifar-100-python/"):
         load_dataset("cifar100", request(tmp_path, tmp_path, download=False))
@@ -143,32 +166,65 @@ def test_request_fields_are_validated(tmp_path):
         DatasetRequest(cache_dir=tmp_path, num_classes=0)
 
 
+FAKE_TINY = {  # the official layout, two classes; one greyscale training image
+    "tiny-imagenet-200/wnids.txt": b"n02\nn01\n",
+    "tiny-imagenet-200/words.txt": b"n01\tone\nn02\ttwo\n",
+    "tiny-imagenet-200/train/n01/images/n01_0.JPEG": jpeg_grey(200, size=8),
+    "tiny-imagenet-200/train/n01/n01_boxes.txt": b"n01_0.JPEG\t0\t0\t7\t7\n",
+    "tiny-imagenet-200/train/n02/images/n02_0.JPEG": jpeg_grey(30, size=8),
+    "tiny-imagenet-200/train/n02/images/n02_1.JPEG": jpeg_grey(60, size=8),
+    "tiny-imagenet-200/val/images/val_0.JPEG": jpeg_grey(90, size=8),
+    "tiny-imagenet-200/val/images/val_1.JPEG": jpeg_grey(120, size=8),
+    "tiny-imagenet-200/val/val_annotations.txt": b"val_0.JPEG\tn01\t0\t0\t7\t7\nval_1.JPEG\tn02\t0\t0\t7\t7\n",
+}
+
+
+def test_tinyimagenet_layout_from_folder_and_zip(tmp_path):
+    for name, data in FAKE_TINY.items():
+        (tmp_path / "dir" / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "dir" / name).write_bytes(data)
+    (tmp_path / "zip").mkdir()
+    write_zip(tmp_path / "zip" / "tiny-imagenet-200.zip", FAKE_TINY)
+    for root in (tmp_path / "dir", tmp_path / "dir" / "tiny-imagenet-200", tmp_path / "zip"):
+        bundle = load_dataset("tinyimagenet", request(tmp_path, root))
+        assert bundle.class_names == ["n02", "n01"]  # wnids.txt order
+        assert bundle.splits["train"].labels.tolist() == [1, 0, 0]  # file order: n01 before n02
+        assert bundle.splits["train"].images.shape == (3, 3, 8, 8)
+        assert pixels(bundle, "train") == [[200] * 3, [30] * 3, [60] * 3]  # greyscale expanded to RGB
+        assert bundle.splits["test"].labels.tolist() == [1, 0] and pixels(bundle, "test") == [[90] * 3, [120] * 3]
+
+
+def decode_member(archive: zipfile.ZipFile, name: str) -> torch.Tensor:
+    return torch.from_numpy(np.array(Image.open(io.BytesIO(archive.read(name))).convert("RGB"))).permute(2, 0, 1)
+
+
 @pytest.mark.skipif(not TINY.is_file(), reason="tiny-imagenet-200-r300.zip not available")
 def test_tinyimagenet_zip_subset(tmp_path):
-    bundle = load_dataset("tinyimagenet", request(tmp_path, SHARED, num_classes=3, train_per_class=5, test_per_class=2))
+    fields = dict(num_classes=3, train_per_class=5, test_per_class=2)
+    bundle = load_dataset("tinyimagenet", request(tmp_path, SHARED, **fields))
+    top = "tiny-imagenet-200/"
     with zipfile.ZipFile(TINY) as archive:
-        wnids = archive.read("tiny-imagenet-200/wnids.txt").decode().split()[:3]
-        first = sorted(n for n in archive.namelist() if n.startswith(f"tiny-imagenet-200/train/{wnids[0]}/images/"))[0]
-        expected = np.array(Image.open(io.BytesIO(archive.read(first))).convert("RGB"))
-        rows = [line.split("\t")[:2] for line in archive.read("tiny-imagenet-200/val/val_annotations.txt").decode().splitlines()]
+        wnids = archive.read(top + "wnids.txt").decode().split()[:3]
+        first_train = sorted(n for n in archive.namelist() if n.startswith(f"{top}train/{wnids[0]}/images/"))[0]
+        annotations = archive.read(top + "val/val_annotations.txt").decode().splitlines()
+        first_val_of_class_1 = next(line.split("\t")[0] for line in annotations if line.split("\t")[1] == wnids[1])
+        expected_train = decode_member(archive, first_train)
+        expected_val = decode_member(archive, f"{top}val/images/{first_val_of_class_1}")
     assert bundle.class_names == wnids
-    assert bundle.splits["train"].images.shape == (15, 3, 64, 64)
-    assert bundle.splits["train"].labels.tolist() == [0] * 5 + [1] * 5 + [2] * 5
-    assert torch.equal(bundle.splits["train"].images[0], torch.from_numpy(expected).permute(2, 0, 1))
-    test_files = [f for f, w in rows if w == wnids[1]][:2]
-    with zipfile.ZipFile(TINY) as archive:
-        val = np.array(Image.open(io.BytesIO(archive.read(f"tiny-imagenet-200/val/images/{test_files[0]}"))).convert("RGB"))
-    test = bundle.splits["test"]  # in val_annotations.txt order, two per class
-    assert sorted(test.labels.tolist()) == [0, 0, 1, 1, 2, 2]
-    assert torch.equal(test.images[test.labels == 1][0], torch.from_numpy(val).permute(2, 0, 1))
-    assert load_dataset("tinyimagenet", request(tmp_path, TINY, num_classes=3, train_per_class=5,
-                                                test_per_class=2)).class_names == wnids  # the zip itself
+    train, test = bundle.splits["train"], bundle.splits["test"]
+    assert train.images.shape == (15, 3, 64, 64)
+    assert train.labels.tolist() == [0] * 5 + [1] * 5 + [2] * 5
+    assert torch.equal(train.images[0], expected_train)
+    assert sorted(test.labels.tolist()) == [0, 0, 1, 1, 2, 2]  # val_annotations.txt order, two per class
+    assert torch.equal(test.images[test.labels == 1][0], expected_val)
+    assert load_dataset("tinyimagenet", request(tmp_path, TINY, **fields)).class_names == wnids  # root = the zip
 
 
 @pytest.mark.skipif(not CIFAR_JPEG.is_file(), reason="cifar-10-jpeg.zip not available")
 def test_cifar10_jpeg_zip(tmp_path):
     bundle = load_dataset("cifar10-jpeg", request(tmp_path, SHARED, train_per_class=3, test_per_class=2))
-    assert bundle.class_names == ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"]
+    assert bundle.class_names == ["airplane", "automobile", "bird", "cat", "deer",
+                                  "dog", "frog", "horse", "ship", "truck"]
     assert bundle.splits["train"].images.shape == (30, 3, 32, 32) and bundle.image_size == 32
     assert bundle.splits["test"].labels.tolist() == [c for c in range(10) for _ in range(2)]
 
@@ -190,7 +246,6 @@ def test_fashion_mnist_default_root(tmp_path):
 def test_fashion_mnist_uncompressed_copy(tmp_path):
     for file in FASHION.glob("*.gz"):
         (tmp_path / file.stem).write_bytes(gzip.decompress(file.read_bytes()))
-    bundle = load_dataset("fashion-mnist", request(tmp_path, tmp_path, num_classes=10, train_per_class=1, test_per_class=1,
-                                                   image_size=14))
+    fields = dict(num_classes=10, train_per_class=1, test_per_class=1, image_size=14)
+    bundle = load_dataset("fashion-mnist", request(tmp_path, tmp_path, **fields))
     assert bundle.splits["train"].images.shape == (10, 3, 14, 14) and bundle.num_classes == 10
-    shutil.rmtree(tmp_path / "cache")

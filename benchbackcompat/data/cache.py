@@ -66,5 +66,6 @@ def cached(cache_dir: Path, name: str, key: dict[str, Any], build: Callable[[], 
         path.parent.mkdir(parents=True, exist_ok=True)
         save_bundle(path, bundle)
     except OSError as exc:
-        raise BenchError(f"cannot write the dataset cache {path}: {exc.strerror or exc}; pass a writable cache directory") from exc
+        raise BenchError(f"cannot write the dataset cache {path}: {exc.strerror or exc}; "
+                         "pass a writable cache directory") from exc
     return bundle

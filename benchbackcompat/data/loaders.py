@@ -28,6 +28,7 @@ FASHION_MNIST_ROOT = Path("/usr/share/datasets/fashion-mnist")
 FASHION_MNIST_CLASSES = ["T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker",
                          "Bag", "Ankle boot"]
 TINYIMAGENET_FILES = ("tiny-imagenet-200-r300.zip", "tiny-imagenet-200.zip", "tiny-imagenet-200")
+Files = dict[str, tuple[list[str], list[int]]]  # split -> (file names in file order, labels)
 
 
 def _content_key(request: DatasetRequest, source: Any) -> dict[str, Any]:
@@ -48,7 +49,7 @@ def _bundle(name: str, class_names: list[str], splits: dict[str, ImageArrays]) -
 
 # ---- trees of image files (folder or zip) -------------------------------------------------------
 
-def _from_files(name: str, tree: FileTree, class_names: list[str], files: dict[str, tuple[list[str], list[int]]],
+def _from_files(name: str, tree: FileTree, class_names: list[str], files: Files,
                 request: DatasetRequest) -> DatasetBundle:
     """Decode the kept files of each split; files[split] = (names in file order, labels)."""
     keep = _check_classes(name, len(class_names), request)
@@ -63,12 +64,16 @@ def _from_files(name: str, tree: FileTree, class_names: list[str], files: dict[s
     return _bundle(name, class_names[:keep], splits)
 
 
+def _unzip(pairs: list[tuple[str, int]]) -> tuple[list[str], list[int]]:
+    return [name for name, _ in pairs], [label for _, label in pairs]
+
+
 def _is_imagefolder(path: Path) -> bool:
     return ((path / "train").is_dir() and (path / "test").is_dir()) or any(
         (sub / "train").is_dir() and (sub / "test").is_dir() for sub in path.iterdir() if sub.is_dir())
 
 
-def _imagefolder_files(tree: FileTree) -> tuple[list[str], dict[str, tuple[list[str], list[int]]]]:
+def _imagefolder_files(tree: FileTree) -> tuple[list[str], Files]:
     prefix = find_prefix(tree.names, "train/", "test/")
     if prefix is None:
         raise BenchError(f"{tree.path} has no train/ and test/ folders; expected <root>/{{train,test}}/<class>/*.jpg")
@@ -80,13 +85,14 @@ def _imagefolder_files(tree: FileTree) -> tuple[list[str], dict[str, tuple[list[
     classes = sorted({c for c, _ in by_split["train"]})
     unknown = sorted({c for c, _ in by_split["test"]} - set(classes))
     if unknown:
-        raise BenchError(f"{tree.path}: test classes {unknown[:3]} have no train/ folder; test must hold the train classes")
+        raise BenchError(f"{tree.path}: test classes {unknown[:3]} have no train/ folder; "
+                         "test must hold the train classes")
     index = {c: i for i, c in enumerate(classes)}
-    return classes, {s: ([n for _, n in items], [index[c] for c, _ in items]) for s, items in by_split.items()}
+    return classes, {split: _unzip([(n, index[c]) for c, n in items]) for split, items in by_split.items()}
 
 
 def _load_tree(name: str, request: DatasetRequest, path: Path,
-               parse: Callable[[FileTree], tuple[list[str], dict[str, tuple[list[str], list[int]]]]]) -> DatasetBundle:
+               parse: Callable[[FileTree], tuple[list[str], Files]]) -> DatasetBundle:
     tree = open_tree(path)
 
     def build() -> DatasetBundle:
@@ -113,7 +119,7 @@ def load_cifar10_jpeg(request: DatasetRequest) -> DatasetBundle:
     return _load_tree("cifar10-jpeg", request, path, _imagefolder_files)
 
 
-def _tinyimagenet_files(tree: FileTree) -> tuple[list[str], dict[str, tuple[list[str], list[int]]]]:
+def _tinyimagenet_files(tree: FileTree) -> tuple[list[str], Files]:
     prefix = find_prefix(tree.names, "wnids.txt")
     annotations = None if prefix is None else prefix + "val/val_annotations.txt"
     if prefix is None or annotations not in tree.names:
@@ -127,12 +133,12 @@ def _tinyimagenet_files(tree: FileTree) -> tuple[list[str], dict[str, tuple[list
             if parts[1] not in index:
                 raise BenchError(f"{tree.path}: train class {parts[1]} is not listed in wnids.txt")
             train.append((name, index[parts[1]]))
-    test = []
+    test: list[tuple[str, int]] = []
     for line in tree.read(annotations).decode().splitlines():
         if line.strip():
             file, wnid = line.split("\t")[:2]
             test.append((f"{prefix}val/images/{file}", index[wnid]))
-    return wnids, {"train": ([n for n, _ in train], [c for _, c in train]), "test": ([n for n, _ in test], [c for _, c in test])}
+    return wnids, {"train": _unzip(train), "test": _unzip(test)}
 
 
 def load_tinyimagenet(request: DatasetRequest) -> DatasetBundle:
@@ -228,7 +234,8 @@ def load_fashion_mnist(request: DatasetRequest) -> DatasetBundle:
     source = [file_fingerprint(p) for pair in files.values() for p in pair]
 
     def build() -> DatasetBundle:
-        arrays = {split: (torch.from_numpy(_read_idx(images).copy())[:, None], torch.from_numpy(_read_idx(labels).astype(np.int64)))
+        arrays = {split: (torch.from_numpy(_read_idx(images).copy())[:, None],
+                          torch.from_numpy(_read_idx(labels).astype(np.int64)))
                   for split, (images, labels) in files.items()}
         return _from_arrays("fashion-mnist", FASHION_MNIST_CLASSES, arrays, request)
 

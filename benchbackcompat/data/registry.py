@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 
 from benchbackcompat.data import loaders
@@ -30,12 +30,12 @@ class DatasetRequest:
         object.__setattr__(self, "cache_dir", Path(self.cache_dir))
         if self.root is not None:
             object.__setattr__(self, "root", Path(self.root))
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if f.name in ("open_classes", "pretrain_classes") and value is not None and value < 0:
-                raise BenchError(f"dataset {f.name} must be >= 0, got {value}")
-            if f.name in ("num_classes", "train_per_class", "test_per_class", "image_size") and value is not None and value < 1:
-                raise BenchError(f"dataset {f.name} must be >= 1, got {value}")
+        minimum = {"num_classes": 1, "train_per_class": 1, "test_per_class": 1, "image_size": 1,
+                   "open_classes": 0, "pretrain_classes": 0}
+        for name, least in minimum.items():
+            value = getattr(self, name)
+            if value is not None and value < least:
+                raise BenchError(f"dataset {name} must be >= {least}, got {value}")
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,9 @@
 """Vectorised rendering of the embedded dataset's images.
 
-Every random quantity is a counter-based hash of (seed, class id, split, image index, stream),
-so an image does not depend on how many other images are rendered with it, nor on torch's RNG.
-Shapes are drawn from signed distances (edges anti-aliased over one pixel) in a local frame
-that is shifted, scaled and rotated per image.
+Every per-image random quantity is a counter-based hash of (seed, class id, split, image index,
+stream), so an image does not depend on how many other images are rendered with it; pixel noise
+is one field of a fixed-size bank drawn once per seed. Shapes are drawn from signed distances
+(edges anti-aliased over one pixel) in a local frame shifted, scaled and rotated per image.
 """
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ BACKGROUNDS = ("plain", "hstripes", "vstripes", "diagonal", "antidiagonal", "che
 _M32 = 0xFFFFFFFF
 NOISE_BANK = 1024  # noise fields shared by all images, one picked per image
 _NOISE_KEY, _IMAGE_KEY = 0x6E6F6973, 0x696D6167
+_STREAMS = 108  # random numbers per image: 0..99 for the image, 100.. for its background
 
 
 def _mul32(x: Tensor, c: int) -> Tensor:
@@ -93,7 +94,8 @@ def _grid(size: int) -> Tensor:
     return (torch.arange(size, dtype=torch.float32) + 0.5) / size
 
 
-def _shape_alpha(kind: Tensor, cx: Tensor, cy: Tensor, radius: Tensor, angle: Tensor, size: int) -> tuple[Tensor, Tensor, Tensor]:
+def _shape_alpha(kind: Tensor, cx: Tensor, cy: Tensor, radius: Tensor, angle: Tensor,
+                 size: int) -> tuple[Tensor, Tensor, Tensor]:
     """Coverage (n x S x S) of shapes of type index `kind` and the local coordinates u, v."""
     grid = _grid(size)
     dx = (grid[None, None, :] - cx[:, None, None]) / radius[:, None, None]
@@ -170,15 +172,16 @@ def noise_bank(seed: int, size: int) -> Tensor:
     return noise[0] + noise[1] - 1.0
 
 
-def render(seed: int, shape: Tensor, hue: Tensor, background: Tensor, class_ids: Tensor, split: int,
+def render(seed: int, shape: Tensor, hue: Tensor, background: Tensor, class_ids: Tensor, split: Tensor | int,
            indices: Tensor, size: int, bank: Tensor | None = None) -> Tensor:
     """Render n images (uint8, n x 3 x S x S). Per image: the class's shape index, hue (turns)
     and background index, with its (class id, split, index) keying all random variation.
     `bank` is noise_bank(seed, size), passed in to reuse it across calls."""
     key = hash_keys(seed, _IMAGE_KEY, class_ids, split, indices)
+    randoms = unit(hash_keys(key[:, None], torch.arange(_STREAMS)[None, :]))  # n x streams, in [0, 1)
 
     def r(stream: int) -> Tensor:
-        return unit(hash_keys(key, stream))
+        return randoms[:, stream]
 
     # a global gain/offset per image, applied to the colours (compositing is affine) in 0..255 units
     gain, offset = 0.8 + 0.3 * r(30), (r(31) - 0.5) * 0.16
@@ -200,10 +203,12 @@ def render(seed: int, shape: Tensor, hue: Tensor, background: Tensor, class_ids:
     if chosen.numel():
         def d(stream: int) -> Tensor:
             return r(stream)[chosen]
-        d_alpha, _, _ = _shape_alpha((d(11) * len(SHAPES)).long().clamp_max(len(SHAPES) - 1),
-                                     0.1 + 0.8 * d(12), 0.1 + 0.8 * d(13), 0.08 + 0.06 * d(14), 2 * math.pi * d(15), size)
+        kind = (d(11) * len(SHAPES)).long().clamp_max(len(SHAPES) - 1)
+        d_alpha, _, _ = _shape_alpha(kind, 0.1 + 0.8 * d(12), 0.1 + 0.8 * d(13), 0.08 + 0.06 * d(14),
+                                     2 * math.pi * d(15), size)
         d_colour = tone(_hsv_to_rgb(d(16), 0.5 + 0.5 * d(17), 0.5 + 0.5 * d(18)), chosen)
-        image[chosen] = torch.lerp(image[chosen], d_colour[:, :, None, None].expand(-1, -1, size, size), d_alpha[:, None])
+        d_colour = d_colour[:, :, None, None].expand(-1, -1, size, size)
+        image[chosen] = torch.lerp(image[chosen], d_colour, d_alpha[:, None])
 
     # the class's shape: random position, scale, rotation, colour jitter and shading
     alpha, u, v = _shape_alpha(shape, 0.28 + 0.44 * r(20), 0.28 + 0.44 * r(21), 0.2 + 0.12 * r(22),
@@ -212,7 +217,8 @@ def render(seed: int, shape: Tensor, hue: Tensor, background: Tensor, class_ids:
     light = 2 * math.pi * r(27)
     shade = (u * torch.cos(light)[:, None, None]).add_(v * torch.sin(light)[:, None, None]).mul_(0.15)
     base = tone(colour)  # colour * (1 + shade), toned: tone(colour) + colour * gain * 255 * shade
-    foreground = torch.addcmul(base[:, :, None, None], (colour * gain[:, None] * 255.0)[:, :, None, None], shade[:, None])
+    scale = colour * gain[:, None] * 255.0
+    foreground = torch.addcmul(base[:, :, None, None], scale[:, :, None, None], shade[:, None])
     image.lerp_(foreground, alpha[:, None])
 
     # pixel noise: a field of the shared bank, with a per-image amplitude

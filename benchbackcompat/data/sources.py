@@ -5,6 +5,7 @@ import os
 import re
 import zipfile
 from collections.abc import Callable, Iterable
+from functools import cached_property
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -35,18 +36,27 @@ class DirTree:
 
 
 class ZipTree:
-    """The files in a zip archive, read in place; refuses members whose path escapes the archive."""
+    """The files in a zip archive, read in place (opened on first use, so a cache hit only
+    stats the file); refuses members whose path escapes the archive."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        try:
-            self.zip = zipfile.ZipFile(path)
-        except (OSError, zipfile.BadZipFile) as exc:
-            raise BenchError(f"cannot read the zip {path}: {exc}; pass --data-root pointing at a valid zip or folder") from exc
-        for name in self.zip.namelist():
-            check_member(path, name)
-        self.names = sorted(n for n in self.zip.namelist() if not n.endswith("/"))
         self.fingerprint = file_fingerprint(path)
+
+    @cached_property
+    def zip(self) -> zipfile.ZipFile:
+        try:
+            archive = zipfile.ZipFile(self.path)
+        except (OSError, zipfile.BadZipFile) as exc:
+            raise BenchError(f"cannot read the zip {self.path}: {exc}; "
+                             "pass --data-root pointing at a valid zip or folder") from exc
+        for name in archive.namelist():
+            check_member(self.path, name)
+        return archive
+
+    @cached_property
+    def names(self) -> list[str]:
+        return sorted(n for n in self.zip.namelist() if not n.endswith("/"))
 
     def read(self, name: str) -> bytes:
         return self.zip.read(name)
