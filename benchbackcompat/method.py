@@ -126,13 +126,11 @@ class Method:
         """Score matrix of query x gallery features, higher is more similar."""
         return cosine_similarity
 
-    def query_features(self, query: Tensor, query_step: int, gallery_step: int) -> Tensor:
-        """Query features compared with the gallery of ``gallery_step`` (PSP/LSP project per pair)."""
-        return query
-
-    def gallery_features(self, gallery: Tensor, gallery_step: int, query_step: int) -> Tensor:
-        """Stored gallery features as seen by the model of ``query_step`` (FAN transforms them)."""
-        return gallery
+    def pair_features(self, query: Tensor, gallery: Tensor, query_step: int, gallery_step: int) -> tuple[Tensor, Tensor]:
+        """The features compared for matrix entry C[query_step][gallery_step], from each model's
+        stored features (extracted once): PSP/LSP project the query to the gallery model's classes,
+        FAN maps the stored gallery into the query model's space. Default: unchanged."""
+        return query, gallery
 
     def reference(self) -> Method:
         """The method that trains the reference models (old and independent new) of P_com and P_up:

@@ -96,9 +96,8 @@ def compatibility_matrices(
     similarity = method.similarity()
     for t in range(T):
         for k in range(t + 1):
-            query = method.query_features(features[t].query, t, k)
             stored = features[k].gallery if features[k].gallery is not None else features[k].query
-            gallery = method.gallery_features(stored, k, t)
+            query, gallery = method.pair_features(features[t].query, stored, t, k)
             if query.shape[1] != gallery.shape[1]:
                 notes.append(f"C[{t}][{k}]: feature sizes differ ({query.shape[1]} vs {gallery.shape[1]})")
                 continue
