@@ -3,8 +3,8 @@
 A plugin registers :class:`Method` subclasses through the ``bbc_register_methods`` hook. The
 runner instantiates the chosen one with its validated hyperparameters and calls it at the
 points where the method families differ: the model of a step, its initialisation, work before
-
-
+and after a step, the loss of a batch, and retrieval (features, similarity, and the features
+compared for each matrix entry).
 """
 from __future__ import annotations
 
