@@ -1,0 +1,1 @@
+"""Euclidean compatibility methods: BCT, LCE, AdvBCT, CVS, FAN, LwF and incremental fine-tuning."""

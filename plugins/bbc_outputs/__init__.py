@@ -1,0 +1,1 @@
+"""Features from classifier outputs: PSP (softmax probabilities) and LSP (logits)."""
