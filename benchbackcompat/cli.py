@@ -1,4 +1,4 @@
-"""Command line: ``benchbackcompat run | list | show | leaderboard | validate``."""
+"""Command line: ``benchbackcompat run | list | show | leaderboard | validate | new-method``."""
 from __future__ import annotations
 
 import argparse
@@ -35,6 +35,14 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--set", dest="assignments", action="append", default=[], metavar="KEY=VALUE",
                      help="override a scenario field (train.epochs=2) or a method hyperparameter (methods.l2.weight=3)")
     run.add_argument("--dry-run", action="store_true", help="print the resolved configuration and the planned steps")
+    run.add_argument("--no-share", action="store_true",
+                     help="train every model inside its own cell (no models shared across methods; for comparisons)")
+    run.add_argument("--shard", metavar="I/N", help="run only shard I of N of the cells (for any scheduler)")
+    run.add_argument("--executor", choices=("inline", "local", "slurm"), default="inline",
+                     help="inline (default): here; local/slurm: one submitit job per shard of cells")
+    run.add_argument("--jobs", type=int, help="number of jobs for --executor local|slurm (default: one per cell)")
+    run.add_argument("--executor-param", action="append", default=[], metavar="KEY=VALUE",
+                     help="submitit parameter, e.g. slurm_partition=gpu, timeout_min=600, gpus_per_node=1")
 
     listing = sub.add_parser("list", help="list what is available")
     listing.add_argument("what", choices=LISTABLE)
@@ -45,12 +53,17 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("--results", type=Path, default=Path("results"))
 
     board = sub.add_parser("leaderboard", help="render the leaderboard from stored results (no training)")
-    board.add_argument("--results", type=Path, action="append", help="results directory (repeatable; default ./results)")
-    board.add_argument("--out", type=Path, help="write leaderboard.md into this folder instead of printing")
+    board.add_argument("--results", type=Path, action="append",
+                       help="results directory (repeatable, merged; on a duplicate cell the first listed wins; default ./results)")
+    board.add_argument("--out", type=Path, help="write the leaderboard folder (Markdown pages, figures, CSV, JSON) instead of printing")
 
     validate = sub.add_parser("validate", help="validate a preset and method hyperparameters without running")
     validate.add_argument("--preset", default="quick")
     validate.add_argument("--methods", default="", help="comma-separated methods to validate too")
+
+    new_method = sub.add_parser("new-method", help="create an installable method plugin package (see docs/writing-a-method.md)")
+    new_method.add_argument("name", help="method name: lower-case letters, digits and hyphens, e.g. my-method")
+    new_method.add_argument("--dir", type=Path, help="folder to create (default ./bbc-NAME)")
     return parser
 
 
@@ -70,7 +83,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     from benchbackcompat.plugins import PluginHost
     from benchbackcompat.presets import resolve_run, split_list
     from benchbackcompat.report import leaderboard_tables
-    from benchbackcompat.run import execute, make_plan
+    from benchbackcompat.engine import distributed
+    from benchbackcompat.run import execute, make_plan, run_summary, select_shard
 
     data: dict = {}
     if args.dataset:
@@ -82,22 +96,31 @@ def cmd_run(args: argparse.Namespace) -> int:
         scenario_overrides={"data": data} if data else None, assignments=args.assignments, out=args.out,
         device=args.device,
     )
+    if args.no_share:
+        run = run.model_copy(update={"share_models": False})
+    distributed.initialise_from_environment(run.device)  # under torchrun: one rank of a data-parallel cell
     host = PluginHost()
     plan = make_plan(run, host)
+    if args.shard:
+        plan.cells = select_shard(plan.cells, args.shard)
     host.register_extensions()
     if args.dry_run:
         print(json.dumps(run.model_dump(mode="json"), indent=2))
         print(plan.describe())
         return 0
     started = time.perf_counter()
-    records = execute(plan, host)
+    if args.executor == "inline":
+        records = execute(plan, host)
+    else:
+        from benchbackcompat.executors import submit
+
+        records = submit(args, plan)
+    if not distributed.is_main():
+        return 0
     print(leaderboard_tables(records))
-    failed = [r for r in records if r["status"] == "failed"]
-    print(f"\n{len(records)} cells in {time.perf_counter() - started:.1f} s; results in {run.out}", file=sys.stderr)
-    for record in records:
-        if record["status"] not in ("finished",):
-            print(f"  {record['label']}: {record['status']} ({record.get('reason', '')})", file=sys.stderr)
-    return 1 if failed else 0
+    summary, code = run_summary(records, time.perf_counter() - started, run.out)
+    print(summary, file=sys.stderr)
+    return code
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -139,6 +162,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 def cmd_show(args: argparse.Namespace) -> int:
     from tabulate import tabulate
 
+    from benchbackcompat.report.curves import curve_summary
     from benchbackcompat.store import ResultStore
 
     store = ResultStore(args.results)
@@ -163,29 +187,29 @@ def cmd_show(args: argparse.Namespace) -> int:
         print(tabulate(rows, headers=["", *(f"g{k}" for k in range(T))], tablefmt="github", disable_numparse=True))
         values = {k: v for k, v in record["metrics"][metric].items() if not isinstance(v, list)}
         print("  " + ", ".join(f"{k} {v:.3f}" if isinstance(v, float) else f"{k} {v}" for k, v in values.items()))
-    for step, curve in record.get("curves", {}).items():
-        if curve:
-            print(f"step {step}: loss {curve[0]['loss']:.3f} -> {curve[-1]['loss']:.3f} over {len(curve)} epochs")
+    print("\ntraining curves (per step: first -> last epoch, minimum)")
+    print(curve_summary(record.get("curves", {})))
     return 0
 
 
 def cmd_leaderboard(args: argparse.Namespace) -> int:
-    from benchbackcompat.engine.checkpoint import atomic_write_bytes
     from benchbackcompat.report import leaderboard_tables
-    from benchbackcompat.store import ResultStore
+    from benchbackcompat.report.merge import read_results
+    from benchbackcompat.report.provenance import render_date
+    from benchbackcompat.report.publish import command_line, write_leaderboard
 
-    records: dict[str, dict] = {}
-    for root in args.results or [Path("results")]:
-        for record in ResultStore(root).records():
-            records.setdefault(record["key"], record)  # the same cell from two directories counts once
-    if not records:
-        raise BenchError(f"no results found in {', '.join(map(str, args.results or ['results']))}; run `benchbackcompat run` first")
-    text = leaderboard_tables(records.values())
+    roots = args.results or [Path("results")]
+    merged = read_results(roots)  # duplicate cells: see benchbackcompat/report/merge.py
+    if not merged.records:
+        raise BenchError(f"no results found in {', '.join(map(str, roots))}; run `benchbackcompat run` first")
     if args.out:
-        atomic_write_bytes(args.out / "leaderboard.md", (text + "\n").encode())
-        print(f"wrote {args.out / 'leaderboard.md'}")
+        written = write_leaderboard(merged, args.out, command_line(roots, args.out), render_date())
+        print(f"wrote {len(written)} files to {args.out} ({args.out / 'README.md'})")
     else:
-        print(text)
+        print(leaderboard_tables(merged.records))
+    if merged.duplicates:
+        print(f"{len(merged.duplicates)} duplicate cells counted once (the first --results directory wins, finished "
+              f"records over unfinished ones)", file=sys.stderr)
     return 0
 
 
@@ -201,7 +225,19 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"run": cmd_run, "list": cmd_list, "show": cmd_show, "leaderboard": cmd_leaderboard, "validate": cmd_validate}
+def cmd_new_method(args: argparse.Namespace) -> int:
+    from benchbackcompat.scaffold import create_plugin
+
+    files = create_plugin(args.name, args.dir)
+    root = files[0].parent
+    print(f"created the plugin package of method {args.name!r} in {root}:")
+    print("\n".join(f"  {path}" for path in files))
+    print(f"next: pip install -e {root} && benchbackcompat list methods && python -m pytest {root / 'tests'}")
+    return 0
+
+
+COMMANDS = {"run": cmd_run, "list": cmd_list, "show": cmd_show, "leaderboard": cmd_leaderboard, "validate": cmd_validate,
+            "new-method": cmd_new_method}
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -145,6 +145,10 @@ class MultiStep(ScenarioBase):
     kind: Literal["multi-step"] = "multi-step"
     num_models: int = Field(5, ge=2, description="T, the number of models (upgrades + 1)")
     init: Literal["scratch", "same-as-first", "previous"] = "scratch"
+    memory_per_class: int = Field(
+        0, ge=0, description="0: each model trains on all classes so far; > 0: on the new classes plus a replay "
+        "memory of this many images per class (the -ER variants)"
+    )
     metrics: list[RetrievalMetric] = Field(default_factory=lambda: ["cmc@1"], min_length=1)
 
 
@@ -190,9 +194,14 @@ class ModelZoo(ScenarioBase):
     """A sequence of already-trained models, no training (architecture upgrades with public weights)."""
 
     kind: Literal["model-zoo"] = "model-zoo"
-    zoo: list[str] = Field(min_length=2, description="backbone names in update order, e.g. timm:resnet50")
-    weights: dict[str, Path] = Field(default_factory=dict, description="local checkpoint per model name")
+    zoo: list[str] = Field(
+        min_length=2, description="model names in update order: timm:<model>, torchvision:<model>[.<WEIGHTS>] or a built-in backbone"
+    )
+    weights: dict[str, Path] = Field(default_factory=dict, description="local checkpoint (encoder and classifier) per model name")
     pretrained: bool = Field(True, description="load the libraries' pretrained weights (False: random init, to test plumbing)")
+    classes: int = Field(
+        1000, ge=2, description="outputs of every zoo classifier, one shared label space in one order (ImageNet-1k: 1000)"
+    )
     metrics: list[RetrievalMetric] = Field(default_factory=lambda: ["cmc@1"], min_length=1)
 
 
@@ -219,6 +228,7 @@ class RunConfig(StrictModel):
     seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
     out: Path = Path("results")
     device: str = "auto"
+    share_models: bool = True  # train models that do not depend on the method once per configuration
     cache_dir: Path = Field(default_factory=lambda: Path.home() / ".cache" / "benchbackcompat")
 
 
@@ -233,7 +243,8 @@ def format_validation_error(error: ValidationError, where: str) -> str:
         elif item["type"] == "literal_error":
             message = message.replace("Input should be", "allowed:")
         parts.append(f"{loc}: {message}")
-    return f"invalid configuration in {where}: " + "; ".join(parts)
+    text = f"invalid configuration in {where}: " + "; ".join(parts)
+    return text.replace("\r", "\\r").replace("\n", "\\n")  # a value with line breaks still gives one line
 
 
 def validate_model(model: type[BaseModel], data: dict[str, Any], where: str) -> Any:

@@ -52,12 +52,14 @@ class StepContext:
     steps: list[Step]
     train: TrainConfig
     device: torch.device
-    old_model: Network | None  # frozen model of the previous step, or the incoming pretrained model
+    old_model: Network | None  # frozen model of the previous step (None at the first step)
     train_data: ImageArrays  # images of this step (new data, without the memory)
     memory: ImageArrays | None
     mean: tuple[float, float, float]
     std: tuple[float, float, float]
     image_size: int
+    incoming: Network | None = None  # frozen copy of the model pretrained elsewhere that this step starts from (IAM-CL2R)
+    seed: int = 0  # the cell's seed, for methods that draw their own initialisations
 
 
 class Method:
@@ -122,6 +124,10 @@ class Method:
         """Retrieval features of normalised images."""
         return model.embed(images)
 
+    def feature_size(self, model: Network) -> int:
+        """Width of ``features(model, images)``; override when the features are not the embedding."""
+        return model.feature_dim
+
     def similarity(self) -> Similarity:
         """Score matrix of query x gallery features, higher is more similar."""
         return cosine_similarity
@@ -136,6 +142,11 @@ class Method:
         """The method that trains the reference models (old and independent new) of P_com and P_up:
         by default plain cross-entropy with this method's head."""
         return StandardMethod()
+
+    def model_identity(self) -> dict[str, Any]:
+        """Hyperparameters that change this method's plain cross-entropy models (curvature, K, ...): part
+        of the key of the shared models, so that other settings never reuse them. Default: none."""
+        return {}
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "params": self.params.model_dump(mode="json")}

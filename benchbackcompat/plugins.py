@@ -3,12 +3,18 @@
 Entry points are named after the method they provide, so ``run --methods l2`` imports only the
 ``l2`` plugin. A plugin that fails to import (or implements hooks that do not exist) is recorded
 as unavailable with its error and never breaks the other methods.
+
+Observers (loggers such as TensorBoard) are a second group, ``benchbackcompat.observers``, loaded
+all at once for a run by :meth:`PluginHost.load_observers`: they are not named on the command line
+and need the run's results directory.
 """
 from __future__ import annotations
 
 import importlib.metadata as metadata
+import logging
 import traceback
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pluggy
@@ -18,6 +24,7 @@ from benchbackcompat.errors import BenchError, UnknownNameError
 from benchbackcompat.method import Method
 
 GROUP = "benchbackcompat"
+OBSERVER_GROUP = "benchbackcompat.observers"
 
 
 @dataclass
@@ -62,6 +69,38 @@ class PluginHost:
     def load_all(self) -> None:
         for name in self.entry_points():
             self.load(name)
+
+    # --- observers -------------------------------------------------------------------------
+    @staticmethod
+    def observer_entry_points() -> list[metadata.EntryPoint]:
+        return sorted(metadata.entry_points(group=OBSERVER_GROUP), key=lambda ep: ep.name)
+
+    def load_observers(self, results: Path) -> list[str]:
+        """Register every observer of group ``benchbackcompat.observers``; returns the names registered.
+
+        Such an entry point names a factory ``factory(results_dir) -> plugin | None``: the plugin implements
+        ``bbc_on_log`` and/or ``bbc_on_cell_finished``; None means its optional dependency is not installed.
+        A broken observer is skipped with a one-line warning and never stops a run.
+        """
+        registered = []
+        for entry in self.observer_entry_points():
+            name = f"{OBSERVER_GROUP}:{entry.name}"
+            if self.manager.has_plugin(name):
+                registered.append(entry.name)
+                continue
+            try:
+                plugin = entry.load()(Path(results))
+                if plugin is None:
+                    continue
+                self.manager.register(plugin, name=name)
+                self.manager.check_pending()
+            except Exception as error:  # a broken logger must not break the run
+                self._unregister(name)
+                logging.getLogger(GROUP).warning(
+                    f"warning: observer {entry.name!r} disabled: " + f"{type(error).__name__}: {error}".splitlines()[0])
+                continue
+            registered.append(entry.name)
+        return registered
 
     def _unregister(self, name: str) -> None:
         plugin = self.manager.get_plugin(name)

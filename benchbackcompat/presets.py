@@ -48,14 +48,20 @@ def preset_path(preset: str) -> Path:
 def load_preset(preset: str) -> dict[str, Any]:
     path = preset_path(preset)
     try:
-        data = tomllib.loads(path.read_text())
-    except tomllib.TOMLDecodeError as error:
-        raise BenchError(f"malformed preset {path}: {error}") from None
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
+        raise BenchError(f"malformed preset {path}: {error}; fix the TOML (https://toml.io)") from None
+    except OSError as error:
+        raise BenchError(f"cannot read preset {path}: {error.strerror or error}") from None
     unknown = set(data) - {"description", "defaults", "scenarios", "methods"}
     if unknown:
         raise BenchError(f"preset {path}: unknown top-level keys {sorted(unknown)}; allowed: description, defaults, scenarios, methods")
     if not data.get("scenarios"):
         raise BenchError(f"preset {path} defines no [scenarios.<name>] table")
+    for key, what in (("defaults", "[defaults] table"), ("scenarios", "[scenarios.<name>] tables"), ("methods", "[methods.<name>] tables")):
+        value = data.get(key, {})
+        if not isinstance(value, dict) or (key != "defaults" and not all(isinstance(v, dict) for v in value.values())):
+            raise BenchError(f"preset {path}: {key} must be {what}, got {value!r:.60}")
     return data
 
 

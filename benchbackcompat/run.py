@@ -1,16 +1,22 @@
 """Plan and execute a run: every (scenario, seed, method) cell, skipping finished ones."""
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import torch
 from tqdm.auto import tqdm
 
-from benchbackcompat.config import RunConfig
+from benchbackcompat.config import RunConfig, ScenarioBase
+from benchbackcompat.data.registry import get_dataset
+from benchbackcompat.engine import distributed
 from benchbackcompat.engine.device import resolve_device
-from benchbackcompat.engine.runner import Cell, run_cell
+from benchbackcompat.engine.runner import Cell, run_cell, worker_name
+from benchbackcompat.errors import BenchError, UnknownNameError
 from benchbackcompat.method import Method
+from benchbackcompat.models.registry import BACKBONES, TIMM_PREFIX, list_backbones
 from benchbackcompat.plugins import PluginHost
 from benchbackcompat.scenarios.data import load_scenario_data
 from benchbackcompat.scenarios.steps import build_steps
@@ -48,9 +54,12 @@ class Plan:
 
 
 def make_plan(run: RunConfig, host: PluginHost) -> Plan:
-    """Validate everything that can be validated before training: methods, hyperparameters, steps."""
+    """Validate everything that can be validated before training: methods, hyperparameters, dataset and
+    backbone names, steps."""
     methods = {name: host.create_method(name, run.method_params.get(name, {})) for name in run.methods}
+    host.register_extensions()
     for named in run.scenarios:
+        check_names(named.config)
         classes = named.config.data.num_classes or DEFAULT_CLASSES.get(named.config.data.name)
         if classes:
             build_steps(named.config, classes)
@@ -61,36 +70,102 @@ def make_plan(run: RunConfig, host: PluginHost) -> Plan:
     return Plan(run, methods, cells)
 
 
+def check_names(scenario: ScenarioBase) -> None:
+    """Unknown dataset or backbone names fail with the known names (``timm:``/``torchvision:`` names are
+    checked by their library)."""
+    for name in filter(None, (scenario.data.name, scenario.data.eval_dataset)):
+        get_dataset(name)
+    backbones = [scenario.model.backbone]
+    for field in ("architectures", "pretrain_architectures", "zoo"):
+        backbones += getattr(scenario, field, None) or []
+    for name in backbones:
+        if ":" not in name and name not in BACKBONES:
+            raise UnknownNameError("backbone", name, [*list_backbones(), f"{TIMM_PREFIX}<model>"])
+
+
+def run_summary(records: list[dict[str, Any]], seconds: float, out: Path) -> tuple[str, int]:
+    """The end-of-run summary and the exit code: 1 when any cell failed or diverged, else 0."""
+    counts = Counter(r["status"] for r in records)
+    lines = [f"\n{len(records)} cells in {seconds:.1f} s ({', '.join(f'{n} {s}' for s, n in sorted(counts.items()))}); "
+             f"results in {out}"]
+    for record in records:
+        if record["status"] != "finished":
+            where = f"; traceback in {record['traceback']}" if record.get("traceback") else ""
+            lines.append(f"  {record['label']}: {record['status']} ({record.get('reason', '')}{where})")
+    here = sum(r.get("worker") == worker_name() for r in records)
+    lines[0] += f"; {here} computed by this process"
+    bad = counts["failed"] + counts["diverged"]
+    if counts["failed"]:
+        lines.append("failed cells are not recorded: run the same command again to retry them")
+    return "\n".join(lines), int(bad > 0)
+
+
 def execute(plan: Plan, host: PluginHost) -> list[dict[str, Any]]:
-    """Run every unfinished cell; returns all records (finished ones read back from the store)."""
+    """Run every unfinished cell; returns all records (finished ones read back from the store).
+
+    Several processes may execute plans on one results directory: a cell that another process is
+    running (its lock is held) is put off to the end, then waited for and its record taken, so
+    nothing is run twice or lost."""
     run = plan.run
-    store = ResultStore(run.out)
+    store = distributed.RankStore(run.out) if distributed.active() else ResultStore(run.out)
+    host.load_observers(run.out)  # loggers (TensorBoard, ...) of entry point group benchbackcompat.observers
     device = resolve_device(run.device)
     plugin_versions = {name: _plugin_version(host, name) for name in run.methods}
-    records, data_cache = [], {}
-    pending = [c for c in plan.cells if store.record(c.key) is None]
-    progress = tqdm(total=len(pending), desc="cells", unit="cell", dynamic_ncols=True, disable=not pending)
-    for cell in plan.cells:
-        existing = store.record(cell.key)
+    records: dict[str, dict[str, Any]] = {}
+    data_cache: dict[str, Any] = {}
+
+    def run_one(cell: Cell) -> dict[str, Any]:
+        existing = store.record(cell.key)  # another process may have finished it meanwhile
         if existing is not None:
-            records.append(existing)
-            continue
+            return existing
         config = cell.scenario.config
         data_key = config.data.model_dump_json() + config.protocol + config.eval_split
         if data_key not in data_cache:
             data_cache[data_key] = load_scenario_data(config, run.cache_dir, device)
         progress.set_postfix_str(cell.label)
         method = type(plan.methods[cell.method])(plan.methods[cell.method].params)  # fresh state per cell
-        record = run_cell(cell, method, data_cache[data_key], store, device,
-                          observer=host.manager.hook.bbc_on_log, plugin_versions=plugin_versions)
+        record = run_cell(cell, method, data_cache[data_key], store, device, observer=host.manager.hook.bbc_on_log if distributed.is_main() else None,
+                          plugin_versions=plugin_versions, share_models=run.share_models)
         if record["status"] == "finished":
             host.manager.hook.bbc_on_cell_finished(record=record)
-        records.append(record)
+        return record
+
+    pending = []
+    for cell in plan.cells:
+        existing = store.record(cell.key)
+        if existing is None:
+            pending.append(cell)
+        else:
+            records[cell.key] = existing
+    progress = tqdm(total=len(pending), desc="cells", unit="cell", dynamic_ncols=True,
+                    disable=not pending or not distributed.is_main())
+    elsewhere = []
+    for cell in pending:
+        with store.cell_lock(cell.key, blocking=False) as mine:
+            if not mine:
+                elsewhere.append(cell)
+                continue
+            records[cell.key] = run_one(cell)
+        progress.update()
+    for cell in elsewhere:  # running in another process: wait for it (or run it, if that process died)
+        with store.cell_lock(cell.key):
+            records[cell.key] = run_one(cell)
         progress.update()
     progress.close()
     if device.type == "cuda":
         torch.cuda.empty_cache()
-    return records
+    return [records[cell.key] for cell in plan.cells]
+
+
+def select_shard(cells: list[Cell], shard: str) -> list[Cell]:
+    """The cells of shard ``i/n`` (0 <= i < n): every n-th cell of the plan starting at i."""
+    try:
+        index, count = (int(part) for part in shard.split("/"))
+    except ValueError:
+        raise BenchError(f"--shard {shard!r}: expected I/N with 0 <= I < N, e.g. --shard 0/4") from None
+    if not 0 <= index < count:
+        raise BenchError(f"--shard {shard!r}: expected I/N with 0 <= I < N, e.g. --shard 0/4")
+    return cells[index::count]
 
 
 def _plugin_version(host: PluginHost, name: str) -> str:

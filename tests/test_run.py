@@ -61,7 +61,7 @@ def test_show_prints_the_matrix(tmp_path, capsys):
 def test_replay_scenarios_run_er(tmp_path):
     replay = ["--methods", "er", "--set", "num_tasks=3", "--set", "initial_class_fraction=0.34"]
     assert run_cli(tmp_path, "--scenario", "cl2r", *replay) == 0
-    assert run_cli(tmp_path, "--scenario", "iam-cl2r", *replay, "--set", "pretrain_classes=[4,8]") == 0
+    assert run_cli(tmp_path, "--scenario", "iam-cl2r", *replay, "--set", "pretrain_classes=[4,8]", "--set", "replacements=[3]") == 0
     records = {r["scenario"]: r for r in ResultStore(tmp_path).records()}
     for name in ("cl2r", "iam-cl2r"):
         C = records[name]["matrices"]["top1"]

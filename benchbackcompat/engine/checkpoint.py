@@ -1,16 +1,26 @@
-"""Checkpoints: written atomically with a checksum, loaded with ``weights_only=True``."""
+"""Checkpoints: written atomically with a checksum, loaded with ``weights_only=True``.
+
+A checkpoint whose bytes do not match the SHA-256 recorded when it was written (truncated,
+corrupted, or cut off between the file and its checksum by a kill) is reported and treated as
+missing, so its step is recomputed; one that needs arbitrary unpickling is refused.
+"""
 from __future__ import annotations
 
 import hashlib
 import io
+import logging
 import os
 import pickle
+import re
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from benchbackcompat.engine.faults import fault_point
 from benchbackcompat.errors import BenchError
+
+log = logging.getLogger("benchbackcompat")
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
@@ -21,31 +31,58 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         handle.write(data)
         handle.flush()
         os.fsync(handle.fileno())
+    fault_point(f"write:{path.name}")
     os.replace(tmp, path)
 
 
+def checksum_path(path: Path) -> Path:
+    return path.with_suffix(path.suffix + ".sha256")
+
+
 def save_checkpoint(path: Path, payload: dict[str, Any]) -> str:
-    """Save tensors, numbers, strings, lists and dicts only; returns the SHA-256 of the file."""
+    """Save tensors, numbers, strings, lists and dicts only; returns the SHA-256 of the file.
+
+    The checksum is written after the file, so a kill in between leaves a file without a
+    matching checksum, which :func:`load_checkpoint` recomputes.
+    """
     buffer = io.BytesIO()
     torch.save(payload, buffer)
     data = buffer.getvalue()
-    atomic_write_bytes(path, data)
     digest = hashlib.sha256(data).hexdigest()
-    atomic_write_bytes(path.with_suffix(path.suffix + ".sha256"), digest.encode())
+    checksum_path(path).unlink(missing_ok=True)
+    atomic_write_bytes(path, data)
+    atomic_write_bytes(checksum_path(path), digest.encode())
     return digest
 
 
 def load_checkpoint(path: Path, map_location: torch.device | str = "cpu") -> dict[str, Any] | None:
-    """Load a checkpoint if it exists and matches its recorded checksum; None when it must be recomputed."""
-    checksum = path.with_suffix(path.suffix + ".sha256")
-    if not path.is_file() or not checksum.is_file():
+    """The checkpoint at ``path`` if it exists and matches its recorded checksum; None (reported
+    when the file exists) when it must be recomputed. Raises BenchError for an unsafe checkpoint."""
+    if not path.is_file():
+        return None
+    checksum = checksum_path(path)
+    if not checksum.is_file():
+        log.warning(f"warning: checkpoint {path} has no checksum (its write was interrupted); recomputing it")
         return None
     data = path.read_bytes()
-    if hashlib.sha256(data).hexdigest() != checksum.read_text().strip():
+    if hashlib.sha256(data).hexdigest() != checksum.read_text(errors="replace").strip():
+        log.warning(f"warning: checkpoint {path} does not match its checksum (truncated or corrupted); recomputing it")
         return None
     try:
-        return torch.load(io.BytesIO(data), map_location=map_location, weights_only=True)
+        payload = torch.load(io.BytesIO(data), map_location=map_location, weights_only=True)
     except pickle.UnpicklingError as error:
+        unsafe = re.search(r"GLOBAL ([\w.]+)", str(error))
+        if unsafe is None:
+            log.warning(f"warning: checkpoint {path} cannot be read (not a torch checkpoint); recomputing it")
+            return None
         raise BenchError(
-            f"checkpoint {path} needs arbitrary unpickling, which is refused for safety ({error}); delete it to retrain"
+            f"checkpoint {path} needs arbitrary unpickling (it references {unsafe.group(1)}), which is refused because "
+            "loading it could run any code; delete it to recompute, or re-save it with tensors, numbers and strings only"
         ) from None
+    except Exception as error:  # damaged bytes make torch.load raise many kinds of errors
+        log.warning(f"warning: checkpoint {path} cannot be read ({type(error).__name__}); recomputing it")
+        return None
+    if not isinstance(payload, dict):
+        log.warning(f"warning: checkpoint {path} holds a {type(payload).__name__}, not a dict; recomputing it")
+        return None
+    return payload

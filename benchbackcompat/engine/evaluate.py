@@ -15,6 +15,7 @@ from torch import Tensor, nn
 from benchbackcompat.data.arrays import ImageArrays
 from benchbackcompat.data.augment import normalise
 from benchbackcompat.engine.device import autocast, derive_seed, generator
+from benchbackcompat.engine.faults import fault_point, halve_on_oom
 from benchbackcompat.method import Method
 from benchbackcompat.metrics import retrieval
 from benchbackcompat.scenarios.data import ScenarioData
@@ -24,13 +25,20 @@ from benchbackcompat.scenarios.data import ScenarioData
 def extract_features(
     model: nn.Module, method: Method, images: ImageArrays, *, mean, std, batch_size: int, device: torch.device, amp: str
 ) -> Tensor:
-    """Retrieval features of every image (float32, on ``device``), in batches of ``batch_size``."""
+    """Retrieval features of every image (float32, on ``device``), in batches of ``batch_size``
+    (halved and retried when the device runs out of memory)."""
     model.eval()
-    chunks = []
-    for start in range(0, len(images), batch_size):
-        batch = normalise(images.images[start : start + batch_size].to(device), mean, std)
-        with autocast(device, amp):
-            chunks.append(method.features(model, batch).float())
+    chunks, start = [], 0
+    while start < len(images):
+        try:
+            fault_point("extract-batch")
+            batch = normalise(images.images[start : start + batch_size].to(device), mean, std)
+            with autocast(device, amp):
+                chunks.append(method.features(model, batch).float())
+        except RuntimeError as error:
+            batch_size = halve_on_oom(error, batch_size, "feature extraction")
+            continue
+        start += batch_size
     return torch.cat(chunks)
 
 
@@ -48,26 +56,40 @@ def model_features(model: nn.Module, method: Method, data: ScenarioData, *, batc
 
 
 def score(
-    metric: str, protocol: str, query: Tensor, gallery: Tensor, data: ScenarioData, similarity, pairs: tuple | None
+    metric: str, protocol: str, query: Tensor, gallery: Tensor, data: ScenarioData, similarity, pairs: tuple | None,
+    chunk_size: int = 4096,
 ) -> float:
-    """One matrix entry: ``metric`` of ``query`` features against ``gallery`` features under ``protocol``."""
+    """One matrix entry: ``metric`` of ``query`` features against ``gallery`` features under ``protocol``,
+    scoring ``chunk_size`` queries at a time (halved and retried when the device runs out of memory)."""
+    while True:
+        try:
+            return _score(metric, protocol, query, gallery, data, similarity, pairs, chunk_size)
+        except RuntimeError as error:
+            chunk_size = halve_on_oom(error, chunk_size, f"scoring {metric}")
+
+
+def _score(
+    metric: str, protocol: str, query: Tensor, gallery: Tensor, data: ScenarioData, similarity, pairs: tuple | None,
+    chunk_size: int,
+) -> float:
     ql = data.query.labels
     if protocol == "loo":
         if metric.startswith("cmc@"):
             k = int(metric[4:])
-            return retrieval.leave_one_out_cmc(query, gallery, ql, ks=(k,), similarity=similarity)[k]
+            return retrieval.leave_one_out_cmc(query, gallery, ql, ks=(k,), similarity=similarity, chunk_size=chunk_size)[k]
         if metric in ("map", "map@r"):
             at = "R" if metric == "map@r" else None
-            return retrieval.leave_one_out_map(query, gallery, ql, at=at, similarity=similarity)
+            return retrieval.leave_one_out_map(query, gallery, ql, at=at, similarity=similarity, chunk_size=chunk_size)
     gl = data.gallery.labels if data.gallery is not None else ql
     if protocol == "nn":
         if metric.startswith("cmc@"):
             k = int(metric[4:])
-            return retrieval.cmc(query, ql, gallery, gl, ks=(k,), similarity=similarity)[k]
+            return retrieval.cmc(query, ql, gallery, gl, ks=(k,), similarity=similarity, chunk_size=chunk_size)[k]
         if metric in ("map", "map@r"):
-            return retrieval.mean_average_precision(query, ql, gallery, gl, at="R" if metric == "map@r" else None, similarity=similarity)
+            return retrieval.mean_average_precision(query, ql, gallery, gl, at="R" if metric == "map@r" else None,
+                                                    similarity=similarity, chunk_size=chunk_size)
     if protocol == "template" and metric in ("top1", "cmc@1"):
-        return retrieval.template_top1(query, ql, gallery, gl, similarity=similarity)
+        return retrieval.template_top1(query, ql, gallery, gl, similarity=similarity, chunk_size=chunk_size)
     if protocol == "verification" and metric == "verification":
         a, b, same = pairs
         return retrieval.pair_verification(query[a], gallery[b], same)

@@ -7,29 +7,33 @@ of P_com/P_up, models pretrained elsewhere) are trained once and shared through 
 from __future__ import annotations
 
 import math
+import os
 import platform
 import time
 import traceback
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import torch
 
 from benchbackcompat import __version__
 from benchbackcompat.config import NamedScenario, ScenarioBase, config_hash
 from benchbackcompat.data.arrays import ImageArrays
+from benchbackcompat.engine import distributed
 from benchbackcompat.engine.device import derive_seed, seed_everything
 from benchbackcompat.engine.evaluate import ModelFeatures, compatibility_matrices, model_features
 from benchbackcompat.engine.train import DivergedError, train_model
 from benchbackcompat.method import Method, StepContext, frozen_copy
 from benchbackcompat.metrics import compatibility as cm
 from benchbackcompat.models.network import Network
-from benchbackcompat.models.registry import create_backbone
+from benchbackcompat.models.zoo import create_zoo_model
 from benchbackcompat.scenarios.data import ScenarioData, select_memory
 from benchbackcompat.scenarios.steps import Step, build_steps
 from benchbackcompat.store import ResultStore
 
 CELL_FORMAT = 1
+PRETRAIN_SEED = 0  # models pretrained elsewhere do not depend on the cell's seed
 
 
 @dataclass
@@ -59,14 +63,22 @@ def versions(plugin_versions: dict[str, str]) -> dict[str, Any]:
     import timm
     import torchvision
 
+    from benchbackcompat.report.provenance import project_commit
+
     return {
         "benchbackcompat": __version__,
+        "commit": project_commit(),
         "python": platform.python_version(),
         "torch": torch.__version__,
         "torchvision": torchvision.__version__,
         "timm": timm.__version__,
         "plugins": plugin_versions,
     }
+
+
+def worker_name() -> str:
+    """``host:pid`` of the process that computes a cell (several processes may share a results directory)."""
+    return f"{platform.node()}:{os.getpid()}"
 
 
 def device_name(device: torch.device) -> str:
@@ -79,8 +91,9 @@ class CellRunner:
     """Trains and evaluates one cell."""
 
     def __init__(self, cell: Cell, method: Method, data: ScenarioData, store: ResultStore, device: torch.device,
-                 observer=None) -> None:
+                 observer=None, share_models: bool = True) -> None:
         self.cell, self.method, self.data, self.store, self.device = cell, method, data, store, device
+        self.share_models = share_models
         self.scenario: ScenarioBase = cell.scenario.config
         self.steps: list[Step] = build_steps(self.scenario, data.num_classes)
         self.observer = observer
@@ -93,7 +106,7 @@ class CellRunner:
             scenario=self.scenario, step=step, steps=self.steps, train=train_cfg or self.scenario.train_config(step.index),
             device=self.device, old_model=old_model,
             train_data=train_data if train_data is not None else self.data.step_data(step, self.cell.seed),
-            memory=memory, mean=self.data.mean, std=self.data.std, image_size=self.data.image_size,
+            memory=memory, mean=self.data.mean, std=self.data.std, image_size=self.data.image_size, seed=self.cell.seed,
         )
 
     def fresh_model(self, method: Method, ctx: StepContext, backbone: str, num_classes: int, init_index: int) -> Network:
@@ -123,28 +136,50 @@ class CellRunner:
             "kind": kind, "recipe": recipe.describe(), "head": recipe.head, "step": step.to_dict(),
             "train": train_cfg.model_dump(mode="json"), "model": self.scenario.model.model_dump(mode="json"),
             "data": self.scenario.data.model_dump(mode="json"), "seed": self.cell.seed, "classes": num_classes,
+            "cell": None if self.share_models else self.cell.key,
         })
         self.shared.append(key)
         ctx = self.context(step, None, None, train_cfg, train_data)
         classes = num_classes or step.seen_classes
         model = self.fresh_model(recipe, ctx, step.backbone, classes, init_index=step.index)
         path = self.store.model_path(key)
+        with self.store.model_lock(key):  # another process training it: wait, then load
+            saved = self.store.load(path, self.device)
+            if saved is not None:
+                model.load_state_dict(saved["model"])
+                return model.eval()
+            self.train(recipe, model, ctx, tag=f"{kind}-{step.index}")
+            self.store.save(path, {"model": model.state_dict()})
+        return model.eval()
+
+    def pretrained_model(self, step: Step) -> Network:
+        """A model "pretrained elsewhere": ``method.reference()`` (cross-entropy with the method's head, labels
+        left to right) trained on the first classes of the pretraining pool. Like the papers' downloaded
+        checkpoints it is one artefact for every method with that recipe and every seed: trained once under
+        PRETRAIN_SEED, then loaded from the store."""
+        spec = step.pretrained
+        recipe = self.method.reference()
+        cfg = self.scenario.pretrain
+        pretrain_step = Step(spec.index, (0, spec.num_classes), spec.num_classes, 1.0, spec.backbone, "scratch")
+        key = config_hash({
+            "kind": "pretrained", "recipe": recipe.describe(), "head": recipe.head, "step": pretrain_step.to_dict(),
+            "train": cfg.model_dump(mode="json"), "model": self.scenario.model.model_dump(mode="json"),
+            "data": self.scenario.data.model_dump(mode="json"), "seed": PRETRAIN_SEED,
+        })
+        self.shared.append(key)
+        ctx = self.context(pretrain_step, None, None, cfg, self.data.pretrain_data(spec.num_classes))
+        seed_everything(derive_seed(PRETRAIN_SEED, "pretrained-init", spec.index))
+        model = recipe.build_model(ctx, spec.backbone, spec.num_classes).to(self.device)
+        path = self.store.model_path(key)
         saved = self.store.load(path, self.device)
         if saved is not None:
             model.load_state_dict(saved["model"])
             return model.eval()
-        self.train(recipe, model, ctx, tag=f"{kind}-{step.index}")
+        seed = derive_seed(PRETRAIN_SEED, "pretrained-train", spec.index)
+        seed_everything(seed)
+        train_model(model, recipe, ctx, seed=seed, desc=f"{self.cell.label} pretrained-{spec.index}")
         self.store.save(path, {"model": model.state_dict()})
         return model.eval()
-
-    def pretrained_model(self, step: Step) -> Network:
-        """A model "pretrained elsewhere": standard training on the first classes of the pretraining pool."""
-        spec = step.pretrained
-        pretrain_step = Step(step.index, (0, spec.num_classes), spec.num_classes, 1.0, spec.backbone, "scratch")
-        return self.shared_model(
-            self.method.reference(), pretrain_step, f"pretrained-{spec.index}", train_cfg=self.scenario.pretrain,
-            train_data=self.data.pretrain_data(spec.num_classes),
-        )
 
     # --- the steps -------------------------------------------------------------------------
     def is_standard(self, step: Step) -> bool:
@@ -158,6 +193,11 @@ class CellRunner:
         memory_index = torch.zeros(0, dtype=torch.long)
         for step in self.steps:
             started = time.perf_counter()
+            if step.init == "zoo":  # already trained elsewhere: rebuilt from its weights, never checkpointed
+                models.append(self.zoo_model(step))
+                curves[step.index] = []
+                timings.append(time.perf_counter() - started)
+                continue
             memory = self.data.train.subset(memory_index.to(self.device)) if len(memory_index) else None
             checkpoint = self.store.load(self.store.step_path(self.cell.key, step.index), self.device)
             ctx = self.context(step, frozen_copy(models[-1]) if models else None, memory)
@@ -167,12 +207,11 @@ class CellRunner:
                 self.method.state = dict(checkpoint["method_state"])
                 memory_index = checkpoint["memory"].cpu()
                 curves[step.index] = checkpoint["curve"]
+                self.shared.extend(checkpoint.get("shared", []))
                 models.append(model.eval())
                 timings.append(float(checkpoint["seconds"]))
                 continue
-            if step.init == "zoo":
-                model, history = self.zoo_model(step), []
-            elif self.is_standard(step):
+            if self.is_standard(step):
                 model, history = self.shared_model(standard_recipe(self.method), step, "standard"), []
             else:
                 model = self.fresh_model(self.method, ctx, step.backbone, step.seen_classes,
@@ -182,15 +221,16 @@ class CellRunner:
                 elif step.init == "pretrained":
                     incoming = self.pretrained_model(step)
                     self.method.initialise(model, incoming, ctx)
+                    ctx.incoming = frozen_copy(incoming)
                 history = self.train(self.method, model, ctx, tag=f"step-{step.index}")
-            if step.replay or self.scenario.kind in ("cl2r", "iam-cl2r"):
+            if step.replay or getattr(self.scenario, "memory_per_class", 0) > 0:
                 per_class = getattr(self.scenario, "memory_per_class", 0)
                 chosen = select_memory(self.data.train.labels, step.classes, per_class, derive_seed(self.cell.seed, "memory", step.index))
                 memory_index = torch.cat([memory_index, chosen])
             seconds = time.perf_counter() - started
             self.store.save(self.store.step_path(self.cell.key, step.index), {
                 "model": model.state_dict(), "method_state": self.method.state, "memory": memory_index,
-                "curve": history, "seconds": seconds,
+                "curve": history, "seconds": seconds, "shared": list(self.shared),
             })
             curves[step.index] = history
             timings.append(seconds)
@@ -198,10 +238,14 @@ class CellRunner:
         return models, curves, timings
 
     def zoo_model(self, step: Step) -> Network:
+        """An already-trained model: its encoder (features) and its own classifier (logits, for PSP/LSP);
+        without weights (pretrained = false) a seeded random initialisation."""
         weights = self.scenario.weights.get(step.backbone)
-        backbone = create_backbone(step.backbone, image_size=self.data.image_size,
-                                   pretrained=str(weights) if weights else self.scenario.pretrained)
-        return Network(backbone, None).to(self.device).eval()
+        seed_everything(derive_seed(self.cell.seed, "init", step.index))
+        model = create_zoo_model(step.backbone, num_classes=self.scenario.classes, image_size=self.data.image_size,
+                                 in_chans=self.data.query.images.shape[1], data_stats=(self.data.mean, self.data.std),
+                                 pretrained=str(weights) if weights else self.scenario.pretrained)
+        return model.to(self.device).eval()
 
     # --- evaluation ------------------------------------------------------------------------
     def features(self, method: Method, model: Network) -> ModelFeatures:
@@ -211,6 +255,10 @@ class CellRunner:
     def run(self) -> dict[str, Any]:
         started = time.perf_counter()
         models, curves, step_seconds = self.run_steps()
+        if not distributed.is_main():  # rank 0 evaluates and writes; the others help train the references
+            if self.scenario.single_update:
+                self.reference_models()
+            return {"status": "finished"}
         eval_started = time.perf_counter()
         features = [self.features(self.method, m) for m in models]
         matrices, notes = compatibility_matrices(
@@ -232,11 +280,15 @@ class CellRunner:
                         "total_s": time.perf_counter() - started},
         }
 
+    def reference_models(self) -> tuple[Method, list[Network]]:
+        """The recipe of the references and its old and independently trained new model (shared)."""
+        recipe = standard_recipe(self.method.reference())
+        return recipe, [self.shared_model(recipe, step, "standard") for step in self.steps]
+
     def add_update_metrics(self, metrics: dict[str, dict[str, float]]) -> None:
         """P_com and P_up (HBCT Eqs. 14-15) against reference models of the method's own geometry:
         the old model and the independently trained new model of ``method.reference()``."""
-        recipe = standard_recipe(self.method.reference())
-        references = [self.shared_model(recipe, step, "standard") for step in self.steps]
+        recipe, references = self.reference_models()
         reference_features = [self.features(recipe, m) for m in references]
         for index, name in ((0, "reference_old_self"), (1, "reference_self")):
             feats = [reference_features[index]]
@@ -258,48 +310,68 @@ def standard_recipe(method: Method) -> Method:
         "name": "standard", "head": method.head,
         "model": f"{owner.build_model.__module__}.{owner.build_model.__qualname__}",
         "features": f"{owner.features.__module__}.{owner.features.__qualname__}",
+        **({"identity": method.model_identity()} if method.model_identity() else {}),
     }
     recipe.describe = lambda: identity
     recipe.build_model = method.build_model
     recipe.features = method.features
     recipe.similarity = method.similarity
+    recipe.pair_features = method.pair_features
     return recipe
 
 
-def summarise(C: list[list[float]]) -> dict[str, float]:
-    """AC, AA, ACA of a matrix (T >= 2), plus self/cross for a single update and the AA/AC curves."""
-    T = len(C)
-    values: dict[str, Any] = {"AA": cm.average_accuracy(C)}
+def summarise(C: list[list[float]]) -> dict[str, Any]:
+    """AC, AA, ACA of a matrix (T >= 2), plus self/cross for a single update and the curves AA_curve and
+    AC_curve ([AA_tau] and [AC_tau] for tau = 1..T on the leading tau x tau blocks).
+
+    An entry that cannot be computed (NaN, e.g. feature sizes that differ after an architecture
+    replacement) makes every metric whose block contains it None (not computable), never 0; the
+    blocks before it keep their AC_tau/AA_tau (IAM-CL2R Table VII)."""
+    M = np.asarray(C, dtype=np.float64)
+    T = len(M)
+
+    def on_block(metric, tau: int) -> float | None:
+        block = M[:tau, :tau]
+        if np.isnan(block[np.tril_indices(tau)]).any():
+            return None
+        value = metric(block)
+        return None if math.isnan(value) else value
+
+    values: dict[str, Any] = {"AA": on_block(cm.average_accuracy, T)}
     if T >= 2:
-        values["AC"] = cm.average_compatibility(C)
-        values["ACA"] = cm.average_compatibility_accuracy(C)
-        values["AA_curve"] = cm.average_accuracy_curve(C)
+        values["AC"] = on_block(cm.average_compatibility, T)
+        values["ACA"] = on_block(cm.average_compatibility_accuracy, T)
+        values["AA_curve"] = [on_block(cm.average_accuracy, tau) for tau in range(1, T + 1)]
+        values["AC_curve"] = [on_block(cm.average_compatibility, tau) for tau in range(1, T + 1)]
     if T == 2:
         values.update(self=C[1][1], cross=C[1][0], old_self=C[0][0])
     return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in values.items()}
 
 
 def run_cell(cell: Cell, method: Method, data: ScenarioData, store: ResultStore, device: torch.device,
-             observer=None, plugin_versions: dict[str, str] | None = None) -> dict[str, Any]:
+             observer=None, plugin_versions: dict[str, str] | None = None, share_models: bool = True) -> dict[str, Any]:
     """Run a cell and write its record (also for diverged, failed and not-applicable cells)."""
     base = {
         "key": cell.key, "label": cell.label, "scenario": cell.scenario.name, "kind": cell.scenario.config.kind,
         "preset": cell.preset, "method": cell.method, "params": method.params.model_dump(mode="json"),
         "seed": cell.seed, "config": cell.scenario.config.model_dump(mode="json"), "dataset": data.name,
         "device": device_name(device), "versions": versions(plugin_versions or {}),
+        "worker": worker_name(),
     }
     reason = method.unsupported_reason(cell.scenario.config)
     if reason:
         record = {**base, "status": "not-applicable", "reason": reason}
     else:
         try:
-            record = {**base, **CellRunner(cell, method, data, store, device, observer).run()}
-        except DivergedError as error:
-            record = {**base, "status": "diverged", "reason": str(error), "epoch": error.epoch, "last_finite_loss": error.last_finite}
-        except Exception as error:  # a plugin bug fails only its own cell
-            detail = traceback.format_exc()
-            (store.cell_dir(cell.key)).mkdir(parents=True, exist_ok=True)
-            (store.cell_dir(cell.key) / "traceback.txt").write_text(detail)
-            return {**base, "status": "failed", "reason": f"{type(error).__name__}: {error}".splitlines()[0]}
+            record = {**base, **CellRunner(cell, method, data, store, device, observer, share_models).run()}
+        except DivergedError as error:  # recorded (the leaderboard shows "nan"), not retried
+            record = {**base, "status": "diverged", "reason": str(error), "step": error.step, "epoch": error.epoch,
+                      "batch": error.batch, "last_finite_loss": error.last_finite}
+        except Exception as error:  # a plugin bug fails only its own cell; not recorded, so a re-run retries it
+            path = store.cell_dir(cell.key) / "traceback.txt"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(traceback.format_exc())
+            reason = f"{type(error).__name__}: {error}".splitlines()[0]
+            return {**base, "status": "failed", "reason": reason, "traceback": str(path)}
     store.write_record(cell.key, record)
     return record

@@ -1,6 +1,7 @@
 """The training loop of one model at one step: device-resident data, device-side augmentation."""
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Iterator
 
@@ -10,7 +11,9 @@ from tqdm.auto import tqdm
 
 from benchbackcompat.config import TrainConfig
 from benchbackcompat.data.augment import augment
+from benchbackcompat.engine import distributed
 from benchbackcompat.engine.device import autocast, generator
+from benchbackcompat.engine.faults import fault_point, is_out_of_memory
 from benchbackcompat.errors import BenchError
 from benchbackcompat.method import Batch, Method, StepContext
 
@@ -20,9 +23,33 @@ EpochObserver = Callable[[int, dict[str, float]], None]
 class DivergedError(RuntimeError):
     """The loss became NaN or Inf; the cell stops and is recorded as diverged."""
 
-    def __init__(self, epoch: int, batch: int, last_finite: float | None) -> None:
-        self.epoch, self.batch, self.last_finite = epoch, batch, last_finite
-        super().__init__(f"loss diverged (NaN/Inf) at epoch {epoch}, batch {batch}; last finite loss {last_finite}")
+    def __init__(self, step: int, epoch: int, batch: int, last_finite: float | None) -> None:
+        self.step, self.epoch, self.batch, self.last_finite = step, epoch, batch, last_finite
+        last = "none (the first batch)" if last_finite is None else f"{last_finite:.6g}"
+        super().__init__(f"loss diverged (NaN/Inf) at step {step}, epoch {epoch}, batch {batch}; last finite loss {last}")
+
+
+class TrainingOutOfMemory(BenchError):
+    """The device ran out of memory during training; the cell fails (a smaller batch would change the results)."""
+
+
+def names_batch_size_on_oom(train: Callable[..., list[dict[str, float]]]) -> Callable[..., list[dict[str, float]]]:
+    """Turn an out-of-memory error of ``train(model, method, ctx, ...)`` into a one-line TrainingOutOfMemory."""
+
+    @functools.wraps(train)
+    def wrapper(model: nn.Module, method: Method, ctx: StepContext, *args, **kwargs) -> list[dict[str, float]]:
+        try:
+            return train(model, method, ctx, *args, **kwargs)
+        except (RuntimeError, MemoryError) as error:
+            if not (isinstance(error, MemoryError) or is_out_of_memory(error)):
+                raise
+            size = ctx.train.batch_size
+            raise TrainingOutOfMemory(
+                f"out of {ctx.device.type} memory training step {ctx.step.index} at batch size {size} "
+                f"({str(error).splitlines()[0][:100]}); lower it, e.g. --set train.batch_size={max(2, size // 2)}"
+            ) from None
+
+    return wrapper
 
 
 def make_optimizer(model: nn.Module, cfg: TrainConfig) -> torch.optim.Optimizer:
@@ -86,6 +113,7 @@ def batches_per_epoch(n_new: int, n_memory: int, batch_size: int) -> int:
     return max(1, (n_new + n_memory) // size) if n_memory else n_new // size
 
 
+@names_batch_size_on_oom
 def train_model(
     model: nn.Module,
     method: Method,
@@ -100,6 +128,7 @@ def train_model(
     data, memory = ctx.train_data, ctx.memory
     n_memory = len(memory) if (ctx.step.replay and memory is not None) else 0
     per_epoch = batches_per_epoch(len(data), n_memory, cfg.batch_size)
+    distributed.prepare_model(model)  # SyncBatchNorm across ranks on CUDA (in place)
     optimizer = make_optimizer(model, cfg)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda it: lr_factor(cfg, it, per_epoch))
     gen = generator(seed)
@@ -107,11 +136,12 @@ def train_model(
     history: list[dict[str, float]] = []
     last_finite: float | None = None
     model.train()
-    epochs = tqdm(range(cfg.epochs), desc=desc, unit="epoch", leave=False, dynamic_ncols=True)
+    epochs = tqdm(range(cfg.epochs), desc=desc, unit="epoch", leave=False, dynamic_ncols=True, disable=not distributed.is_main())
     for epoch in epochs:
         sums: dict[str, float] = {}
         count = 0
         for b, (new_idx, mem_idx) in enumerate(batch_indices(len(data), n_memory, cfg, gen)):
+            fault_point("train-batch")
             images = data.images[new_idx.to(device)]
             labels = data.labels[new_idx.to(device)]
             from_memory = torch.zeros(len(new_idx), dtype=torch.bool, device=device)
@@ -119,14 +149,16 @@ def train_model(
                 images = torch.cat([images, memory.images[mem_idx.to(device)]])
                 labels = torch.cat([labels, memory.labels[mem_idx.to(device)]])
                 from_memory = torch.cat([from_memory, torch.ones(len(mem_idx), dtype=torch.bool, device=device)])
-            inputs = _prepare(images, ctx, aug_gen)
+            inputs = _prepare(images, ctx, aug_gen)  # the whole batch on every rank, then this rank's slice
+            inputs, labels, from_memory = (distributed.shard(t) for t in (inputs, labels, from_memory))
             with autocast(device, cfg.amp):
                 terms = method.loss(model, Batch(inputs, labels, from_memory), ctx)
             loss = terms["loss"]
-            if not torch.isfinite(loss):
-                raise DivergedError(epoch, b, last_finite)
+            if not distributed.all_finite(loss):
+                raise DivergedError(ctx.step.index, epoch, b, last_finite)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
+            distributed.average_gradients(model)
             optimizer.step()
             scheduler.step()
             last_finite = float(loss.detach())

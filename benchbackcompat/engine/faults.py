@@ -1,0 +1,80 @@
+"""Fault injection for the robustness tests, and out-of-memory detection.
+
+``BENCHBACKCOMPAT_FAULT="POINT[@N]:ACTION[,...]"`` makes the N-th (default first) time the
+process reaches a fault point matching the ``fnmatch`` pattern POINT do ACTION: ``kill``
+(SIGKILL itself: no cleanup, like a pre-empted node), ``raise`` (RuntimeError) or ``oom``
+(``torch.OutOfMemoryError``). Points: ``train-batch`` (each training batch), ``extract-batch``
+(each feature-extraction batch), ``write:<file name>`` (a file written but not yet moved into
+place). Unset, :func:`fault_point` is one truthiness test.
+"""
+from __future__ import annotations
+
+import fnmatch
+import logging
+import os
+import signal
+
+import torch
+
+from benchbackcompat.errors import BenchError
+
+ENV = "BENCHBACKCOMPAT_FAULT"
+ACTIONS = ("kill", "raise", "oom")
+
+_rules: list[tuple[str, int, str]] = []  # (pattern, hit number, action)
+_hits: dict[str, int] = {}
+
+
+def configure(spec: str | None) -> None:
+    """Replace the active faults with ``spec`` (None or "" clears them) and reset the hit counts."""
+    rules = []
+    for item in filter(None, (part.strip() for part in (spec or "").split(","))):
+        point, _, action = item.rpartition(":")
+        pattern, _, nth = point.partition("@")
+        if not pattern or action not in ACTIONS or not (nth or "1").isdigit() or int(nth or 1) < 1:
+            raise BenchError(f"{ENV}: cannot read {item!r}; expected POINT[@N]:ACTION with ACTION one of {', '.join(ACTIONS)}")
+        rules.append((pattern, int(nth or 1), action))
+    _rules[:] = rules
+    _hits.clear()
+
+
+def fault_point(name: str) -> None:
+    """Count a pass through ``name`` and inject the configured fault when its turn comes."""
+    if _rules:
+        _trigger(name)
+
+
+def _trigger(name: str) -> None:
+    for pattern, nth, action in _rules:
+        if not fnmatch.fnmatchcase(name, pattern):
+            continue
+        _hits[pattern] = count = _hits.get(pattern, 0) + 1
+        if count != nth:
+            continue
+        if action == "kill":
+            os.kill(os.getpid(), signal.SIGKILL)
+        if action == "oom":
+            raise torch.OutOfMemoryError(f"injected out of memory at {name}")
+        raise RuntimeError(f"injected fault at {name}")
+
+
+def is_out_of_memory(error: BaseException) -> bool:
+    """True for CUDA/MPS/CPU allocation failures (the caller may retry with less memory)."""
+    if isinstance(error, torch.OutOfMemoryError):
+        return True
+    text = str(error)
+    return isinstance(error, RuntimeError) and ("out of memory" in text or "can't allocate memory" in text)
+
+
+def halve_on_oom(error: BaseException, size: int, what: str) -> int:
+    """The smaller chunk size to retry ``what`` with after ``error``; re-raises anything but an
+    out-of-memory error, and out of memory at size 1."""
+    if not is_out_of_memory(error) or size <= 1:
+        raise error
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+    logging.getLogger("benchbackcompat").warning(f"warning: out of memory in {what} with chunks of {size}; retrying with {size // 2}")
+    return size // 2
+
+
+configure(os.environ.get(ENV))

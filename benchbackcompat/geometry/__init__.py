@@ -1,0 +1,36 @@
+"""Lorentz-model geometry on top of geoopt: lift, inner product, geodesic distance, entailment cones, uncertainty."""
+from __future__ import annotations
+
+from benchbackcompat.geometry.lorentz import (
+    distance,
+    entailment_loss,
+    expmap0,
+    exterior_angle,
+    float32,
+    half_aperture,
+    inner,
+    lift,
+    manifold,
+    negative_distance,
+    pairwise_distance,
+    pairwise_inner,
+    rescale_clip,
+    uncertainty,
+)
+
+__all__ = [
+    "distance",
+    "entailment_loss",
+    "expmap0",
+    "exterior_angle",
+    "float32",
+    "half_aperture",
+    "inner",
+    "lift",
+    "manifold",
+    "negative_distance",
+    "pairwise_distance",
+    "pairwise_inner",
+    "rescale_clip",
+    "uncertainty",
+]

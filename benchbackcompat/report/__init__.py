@@ -1,0 +1,20 @@
+"""The leaderboard: tables, figures, exports and provenance rendered from stored records only.
+
+``leaderboard_tables(records)`` is the terminal summary printed after a run;
+``publish.write_leaderboard`` writes the published folder (``benchbackcompat leaderboard --out``).
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from benchbackcompat.report.aggregate import build_tables
+from benchbackcompat.report.tables import tables_markdown
+
+
+def leaderboard_tables(records: Iterable[dict[str, Any]]) -> str:
+    """One Markdown table per (scenario, dataset, preset, configuration), with footnotes."""
+    return tables_markdown(build_tables(records))
+
+
+__all__ = ["leaderboard_tables"]

@@ -1,0 +1,66 @@
+"""The leaderboard's columns: which statistics each scenario kind reports, their direction and format.
+
+Every statistic declares whether higher is better; ranks and bold cells follow that declaration.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+SINGLE_UPDATE_KINDS = ("ext-data", "ext-class", "new-arch", "both")
+
+
+@dataclass(frozen=True)
+class Statistic:
+    key: str  # the key in a record's ``metrics[<metric>]``
+    header: str
+    higher_is_better: bool
+    digits: int
+    meaning: str
+
+
+STATISTICS = {
+    s.key: s
+    for s in (
+        Statistic("self", "self", True, 2, "new query vs new gallery (%)"),
+        Statistic("cross", "cross", True, 2, "new query vs old gallery (%)"),
+        Statistic("p_up", "P_up", True, 3, "(self - independent new self) / independent new self (HBCT)"),
+        Statistic("p_com", "P_com", True, 3, "(cross - old self) / (independent new self - old self) (HBCT Eq. 14)"),
+        Statistic("AC", "AC", True, 3, "fraction of pairs k < t with C[t][k] > C[k][k] (strict)"),
+        Statistic("AA", "AA", True, 2, "mean of the lower triangle of C, diagonal included (%)"),
+        Statistic("ACA", "ACA", True, 2, "sum of the compatible C[t][k] over T(T-1)/2 (%)"),
+    )
+}
+
+SINGLE_UPDATE_STATISTICS = ("self", "cross", "p_up", "p_com")
+MULTI_TASK_STATISTICS = ("AC", "AA", "ACA")
+
+METRIC_NAMES = {"cmc@1": "CMC@1", "cmc@5": "CMC@5", "map": "mAP", "map@r": "mAP@R", "top1": "top-1",
+                "verification": "verification"}
+
+
+def metric_name(metric: str) -> str:
+    return METRIC_NAMES.get(metric, metric)
+
+
+@dataclass(frozen=True)
+class Column:
+    metric: str  # retrieval metric of the matrix, e.g. cmc@1
+    statistic: Statistic
+
+    @property
+    def id(self) -> str:
+        return f"{self.metric}:{self.statistic.key}"
+
+    @property
+    def header(self) -> str:
+        return f"{self.statistic.header} ({self.metric})"
+
+    def format(self, value: float) -> str:
+        return f"{value:.{self.statistic.digits}f}"
+
+
+def columns_for(kind: str, metrics: list[str]) -> list[Column]:
+    """The papers' columns: self, cross, P_up, P_com per metric for one update (HBCT Table 1);
+    AC, AA, ACA per metric for a sequence of models (IAM-CL2R Table 1, CoReS)."""
+    keys = SINGLE_UPDATE_STATISTICS if kind in SINGLE_UPDATE_KINDS else MULTI_TASK_STATISTICS
+    return [Column(metric, STATISTICS[key]) for metric in metrics for key in keys]

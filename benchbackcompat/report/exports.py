@@ -1,0 +1,58 @@
+"""CSV and JSON exports of the leaderboard numbers (full precision, one row per method and column)."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+from typing import Any
+
+from benchbackcompat.report.aggregate import Missing, Stat, Table
+
+CSV_FIELDS = ["dataset", "preset", "scenario", "kind", "variant", "method", "params", "metric", "statistic",
+              "higher_is_better", "mean", "std", "n", "seeds", "rank", "mean_rank", "missing", "note"]
+
+
+def table_dicts(tables: list[Table]) -> list[dict[str, Any]]:
+    return [{
+        "dataset": t.dataset, "preset": t.preset, "scenario": t.scenario, "kind": t.kind, "variant": t.variant,
+        "description": t.config.get("description", ""),
+        "columns": [{"id": c.id, "metric": c.metric, "statistic": c.statistic.key, "header": c.header,
+                     "higher_is_better": c.statistic.higher_is_better} for c in t.columns],
+        "rows": [{
+            "method": row.method, "label": row.label, "params": row.params, "rank": row.rank, "mean_rank": row.mean_rank,
+            "seeds": [r["seed"] for r in row.finished], "seeds_total": len(row.records), "notes": row.notes,
+            "cells": {cid: _cell(cell) for cid, cell in row.cells.items()},
+        } for row in t.rows],
+    } for t in tables]
+
+
+def _cell(cell: Stat | Missing) -> dict[str, Any]:
+    if isinstance(cell, Missing):
+        return {"missing": cell.text, "reason": cell.reason}
+    return {"mean": cell.mean, "std": cell.std, "n": cell.n, "values": list(cell.values)}
+
+
+def json_export(tables: list[Table], provenance: dict[str, str]) -> str:
+    return json.dumps({"provenance": provenance, "tables": table_dicts(tables)}, indent=1, sort_keys=True) + "\n"
+
+
+def csv_export(tables: list[Table]) -> str:
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=CSV_FIELDS, lineterminator="\n")
+    writer.writeheader()
+    for t in tables:
+        for row in t.rows:
+            for column in t.columns:
+                cell = row.cells[column.id]
+                stat = cell if isinstance(cell, Stat) else None
+                writer.writerow({
+                    "dataset": t.dataset, "preset": t.preset, "scenario": t.scenario, "kind": t.kind, "variant": t.variant,
+                    "method": row.label, "params": json.dumps(row.params, sort_keys=True), "metric": column.metric,
+                    "statistic": column.statistic.key, "higher_is_better": column.statistic.higher_is_better,
+                    "mean": repr(stat.mean) if stat else "", "std": repr(stat.std) if stat and stat.std is not None else "",
+                    "n": stat.n if stat else 0, "seeds": len(row.finished), "rank": row.rank if row.rank is not None else "",
+                    "mean_rank": row.mean_rank if row.mean_rank is not None else "",
+                    "missing": cell.text if isinstance(cell, Missing) else "",
+                    "note": cell.reason if isinstance(cell, Missing) else "; ".join(row.notes),
+                })
+    return out.getvalue()

@@ -1,0 +1,72 @@
+"""Merging results from several directories (or machines) into one set of records.
+
+Duplicate rule: a cell is identified by its key (the hash of the resolved scenario configuration,
+method, hyperparameters and seed). When several directories hold the same key, exactly one record
+is kept, never two:
+  1. a finished record beats an unfinished one (diverged, then not-applicable, then failed), so a
+     cell that failed on one machine and finished on another counts as finished;
+  2. otherwise the record from the directory listed first wins (``--results`` order is priority).
+Discarded duplicates are reported, and flagged when their numbers differ from the kept record.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from benchbackcompat.errors import BenchError
+from benchbackcompat.store import ResultStore
+
+STATUS_PRIORITY = {"finished": 0, "diverged": 1, "not-applicable": 2, "failed": 3}
+
+
+@dataclass(frozen=True)
+class Duplicate:
+    key: str
+    label: str
+    kept: str  # source of the kept record
+    dropped: str
+    differs: bool  # the dropped record's status or metrics differ from the kept one
+
+
+@dataclass
+class Merged:
+    records: list[dict[str, Any]]
+    duplicates: list[Duplicate] = field(default_factory=list)
+
+
+def merge_records(sources: Iterable[tuple[str, Iterable[dict[str, Any]]]]) -> Merged:
+    """Merge ``(source name, records)`` pairs, earlier sources first, by the rule in the module docstring."""
+    kept: dict[str, tuple[str, dict[str, Any]]] = {}
+    duplicates: list[Duplicate] = []
+    for name, records in sources:
+        for record in records:
+            key = record["key"]
+            if key not in kept:
+                kept[key] = (name, record)
+                continue
+            old_name, old = kept[key]
+            if _priority(record) < _priority(old):
+                kept[key] = (name, record)
+                duplicates.append(Duplicate(key, record["label"], name, old_name, _differs(record, old)))
+            else:
+                duplicates.append(Duplicate(key, old["label"], old_name, name, _differs(record, old)))
+    records = [record for _, record in sorted(kept.values(), key=lambda item: item[1]["key"])]
+    return Merged(records, sorted(duplicates, key=lambda d: (d.key, d.dropped)))
+
+
+def read_results(roots: list[Path]) -> Merged:
+    """Every record under ``roots`` (in priority order), merged; an error if a root holds no results."""
+    for root in roots:
+        if not (Path(root) / "cells").is_dir():
+            raise BenchError(f"no results in {root} (no cells/ folder); run `benchbackcompat run --out {root}` first")
+    return merge_records((str(root), ResultStore(root).records()) for root in roots)
+
+
+def _priority(record: dict[str, Any]) -> int:
+    return STATUS_PRIORITY.get(record["status"], len(STATUS_PRIORITY))
+
+
+def _differs(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    return a["status"] != b["status"] or a.get("metrics") != b.get("metrics")

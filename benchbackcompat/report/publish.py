@@ -1,0 +1,233 @@
+"""Writes the leaderboard folder: README.md (index), one page per (dataset, preset), figures, CSV and JSON.
+
+Everything is a function of the merged records and the command line, except the date in the
+provenance headers: rendering the same results again gives the same bytes apart from that date.
+"""
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+from benchbackcompat.engine.checkpoint import atomic_write_bytes
+from benchbackcompat.report import figures
+from benchbackcompat.errors import BenchError
+from benchbackcompat.presets import resolve_run
+from benchbackcompat.report.aggregate import Table, build_tables, flatten
+from benchbackcompat.report.columns import STATISTICS, metric_name
+from benchbackcompat.report.exports import csv_export, json_export
+from benchbackcompat.report.markdown import escape, slug
+from benchbackcompat.report.merge import Merged
+from benchbackcompat.report.provenance import header_markdown, provenance
+from benchbackcompat.report.tables import Footnotes, table_markdown
+
+KIND_MEASURES = {
+    "ext-data": "one update, more data of the same classes",
+    "ext-class": "one update, new classes added",
+    "new-arch": "one update, a new architecture on the same data",
+    "both": "one update, new classes and a new architecture",
+    "multi-step": "a sequence of T models trained from scratch on growing class sets",
+    "cl2r": "continual learning: fine-tuning on class increments with a replay memory",
+    "iam-cl2r": "continual learning from models pretrained elsewhere, replaced by better ones at given tasks",
+    "model-zoo": "a sequence of already-trained models (no training)",
+}
+SINGLE_MEASURES = ("whether queries of the new model can search the gallery indexed by the old model (cross vs the old "
+                   "self-test, P_com) and what compatibility costs the new model (self, P_up)")
+MULTI_MEASURES = ("how compatible every later model is with every earlier gallery (AC), the accuracy over all "
+                  "query/gallery pairs (AA) and the accuracy of the compatible pairs (ACA)")
+
+
+@dataclass
+class Page:
+    dataset: str
+    preset: str
+    tables: list[Table]
+
+    @property
+    def name(self) -> str:
+        return f"{slug(self.dataset)}-{slug(self.preset)}"
+
+    @property
+    def records(self) -> list[dict]:
+        return [r for t in self.tables for r in t.records]
+
+
+def pages_of(tables: list[Table]) -> list[Page]:
+    grouped: dict[tuple[str, str], list[Table]] = defaultdict(list)
+    for table in tables:
+        grouped[(table.dataset, table.preset)].append(table)
+    return [Page(dataset, preset, members) for (dataset, preset), members in sorted(grouped.items())]
+
+
+def scale(table: Table) -> str:
+    """The size of the experiment behind a table, so CPU-scale runs are not mistaken for the papers' runs."""
+    data, train = table.config.get("data", {}), table.config.get("train", {})
+    steps = next((r["steps"] for r in table.records if r.get("steps")), [])
+    backbones = list(dict.fromkeys(s["backbone"] for s in steps))
+    parts = [f"{data.get('name', table.dataset)}"]
+    if data.get("num_classes"):
+        parts.append(f"{data['num_classes']} classes")
+    if data.get("train_per_class"):
+        parts.append(f"{data['train_per_class']} training images per class")
+    if steps:
+        parts.append(f"T = {len(steps)} models")
+    if backbones:
+        parts.append(" → ".join(backbones))
+    if train.get("epochs"):
+        parts.append(f"{train['epochs']} epoch{'s' if train['epochs'] != 1 else ''} per model")
+    return ", ".join(parts)
+
+
+def figure_links(table: Table, page: Page, out: Path) -> list[str]:
+    lines = []
+    base = f"{page.name}-{slug(table.title)}"
+    for metric in table.metrics:
+        name = f"{base}-{slug(metric)}"
+        made = [("compatibility matrices", figures.matrices_figure(table, metric, out / "figures" / f"{name}-matrices.png"))]
+        if table.single_update:
+            made.append(("self vs cross", figures.scatter_figure(table, metric, out / "figures" / f"{name}-scatter.png")))
+        else:
+            made.append(("AA_tau over tasks", figures.aa_curve_figure(table, metric, out / "figures" / f"{name}-aa.png")))
+        lines += [f"![{escape(table.title)}: {what}, {metric_name(metric)}](figures/{path.name})" for what, path in made if path]
+    return lines
+
+
+def page_markdown(page: Page, out: Path, date: str) -> str:
+    notes = Footnotes()
+    parts = [f"# Leaderboard: {escape(page.dataset)} · preset {escape(page.preset)}",
+             header_markdown(page.records, date), "[Index and how to regenerate](README.md)"]
+    for table in page.tables:
+        description = table.config.get("description", "")
+        parts.append(f"## {escape(table.title)}")
+        parts.append(f"{escape(description)}  \nKind: `{table.kind}` ({KIND_MEASURES.get(table.kind, table.kind)}).  \n"
+                     f"Scale: {escape(scale(table))}.")
+        parts.append(table_markdown(table, notes))
+        parts.extend(figure_links(table, page, out))
+    if notes.texts:
+        parts.append(notes.render())
+    return "\n\n".join(parts) + "\n"
+
+
+def readme_markdown(pages: list[Page], merged: Merged, command: str, date: str) -> str:
+    records = [r for page in pages for r in page.records]
+    parts = ["# Leaderboard", header_markdown(records, date),
+             "Backward-compatible representation learning: after a model update, can queries embedded by the new "
+             "model be searched against the gallery that an old model indexed? Every number below is computed by "
+             "`benchbackcompat` from stored results; no number is copied from the papers.",
+             "## How to regenerate",
+             f"This folder is rendered from stored results only (no training):\n\n{code_block(command)}\n\n"
+             "The same results give the same files, byte for byte, apart from the date in the headers "
+             "(set `SOURCE_DATE_EPOCH` to fix that too). The stored results come from:"]
+    parts.append(code_block("\n".join(command for page in pages for command in run_commands(page))))
+    parts.append("(`--set` lists where the stored configuration differs from the preset as it reads now; the exact "
+                 "configuration of every table is in leaderboard.json.)")
+    parts.append("## Pages")
+    rows = ["| page | dataset | preset | scenarios | cells |", "|---|---|---|---|---|"]
+    rows += [f"| [{page.name}]({page.name}.md) | {escape(page.dataset)} | {escape(page.preset)} | "
+             f"{escape(', '.join(dict.fromkeys(t.title for t in page.tables)))} | {len(page.records)} |" for page in pages]
+    parts.append("\n".join(rows))
+    parts.append("## Scenarios")
+    rows = ["| scenario | kind | setup (from the preset) | what it measures |", "|---|---|---|---|"]
+    seen: dict[tuple[str, str], Table] = {}
+    for page in pages:
+        for table in page.tables:
+            seen.setdefault((table.scenario, table.config.get("description", "")), table)
+    for (scenario, description), table in sorted(seen.items()):
+        measures = SINGLE_MEASURES if table.single_update else MULTI_MEASURES
+        rows.append(f"| {escape(scenario)} | `{table.kind}` | {escape(description)} | "
+                    f"{KIND_MEASURES.get(table.kind, table.kind)}: {measures} |")
+    parts.append("\n".join(rows))
+    parts.append("## Reading the tables")
+    parts.append("\n".join([
+        "- A cell is the mean ± sample standard deviation over the seeds in the `seeds` column; `(n=2)` when fewer "
+        "seeds produced that number. Seeds are pooled only across identical configurations.",
+        "- `rank` orders the methods by the mean of their per-column ranks (1 = best; ties share a rank), each column "
+        "ranked on its displayed value in its declared direction. The best value of each column is in **bold**.",
+        "- `-` marks a value that could not be computed and `nan` a run that diverged (as in the papers); "
+        "each carries a footnote saying why.",
+        "- Columns and their direction:",
+        *(f"  - {s.header}: {escape(s.meaning)}; {'higher' if s.higher_is_better else 'lower'} is better"
+          for s in STATISTICS.values()),
+        "- Figures: the mean compatibility matrix of each method (incompatible entries framed in red and marked ×), "
+        "AA_tau over tasks for sequences of models, and self-test against cross-test for single updates.",
+    ]))
+    parts.append("## Merging results")
+    parts.append("Results of several `--results` directories (or machines) are merged by cell key (the hash of the "
+                 "resolved configuration and seed); a duplicate key is kept once: a finished record wins over an "
+                 "unfinished one, otherwise the directory listed first wins. Nothing is counted twice.")
+    if merged.duplicates:
+        differing = sum(d.differs for d in merged.duplicates)
+        parts.append(f"{len(merged.duplicates)} duplicate cells were discarded ({differing} with different numbers).")
+    parts.append("## Exports\n\n[leaderboard.csv](leaderboard.csv) and [leaderboard.json](leaderboard.json) hold the "
+                 "same numbers at full precision, with per-seed values in the JSON.")
+    return "\n\n".join(parts) + "\n"
+
+
+def run_commands(page: Page) -> list[str]:
+    """``benchbackcompat run`` commands that reproduce a page: one per set of ``--set`` overrides."""
+    groups: dict[tuple[str, ...], list[Table]] = defaultdict(list)
+    commands = []
+    for table in page.tables:
+        assignments = overrides(table)
+        if assignments is None:
+            commands.append(f"# {table.title}: preset {table.preset} does not define it here; see leaderboard.json")
+        else:
+            groups[tuple(assignments)].append(table)
+    for assignments, tables in sorted(groups.items()):
+        records = [r for t in tables for r in t.records]
+        commands.append(shlex.join([
+            "benchbackcompat", "run", "--preset", page.preset, "--dataset", page.dataset,
+            "--scenario", ",".join(sorted({t.scenario for t in tables})),
+            "--methods", ",".join(sorted({r["method"] for r in records})),
+            "--seeds", ",".join(str(s) for s in sorted({r["seed"] for r in records})),
+            *(arg for assignment in assignments for arg in ("--set", assignment)),
+        ]))
+    return commands
+
+
+def overrides(table: Table) -> list[str] | None:
+    """``key=value`` for every field where the table's configuration differs from its preset's scenario
+    (with the table's dataset); None when the preset does not resolve the scenario here."""
+    try:
+        run = resolve_run(preset=table.preset, scenarios=[table.scenario], methods=["independent"],
+                          scenario_overrides={"data": {"name": table.dataset}})
+    except BenchError:
+        return None
+    default = flatten(run.scenarios[0].config.model_dump(mode="json"))
+    stored = flatten(table.config)
+    return [f"{key}={json.dumps(value)}" for key, value in sorted(stored.items())
+            if key != "description" and value is not None and default.get(key) != value]
+
+
+def code_block(text: str) -> str:
+    """A fenced block that no backtick run inside ``text`` can close."""
+    fence = "`" * max(3, 1 + max((len(run) for run in re.findall(r"`+", text)), default=0))
+    return f"{fence}\n{text}\n{fence}"
+
+
+def write_leaderboard(merged: Merged, out: Path, command: str, date: str) -> list[Path]:
+    """Render everything into ``out`` (figures from an earlier rendering are replaced); returns the files written."""
+    out = Path(out)
+    for old in sorted((out / "figures").glob("*.png")):
+        old.unlink()
+    tables = build_tables(merged.records)
+    pages = pages_of(tables)
+    written = []
+    for page in pages:
+        written.append(_write(out / f"{page.name}.md", page_markdown(page, out, date)))
+    written.append(_write(out / "README.md", readme_markdown(pages, merged, command, date)))
+    written.append(_write(out / "leaderboard.csv", csv_export(tables)))
+    written.append(_write(out / "leaderboard.json", json_export(tables, provenance(merged.records, date))))
+    return written + sorted((out / "figures").glob("*.png"))
+
+
+def _write(path: Path, text: str) -> Path:
+    atomic_write_bytes(path, text.encode())
+    return path
+
+
+def command_line(results: list[Path], out: Path) -> str:
+    return shlex.join(["benchbackcompat", "leaderboard", *(a for r in results for a in ("--results", str(r))), "--out", str(out)])

@@ -1,0 +1,156 @@
+"""``advbct``: boundary-aware backward-compatible training with adversarial learning (Pan et al., CVPR'23).
+
+L = CE + L_comp + (E - e + 1)/E * L_adv (official Ashespt/AdvBCT code):
+
+- old meta per class from the old model's normalised features on the step's data: centre c_k (the mean,
+  not re-normalised) and r_max,k, the largest distance ||f - c_k|| left after 1.5 IQR outlier removal
+  (classes with fewer than two distances left are skipped);
+- elastic boundary: r_k = r_max,k +- |r_max,k - T| sigmoid(w_k), T = 1, + when r_max,k < T, learnable w_k ~ U(-1, 1);
+- L_comp: mean over *violating* samples of relu(||f^_new - c_y|| - r_y);
+- L_adv: a discriminator d -> 100 -> BN -> ReLU -> 2 (log-softmax) tells old features (label 1) from new
+  ones (label 0); the new features reach it through a gradient-reversal layer with
+  alpha = 2 / (1 + exp(-10 p)) - 1, p the progress through the step's iterations.
+
+Features are L2-normalised (and the new ones truncated or zero-padded to the old size). The elastic
+weights and the discriminator are trained with the model for the step and dropped afterwards. With a
+replay memory (CL2R/IAM-CL2R) this is AdvBCT-ER.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from pydantic import Field
+from torch import Tensor, nn
+
+import benchbackcompat
+from bbc_baselines.l2 import match_size
+from bbc_compat.common import (
+    attach_auxiliary,
+    auxiliary,
+    available_data,
+    class_means,
+    detach_auxiliary,
+    embed_all,
+    grad_reverse,
+    no_training_reason,
+    total_iterations,
+)
+from benchbackcompat.config import ScenarioBase
+from benchbackcompat.method import Batch, Method, MethodParams, StepContext
+from benchbackcompat.models.network import Network
+
+
+class AdvBCTParams(MethodParams):
+    threshold: float = Field(1.0, gt=0, description="T, the radius the elastic boundary moves towards")
+    iqr_factor: float = Field(1.5, gt=0, description="distances beyond factor * IQR of the quartiles are outliers")
+    adversarial: bool = Field(True, description="add the discriminator with gradient reversal")
+
+
+def boundary_meta(
+    features: Tensor, labels: Tensor, num_classes: int, iqr_factor: float = 1.5
+) -> tuple[Tensor, Tensor, Tensor]:
+    """(centres, r_max, valid) per class: mean of the normalised features, the largest distance to it
+    within [q1 - f IQR, q3 + f IQR], and whether at least two distances remain."""
+    unit = F.normalize(features.float(), dim=1)
+    centres, _ = class_means(unit, labels, num_classes)
+    distances = (unit - centres[labels]).norm(dim=1)
+    r_max = torch.zeros(num_classes, device=unit.device)
+    valid = torch.zeros(num_classes, dtype=torch.bool, device=unit.device)
+    for k in labels.unique().tolist():  # a loop over classes, not samples
+        d = distances[labels == k]
+        q1, q3 = torch.quantile(d, 0.25), torch.quantile(d, 0.75)
+        spread = iqr_factor * (q3 - q1)
+        kept = d[(d >= q1 - spread) & (d <= q3 + spread)]
+        if len(kept) > 1:
+            r_max[k], valid[k] = kept.max(), True
+    return centres, r_max, valid
+
+
+def elastic_radius(r_max: Tensor, elastic: Tensor, threshold: float) -> Tensor:
+    """r = r_max + |r_max - T| sigmoid(w) when r_max < T, else r_max - |r_max - T| sigmoid(w)."""
+    delta = (r_max - threshold).abs() * torch.sigmoid(elastic)
+    return torch.where(r_max < threshold, r_max + delta, r_max - delta)
+
+
+def compatibility_loss(new_unit: Tensor, labels: Tensor, centres: Tensor, radius: Tensor, valid: Tensor) -> Tensor:
+    """Mean over the violating samples (distance beyond the class radius) of distance - radius; 0 if none."""
+    keep = valid[labels]
+    excess = (new_unit[keep] - centres[labels[keep]]).norm(dim=1) - radius[labels[keep]]
+    violating = excess > 0
+    if not violating.any():
+        return new_unit.sum() * 0
+    return excess[violating].mean()
+
+
+def grl_alpha(progress: float) -> float:
+    """The gradient-reversal schedule 2 / (1 + exp(-10 p)) - 1 (DANN, as in AdvBCT)."""
+    return 2.0 / (1.0 + math.exp(-10.0 * progress)) - 1.0
+
+
+def discriminator(dim: int) -> nn.Sequential:
+    return nn.Sequential(nn.Linear(dim, 100), nn.BatchNorm1d(100), nn.ReLU(), nn.Linear(100, 2), nn.LogSoftmax(dim=1))
+
+
+def adversarial_loss(disc: nn.Module, new_unit: Tensor, old_unit: Tensor, alpha: float) -> Tensor:
+    """NLL(disc(GRL(new)) -> 0) + NLL(disc(old) -> 1), both halves in one batch."""
+    log_probs = disc(torch.cat([grad_reverse(new_unit, alpha), old_unit]))
+    n = len(new_unit)
+    new_target = torch.zeros(n, dtype=torch.long, device=new_unit.device)
+    old_target = torch.ones(len(old_unit), dtype=torch.long, device=new_unit.device)
+    return F.nll_loss(log_probs[:n], new_target) + F.nll_loss(log_probs[n:], old_target)
+
+
+class AdvBCT(Method):
+    name = "advbct"
+    description = "CE + elastic-boundary compatibility + old/new discriminator with gradient reversal (Pan et al. 2023)"
+    Params = AdvBCTParams
+    meta: tuple[Tensor, Tensor, Tensor] | None = None  # old centres, r_max, valid classes
+    iteration = 0
+
+    def unsupported_reason(self, scenario: ScenarioBase) -> str | None:
+        return no_training_reason(self.name, scenario)
+
+    def before_step(self, model: Network, ctx: StepContext) -> None:
+        self.meta, self.iteration = None, 0
+        if ctx.old_model is None:
+            return
+        data = available_data(ctx)
+        features = embed_all(ctx.old_model, data, ctx)
+        self.meta = boundary_meta(features, data.labels, ctx.step.seen_classes, self.params.iqr_factor)
+        module = nn.Module()
+        module.elastic = nn.Parameter(torch.empty(ctx.step.seen_classes).uniform_(-1, 1))
+        module.discriminator = discriminator(self.meta[0].shape[1])
+        attach_auxiliary(model, module)
+
+    def loss(self, model: Network, batch: Batch, ctx: StepContext) -> dict[str, Tensor]:
+        out = model(batch.images)
+        ce = F.cross_entropy(out.logits, batch.labels)
+        if self.meta is None:
+            return {"loss": ce, "ce": ce}
+        per_epoch, total = total_iterations(ctx)
+        epoch, progress = self.iteration // per_epoch + 1, self.iteration / total
+        self.iteration += 1
+        centres, r_max, valid = self.meta
+        aux = auxiliary(model)
+        new_unit = F.normalize(match_size(out.features.float(), centres.shape[1]), dim=1)
+        radius = elastic_radius(r_max, aux.elastic, self.params.threshold)
+        comp = compatibility_loss(new_unit, batch.labels, centres, radius, valid)
+        terms = {"ce": ce, "compatibility": comp}
+        total_loss = ce + comp
+        if self.params.adversarial:
+            with torch.no_grad():
+                old_unit = F.normalize(ctx.old_model.embed(batch.images).float(), dim=1)
+            adv = adversarial_loss(aux.discriminator, new_unit, old_unit, grl_alpha(progress))
+            total_loss = total_loss + adv * (ctx.train.epochs - epoch + 1) / ctx.train.epochs
+            terms["adversarial"] = adv
+        return {"loss": total_loss, **terms}
+
+    def after_step(self, model: Network, ctx: StepContext) -> None:
+        detach_auxiliary(model)
+
+
+@benchbackcompat.hookimpl
+def bbc_register_methods() -> list[type[Method]]:
+    return [AdvBCT]

@@ -1,0 +1,94 @@
+"""What PSP and LSP share: models trained alone with tempered cross-entropy, logits stored once per
+model, and the query projected to each gallery model's classes per matrix entry (Algorithm 1).
+
+Temperature: the paper trains CIFAR/TinyImageNet models with "a temperature factor of 12" in the
+cross-entropy without saying how. Here it is part of the model: logits = (W f + b) / temperature
+(``temperature_mode = "multiply"``: times it), used by the cross-entropy and by the PSP softmax
+alike; LSP features are invariant to it. Because the temperature lives in the model, the models are
+the scenario's shared standard models of this head: trained once, used by both PSP and LSP (their
+identity carries the temperature, so other settings train their own).
+"""
+from __future__ import annotations
+
+from typing import Literal
+
+import torch
+from pydantic import Field
+from torch import Tensor, nn
+
+from bbc_outputs.projection import simplex_features, tie_exact_cosine
+from benchbackcompat.config import ScenarioBase
+from benchbackcompat.method import Method, MethodParams, Similarity, StepContext
+from benchbackcompat.models.network import Network, build_network
+
+INCREMENTAL_KINDS = ("cl2r", "iam-cl2r")
+
+
+class OutputParams(MethodParams):
+    temperature: float = Field(12.0, gt=0, description="logit temperature of training and of the PSP softmax (paper: 12)")
+    temperature_mode: Literal["divide", "multiply"] = Field("divide", description="logits are divided (or multiplied) by it")
+    top_k: int | None = Field(None, ge=1, description="keep the k largest projected entries (App. K: 128); None keeps all")
+
+
+class Tempered(nn.Module):
+    """A classifier head whose logits are scaled by a fixed factor."""
+
+    def __init__(self, head: nn.Module, factor: float) -> None:
+        super().__init__()
+        self.inner = head
+        self.factor = factor
+
+    def forward(self, features: Tensor) -> Tensor:
+        return self.inner(features) * self.factor
+
+
+class OutputFeatures(Method):
+    """Base of PSP and LSP: ``softmax`` and ``center`` select the variant."""
+
+    Params = OutputParams
+    standard_steps = "all"
+    softmax: bool = True
+
+    def __init__(self, params: MethodParams | None = None) -> None:
+        super().__init__(params)
+        self.head = f"linear/{self.params.temperature_mode}-{self.params.temperature:g}"  # the shared models' identity
+
+    @property
+    def center(self) -> bool:
+        return True
+
+    def unsupported_reason(self, scenario: ScenarioBase) -> str | None:
+        if scenario.kind in INCREMENTAL_KINDS or getattr(scenario, "memory_per_class", 0) > 0:
+            return (f"{self.name} trains every model alone on all classes seen so far; this {scenario.kind} scenario "
+                    "trains on new classes and a replay memory")
+        return None
+
+    def build_model(self, ctx: StepContext, backbone: str, num_classes: int) -> Network:
+        model = build_network(backbone, num_classes=num_classes, head="linear", embedding_dim=ctx.scenario.model.embedding_dim,
+                              image_size=ctx.image_size, in_chans=ctx.train_data.images.shape[1])
+        t = self.params.temperature
+        model.head = Tempered(model.head, 1.0 / t if self.params.temperature_mode == "divide" else t)
+        return model
+
+    def features(self, model: Network, images: Tensor) -> Tensor:
+        """The model's logits, stored once; projected per matrix entry in ``pair_features``."""
+        return model(images).logits
+
+    @torch.no_grad()
+    def feature_size(self, model: Network) -> int:
+        """The number of the model's outputs (its classes)."""
+        probe = torch.zeros(1, model.feature_dim, device=next(model.parameters()).device)
+        return model.head(probe).shape[1]
+
+    def pair_features(self, query: Tensor, gallery: Tensor, query_step: int, gallery_step: int) -> tuple[Tensor, Tensor]:
+        """Query logits truncated to the gallery model's C_k classes, both sides centred and normalised."""
+        classes = gallery.shape[1]
+        options = dict(softmax=self.softmax, center=self.center, top_k=self.params.top_k)
+        return simplex_features(query, classes, **options), simplex_features(gallery, classes, **options)
+
+    def similarity(self) -> Similarity:
+        return tie_exact_cosine
+
+    def reference(self) -> Method:
+        """P_com/P_up references: this method's own models and features (they need no compatibility training)."""
+        return type(self)(self.params)

@@ -1,0 +1,118 @@
+"""Shared pieces of the fixed-classifier ("stationary") methods: the number of pre-allocated
+classes, the network with a fixed d-Simplex or simplex-ETF head, the IAM-CL2R label layout,
+the frozen reference model and the pretraining recipe. No hook implementations here."""
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import torch.nn.functional as F
+from pydantic import Field
+from torch import Tensor
+
+from benchbackcompat.config import IAMCL2R, ScenarioBase
+from benchbackcompat.errors import BenchError
+from benchbackcompat.method import Batch, Method, MethodParams, StepContext
+from benchbackcompat.models.network import Network, build_network
+
+
+class FixedParams(MethodParams):
+    classes: int | None = Field(
+        None, ge=2,
+        description="K pre-allocated classes of the fixed classifier; None: the training classes, or for iam-cl2r the "
+                    "next power of two >= pretraining + training classes (1024 for 600 + 100, as the paper)",
+    )
+
+
+def needed_classes(scenario: ScenarioBase, training_classes: int) -> int:
+    """Outputs the fixed classifier must hold: IAM-CL2R puts the pretraining classes left to right and
+    the fine-tuning classes right to left, so both must fit (seed-001 Sec. 7, item 3)."""
+    return training_classes + (max(scenario.pretrain_classes) if isinstance(scenario, IAMCL2R) else 0)
+
+
+def preallocated(requested: int | None, ctx: StepContext) -> int:
+    """K for a scenario: ``requested``, or the default described in :class:`FixedParams`."""
+    training = max(step.seen_classes for step in ctx.steps)
+    needed = needed_classes(ctx.scenario, training)
+    if requested is None:
+        return 1 << (needed - 1).bit_length() if isinstance(ctx.scenario, IAMCL2R) else needed
+    if requested < needed:
+        raise BenchError(f"classes={requested} pre-allocated outputs cannot hold the {needed} classes of this scenario; "
+                         f"set classes >= {needed} (or leave it unset)")
+    return requested
+
+
+def fine_tuning_targets(labels: Tensor, num_outputs: int, scenario: ScenarioBase) -> Tensor:
+    """IAM-CL2R fine-tuning labels go right to left (y -> K-1-y) so that they never meet the pretraining
+    classes, which go left to right (seed-000 Sec. 3.1); other scenarios keep y."""
+    return num_outputs - 1 - labels if isinstance(scenario, IAMCL2R) else labels
+
+
+def frozen_reference(ctx: StepContext) -> Network | None:
+    """The frozen model a step aligns to: the incoming pretrained model at task 1 and at replacement tasks
+    (as the official iamcl2r code), otherwise the previous step's model."""
+    return ctx.incoming if ctx.incoming is not None else ctx.old_model
+
+
+class FixedHeadMethod(Method):
+    """A method whose classifier is fixed (d-Simplex or simplex ETF) over K pre-allocated classes,
+    trained with cross-entropy over all K logits (stationary cross-entropy, HOC Eq. 3 / CoReS Eq. 9)."""
+
+    Params: ClassVar[type[MethodParams]] = FixedParams
+    head: ClassVar[str] = "dsimplex"
+    standard_steps = "none"
+
+    def num_outputs(self, ctx: StepContext) -> int:
+        return preallocated(self.params.classes, ctx)
+
+    def feature_dim(self, ctx: StepContext, classes: int) -> int | None:
+        """d-Simplex: K-1 (fixed by K). ETF: the scenario's embedding size, at least K-1."""
+        if self.head == "dsimplex":
+            return None
+        return max(ctx.scenario.model.embedding_dim or 0, classes - 1)
+
+    def build_model(self, ctx: StepContext, backbone: str, num_classes: int) -> Network:
+        """Backbone -> bias-free projection (the feature) -> fixed K-way head; ``num_classes`` is ignored
+        because every class is pre-allocated."""
+        classes = self.num_outputs(ctx)
+        return build_network(backbone, num_classes=classes, head=self.head, embedding_dim=self.feature_dim(ctx, classes),
+                             image_size=ctx.image_size, in_chans=ctx.train_data.images.shape[1])
+
+    def targets(self, model: Network, batch: Batch, ctx: StepContext) -> Tensor:
+        return fine_tuning_targets(batch.labels, model.head.num_classes, ctx.scenario)
+
+    def stationary_ce(self, logits: Tensor, model: Network, batch: Batch, ctx: StepContext) -> Tensor:
+        return F.cross_entropy(logits, self.targets(model, batch, ctx))
+
+    def loss(self, model: Network, batch: Batch, ctx: StepContext) -> dict[str, Tensor]:
+        out = model(batch.images)
+        ce = self.stationary_ce(out.logits, model, batch, ctx)
+        return {"loss": ce, "ce": ce}
+
+    def reference(self) -> Method:
+        """Cross-entropy with this method's fixed head and labels left to right: the models pretrained
+        elsewhere (IAM-CL2R) and the references of P_com/P_up."""
+        return FixedHeadRecipe(self)
+
+
+class FixedHeadRecipe(Method):
+    """Plain cross-entropy over all K logits with ``owner``'s network, labels as they are."""
+
+    name = "standard-fixed"
+    standard_steps = "none"
+
+    def __init__(self, owner: FixedHeadMethod) -> None:
+        super().__init__()
+        self.owner = owner
+        self.head = owner.head  # type: ignore[misc]
+
+    def build_model(self, ctx: StepContext, backbone: str, num_classes: int) -> Network:
+        return self.owner.build_model(ctx, backbone, num_classes)
+
+    def features(self, model: Network, images: Tensor) -> Tensor:
+        return self.owner.features(model, images)
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, "head": self.owner.head, "classes": self.owner.params.classes}
+
+    def model_identity(self) -> dict[str, Any]:
+        return {"classes": self.owner.params.classes}

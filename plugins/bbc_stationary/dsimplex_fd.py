@@ -1,0 +1,63 @@
+"""``dsimplex-fd``: d-Simplex-FD (CL2R, Biondi et al., ACM TOMM 2023).
+
+A fixed d-Simplex over K pre-allocated classes, cross-entropy over all K logits, plus feature
+distillation on the replayed samples only: w * mean_{i in memory} (1 - cos(phi_t(x_i), phi_ref(x_i)))
+(a cosine-embedding loss with target 1), w = 5 * sqrt(n_new / n_old) with n_new the classes of the
+task and n_old the classes seen before it (the CL2R reference code). phi_ref as in ``hoc``.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from pydantic import Field
+from torch import Tensor
+
+import benchbackcompat
+from benchbackcompat.config import ScenarioBase
+from benchbackcompat.method import Batch, Method, StepContext
+from benchbackcompat.models.network import Network
+from bbc_stationary.common import FixedHeadMethod, FixedParams, frozen_reference
+
+
+REPLAY_KINDS = ("cl2r", "iam-cl2r")
+
+
+class FDParams(FixedParams):
+    base_weight: float = Field(5.0, ge=0, description="w = base_weight * sqrt(new classes / old classes)")
+
+
+def distillation_weight(base: float, ctx: StepContext) -> float:
+    start, stop = ctx.step.classes
+    return base * math.sqrt((stop - start) / start) if start > 0 else 0.0
+
+
+class DSimplexFD(FixedHeadMethod):
+    name = "dsimplex-fd"
+    description = "d-Simplex fixed classifier + feature distillation on replayed samples (CL2R's d-Simplex-FD)"
+    Params = FDParams
+
+    def unsupported_reason(self, scenario: ScenarioBase) -> str | None:
+        if scenario.kind not in REPLAY_KINDS and getattr(scenario, "memory_per_class", 0) == 0:
+            return (f"dsimplex-fd distils on replayed samples; it runs in {', '.join(REPLAY_KINDS)} or with a replay "
+                    f"memory (memory_per_class > 0), not {scenario.kind} without one")
+        return None
+
+    def loss(self, model: Network, batch: Batch, ctx: StepContext) -> dict[str, Tensor]:
+        out = model(batch.images)
+        ce = self.stationary_ce(out.logits, model, batch, ctx)
+        reference = frozen_reference(ctx)
+        if reference is None or not bool(batch.from_memory.any()):
+            return {"loss": ce, "ce": ce}
+        replayed = batch.from_memory
+        with torch.no_grad():
+            old = reference.embed(batch.images[replayed])
+        fd = (1 - F.cosine_similarity(out.features[replayed].float(), old.float(), dim=1)).mean()
+        weight = distillation_weight(self.params.base_weight, ctx)
+        return {"loss": ce + weight * fd, "ce": ce, "fd": fd}
+
+
+@benchbackcompat.hookimpl
+def bbc_register_methods() -> list[type[Method]]:
+    return [DSimplexFD]

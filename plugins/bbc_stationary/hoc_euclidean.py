@@ -1,0 +1,29 @@
+"""``hoc-euclidean``: the HOC alignment loss with an ordinary learnable classifier.
+
+The "HOC" baseline of the hyperbolic BCT paper, which removes the d-Simplex: L = lambda * CE(learnable
+head) + (1 - lambda) * L_iNCE(phi_t, phi_ref) (Stationary-HOC Eqs. 3-5), phi_ref as in ``hoc``.
+"""
+from __future__ import annotations
+
+import torch.nn.functional as F
+from torch import Tensor
+
+import benchbackcompat
+from benchbackcompat.method import Batch, Method, StepContext
+from benchbackcompat.models.network import Network
+from bbc_stationary.alignment import HocTerms, hoc_loss
+
+
+class EuclideanHOC(Method):
+    name = "hoc-euclidean"
+    description = "learnable classifier + higher-order (InfoNCE) alignment to the frozen old model (HOC without the d-Simplex)"
+    Params = HocTerms
+
+    def loss(self, model: Network, batch: Batch, ctx: StepContext) -> dict[str, Tensor]:
+        out = model(batch.images)
+        return hoc_loss(self.params, F.cross_entropy(out.logits, batch.labels), out, batch, ctx)
+
+
+@benchbackcompat.hookimpl
+def bbc_register_methods() -> list[type[Method]]:
+    return [EuclideanHOC]

@@ -1,0 +1,265 @@
+"""Bad input: every malformed configuration, preset, data root, archive or checkpoint ends in a one-line
+BenchError that names what is wrong, never another exception (hypothesis property tests + examples)."""
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import posixpath
+import tempfile
+import zipfile
+from pathlib import Path
+from unittest import mock
+
+import pytest
+import torch
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from benchbackcompat.cli import main
+from benchbackcompat.config import SCENARIO_KINDS, NamedScenario, validate_model
+from benchbackcompat.data.registry import DatasetRequest, load_dataset
+from benchbackcompat.data.sources import check_member
+from benchbackcompat.engine.checkpoint import checksum_path, load_checkpoint, save_checkpoint
+from benchbackcompat.errors import BenchError, UnknownNameError
+from benchbackcompat.plugins import PluginHost
+from benchbackcompat.presets import load_preset, resolve_run
+from benchbackcompat.run import check_names, make_plan
+
+FAST = settings(max_examples=150, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+SLOW = settings(max_examples=40, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+HOST = PluginHost()
+
+
+def assert_clean(call):
+    """Run ``call``; it may succeed, or fail with a one-line BenchError and nothing else."""
+    try:
+        return call()
+    except BenchError as error:
+        message = str(error)
+        assert message and "\n" not in message, message
+        return error
+
+
+# --- configurations -----------------------------------------------------------------------------------------
+
+scalars = st.one_of(
+    st.none(), st.booleans(), st.integers(-10**12, 10**12), st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=12), st.sampled_from(["resnet18", "convnet-s", "embedded", "sgd", "cosine", "test", "open"]),
+)
+values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+                      max_leaves=6)
+FIELDS = {
+    "": ["description", "protocol", "eval_split", "metrics", "verification_pairs", "architectures", "old_fraction",
+         "old_class_fraction", "num_models", "init", "num_tasks", "initial_class_fraction", "memory_per_class",
+         "replacements", "pretrain_classes", "pretrain_architectures", "zoo", "weights", "pretrained", "new_train"],
+    "data": ["name", "root", "num_classes", "train_per_class", "test_per_class", "image_size", "open_classes",
+             "pretrain_classes", "class_order_seed", "eval_dataset"],
+    "train": ["epochs", "batch_size", "optimizer", "lr", "momentum", "schedule", "milestones", "gamma", "warmup_epochs",
+              "amp", "eval_batch_size", "crop_padding"],
+    "model": ["backbone", "embedding_dim"],
+}
+
+
+@st.composite
+def scenario_tables(draw) -> dict:
+    """A scenario table: a kind (usually a real one) and a few known or misspelt fields with arbitrary values."""
+    table = {"kind": draw(st.sampled_from(SCENARIO_KINDS) | st.text(max_size=8))}
+    for _ in range(draw(st.integers(0, 4))):
+        section = draw(st.sampled_from(list(FIELDS)))
+        key = draw(st.sampled_from(FIELDS[section]) | st.text(min_size=1, max_size=8))
+        value = draw(values)
+        if section:
+            table.setdefault(section, {})
+            if isinstance(table[section], dict):
+                table[section][key] = value
+        else:
+            table[key] = value
+    if draw(st.booleans()):
+        table[draw(st.sampled_from(["data", "train", "model"]))] = draw(values)  # a table replaced by a value
+    return table
+
+
+def validated(table: dict):
+    return validate_model(NamedScenario, {"name": "s", "config": table}, "test").config
+
+
+def plan_from_preset(preset: dict, methods=("l2",), assignments=()) -> object:
+    with mock.patch("benchbackcompat.presets.load_preset", return_value=preset):
+        run = resolve_run(preset="generated", scenarios=list(preset["scenarios"])[:1], methods=list(methods),
+                          assignments=list(assignments))
+    return make_plan(run, PluginHost())
+
+
+@FAST
+@given(scenario_tables())
+@example({"kind": "multi-step", "num_models": 10**9})
+@example({"kind": "cl2r", "num_tasks": 3, "data": {"num_classes": 2}})
+@example({"kind": "both", "architectures": ["convnet-s"]})
+@example({"kind": "iam-cl2r", "replacements": [1]})
+@example({"kind": "ext-data", "old_fraction": float("nan")})
+def test_malformed_scenario_tables_fail_cleanly_before_training(table):
+    assert_clean(lambda: plan_from_preset({"scenarios": {"s": table}}))
+
+
+@FAST
+@given(st.lists(st.builds(lambda k, v: f"{k}={v}",
+                          st.sampled_from(["train.epochs", "train.lr", "data.num_classes", "model.backbone", "num_models",
+                                           "methods.l2.weight", "methods.l2", "methods", "data", "train.", "..", ""]) | st.text(max_size=10),
+                          st.text(max_size=10) | st.sampled_from(["0", "-1", "1e400", "nan", "[1,", "{}", "'x'", "true"])),
+                max_size=3) | st.lists(st.text(max_size=12), max_size=2))
+def test_malformed_set_assignments_fail_cleanly(assignments):
+    preset = {"scenarios": {"s": {"kind": "multi-step", "num_models": 2, "data": {"num_classes": 4}}}}
+    assert_clean(lambda: plan_from_preset(preset, assignments=assignments))
+
+
+@FAST
+@given(st.dictionaries(st.text(max_size=8) | st.sampled_from(["weight", "temperature"]), values, max_size=3),
+       st.sampled_from(["l2", "er", "independent"]))
+def test_malformed_hyperparameters_fail_cleanly(params, method):
+    result = assert_clean(lambda: HOST.create_method(method, params))
+    if isinstance(result, BenchError):
+        assert f"hyperparameters of method {method!r}" in str(result)
+
+
+@SLOW
+@given(st.text(min_size=1, max_size=20))
+@example("l3")
+@example("embeded")
+@example("resnet181")
+def test_unknown_names_list_the_known_ones(name):
+    scenario = {"kind": "multi-step", "num_models": 2, "data": {"num_classes": 4}}
+    for kind, call in (("method", lambda: HOST.method_class(name)),
+                       ("dataset", lambda: check_names(validated({**scenario, "data": {"name": name}}))),
+                       ("backbone", lambda: check_names(validated({**scenario, "model": {"backbone": name}})))):
+        result = assert_clean(call)
+        if isinstance(result, UnknownNameError):
+            assert result.kind == kind and result.name == name and result.known
+            assert f"unknown {kind} {name!r}" in str(result) and "Known: " in str(result)
+
+
+# --- preset files -------------------------------------------------------------------------------------------------
+
+@FAST
+@given(st.text(max_size=80).map(str.encode) | st.binary(max_size=40))
+@example(b"[scenarios.x\nkind = 'both'")
+@example(b"scenarios = 3")
+@example(b"[scenarios]\nx = 1")
+@example(b"[defaults]\n[scenarios.x]\nkind = 'both'\n[methods]\nl2 = 'heavy'")
+@example(b"defaults = [1]\n[scenarios.x]\nkind = 'both'")
+@example(b"[scenarios.x]\nkind = 'both'\nunknown_field = 1")
+@example(b"\xff\xfe[scenarios.x]")
+def test_malformed_preset_files_fail_cleanly(content):
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "preset.toml"
+        path.write_bytes(content)
+        data = assert_clean(lambda: load_preset(str(path)))
+        if isinstance(data, dict):
+            assert_clean(lambda: make_plan(resolve_run(preset=str(path), scenarios=list(data["scenarios"])[:1], methods=["l2"]),
+                                           PluginHost()))
+
+
+def test_preset_that_is_not_utf8_or_not_a_file(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_bytes(b"\xff\xfe[scenarios.x]")
+    with pytest.raises(BenchError, match="malformed preset"):
+        load_preset(str(bad))
+    (tmp_path / "dir.toml").mkdir()
+    with pytest.raises(BenchError, match="does not exist|cannot read"):
+        load_preset(str(tmp_path / "dir.toml"))
+
+
+# --- the command line ---------------------------------------------------------------------------------------------
+
+@SLOW
+@given(st.text(min_size=1, max_size=12).filter(lambda s: not s.startswith("-")),
+       st.text(min_size=1, max_size=12).filter(lambda s: not s.startswith("-")))
+@example("bothh", "l2")
+@example("both", "l3")
+def test_cli_errors_are_one_line_with_exit_code_2(scenario, methods):
+    with mock.patch("sys.stderr", new_callable=io.StringIO) as err, mock.patch("sys.stdout", new_callable=io.StringIO):
+        code = main(["run", "--scenario", scenario, "--methods", methods, "--dry-run", "--out", os.devnull])
+    assert code in (0, 2)
+    if code == 2:
+        lines = err.getvalue().strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error: "), lines
+
+
+# --- data roots and archives --------------------------------------------------------------------------------------
+
+names = st.lists(st.sampled_from(["train", "test", "val", "wnids.txt", "a", "b.jpg", "images", "..", "x.zip"]),
+                 min_size=1, max_size=4).map("/".join)
+
+
+@settings(FAST, max_examples=100)
+@given(st.lists(names, max_size=5), st.sampled_from(["imagefolder", "tinyimagenet", "cifar10-jpeg", "fashion-mnist", "cifar10"]),
+       st.booleans())
+def test_data_roots_without_the_expected_files_fail_cleanly(files, dataset, as_zip):
+    """Random files and folders (empty or not-an-image content) under a data root, as a folder or a zip."""
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder) / "root"
+        root.mkdir()
+        if as_zip:
+            with zipfile.ZipFile(root / "data.zip", "w") as archive:
+                for name in files:
+                    archive.writestr(name, b"not an image")
+        else:
+            for name in files:
+                target = (root / name).resolve()
+                try:
+                    if root.resolve() in target.parents:
+                        target.parent.mkdir(parents=True, exist_ok=True)
+                        target.write_bytes(b"not an image")
+                except OSError:  # a file where a folder is wanted or the reverse: keep what exists
+                    pass
+        request = DatasetRequest(cache_dir=Path(folder) / "cache", root=root, download=False)
+        assert isinstance(assert_clean(lambda: load_dataset(dataset, request)), BenchError)
+
+
+@FAST
+@given(st.text(max_size=30) | st.lists(st.sampled_from(["..", ".", "a", "", "C:", "\\", "/"]), max_size=5).map("/".join))
+@example("../evil.png")
+@example("a/../../evil.png")
+@example("/etc/passwd")
+@example("C:\\Windows\\evil.dll")
+@example("a\\..\\..\\evil")
+def test_zip_member_names_either_stay_inside_or_are_refused(name):
+    try:
+        check_member(Path("data.zip"), name)
+    except BenchError as error:
+        assert "escaping the archive" in str(error) and "\n" not in str(error)
+        return
+    inside = posixpath.normpath(posixpath.join("/extract", name.replace("\\", "/")))
+    assert inside == "/extract" or inside.startswith("/extract/")
+
+
+def test_zip_with_a_member_escaping_the_extraction_dir_is_refused(tmp_path):
+    archive = tmp_path / "evil.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr("train/a/1.png", b"x")
+        zf.writestr("test/a/1.png", b"x")
+        zf.writestr("../../outside.png", b"x")
+    with pytest.raises(BenchError, match=r"member path escaping the archive \('../../outside.png'\); refusing"):
+        load_dataset("imagefolder", DatasetRequest(cache_dir=tmp_path / "cache", root=archive))
+    assert not (tmp_path.parent / "outside.png").exists()
+
+
+# --- checkpoints --------------------------------------------------------------------------------------------------
+
+@FAST
+@given(st.binary(max_size=300), st.integers(0, 10**6), st.booleans())
+def test_any_bytes_with_a_valid_checksum_load_cleanly(noise, position, from_real):
+    """Garbage (or a real checkpoint with bytes overwritten) whose checksum matches: refused or recomputed."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "step-0.pt"
+        data = noise
+        if from_real:
+            save_checkpoint(path, {"model": {"w": torch.ones(3)}, "curve": [{"loss": 1.0}]})
+            real = bytearray(path.read_bytes())
+            start = position % len(real)
+            real[start : start + len(noise)] = noise
+            data = bytes(real)
+        path.write_bytes(data)
+        checksum_path(path).write_text(hashlib.sha256(data).hexdigest())
+        result = assert_clean(lambda: load_checkpoint(path))
+        assert result is None or isinstance(result, (dict, BenchError))

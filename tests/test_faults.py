@@ -1,0 +1,378 @@
+"""Fault injection: SIGKILL at many points, divergence, plugin bugs, corrupt files, out of memory.
+
+Runs go through a fork server: one subprocess imports the harness once, then forks a child per
+``benchbackcompat run``; ``BENCHBACKCOMPAT_FAULT`` points (engine/faults.py) make the child
+SIGKILL itself at an exact place (a real kill: no cleanup, no ``finally``), and the test checks
+that re-running the same command gives the record of an uninterrupted run.
+"""
+from __future__ import annotations
+
+import fractions
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+import types
+from pathlib import Path
+
+import pytest
+import torch
+
+from benchbackcompat.engine import faults
+from benchbackcompat.engine.checkpoint import checksum_path, load_checkpoint, save_checkpoint
+from benchbackcompat.engine.evaluate import extract_features, score
+from benchbackcompat.errors import BenchError
+from benchbackcompat.store import ResultStore
+
+TINY = [
+    "--set", "data.num_classes=6", "--set", "data.train_per_class=40", "--set", "data.test_per_class=12",
+    "--set", "data.open_classes=4", "--set", "data.pretrain_classes=8", "--set", "data.image_size=16",
+    "--set", "train.epochs=1", "--set", "train.batch_size=32", "--set", "model.embedding_dim=16",
+]
+# 3 models on 2, 4, 6 classes: 2 + 5 + 7 training batches; step 0 is l2's shared standard model
+MULTI = ["--scenario", "multi-step", "--methods", "l2", "--set", "num_models=3"]
+
+SERVER = r"""
+import json, os, sys, traceback
+import benchbackcompat.run  # everything is imported once, before forking; the children compute
+from benchbackcompat.cli import main
+from benchbackcompat.engine import faults
+
+for line in sys.stdin:
+    job = json.loads(line)
+    pid = os.fork()
+    if pid == 0:
+        log = os.open(job["log"], os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+        os.dup2(log, 1)
+        os.dup2(log, 2)
+        code = 99
+        try:
+            faults.configure(job["fault"])
+            code = main(job["argv"])
+        except BaseException:
+            traceback.print_exc()
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    signal = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
+    print(json.dumps({"signal": signal, "rc": None if signal else os.WEXITSTATUS(status)}), flush=True)
+"""
+
+
+class Runner:
+    """Client of the fork server: ``run(out, fault)`` -> (signal, exit code, log text of that run)."""
+
+    def __init__(self) -> None:
+        env = {k: v for k, v in os.environ.items() if k != faults.ENV} | {"OMP_NUM_THREADS": "1"}
+        self.process = subprocess.Popen([sys.executable, "-c", SERVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        text=True, env=env)
+
+    def run(self, out: Path, *extra: str, fault: str | None = None) -> tuple[int | None, int | None, str]:
+        log = out.parent / f"{out.name}.log"
+        start = log.stat().st_size if log.exists() else 0
+        argv = ["run", "--out", str(out), *TINY, *MULTI, *extra]
+        self.process.stdin.write(json.dumps({"argv": argv, "fault": fault, "log": str(log)}) + "\n")
+        self.process.stdin.flush()
+        result = json.loads(self.process.stdout.readline())
+        return result["signal"], result["rc"], log.read_text()[start:]
+
+    def close(self) -> None:
+        self.process.stdin.close()
+        self.process.wait(timeout=60)
+
+
+@pytest.fixture(scope="module")
+def runner():
+    server = Runner()
+    yield server
+    server.close()
+
+
+@pytest.fixture(scope="module")
+def reference(runner, tmp_path_factory) -> dict:
+    out = tmp_path_factory.mktemp("faults") / "reference"
+    signal, rc, log = runner.run(out)
+    assert (signal, rc) == (None, 0), log
+    (record,) = ResultStore(out).records()
+    return {"out": out, "record": record}
+
+
+def outcome(record: dict) -> dict:
+    """What a resumed run must reproduce exactly (``shared_models`` is left out: a step resumed from its
+    checkpoint does not list the shared model it was made from, a provenance gap of run_steps)."""
+    return {k: record[k] for k in ("status", "matrices", "metrics", "curves")}
+
+
+def final_record(out: Path) -> dict:
+    (record,) = ResultStore(out).records()
+    return record
+
+
+# --- SIGKILL at any moment loses at most the unfinished step ---------------------------------------------
+
+KILLS = {
+    "training the shared step-0 model": ("train-batch@1:kill", []),
+    "training step 1": ("train-batch@4:kill", ["step-0.pt"]),
+    "training step 2 (last batch)": ("train-batch@14:kill", ["step-0.pt", "step-1.pt"]),
+    "evaluating": ("extract-batch@2:kill", ["step-0.pt", "step-1.pt", "step-2.pt"]),
+    "writing the shared model": ("write:*.pt@1:kill", []),
+    "writing a step checkpoint": ("write:step-1.pt:kill", ["step-0.pt"]),
+    "between a checkpoint and its checksum": ("write:step-1.pt.sha256:kill", ["step-0.pt"]),
+    "writing the result": ("write:record.json:kill", ["step-0.pt", "step-1.pt", "step-2.pt"]),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("where", list(KILLS))
+def test_sigkill_then_resume_gives_the_uninterrupted_record(where, runner, reference, tmp_path):
+    fault, finished_steps = KILLS[where]
+    out = tmp_path / "run"
+    signal, rc, log = runner.run(out, fault=fault)
+    assert signal == 9, log
+    assert not list(out.glob("cells/*/record.json"))
+    verified = sorted(p.name for p in out.glob("cells/*/step-*.pt") if checksum_path(p).is_file())
+    assert verified == finished_steps  # every finished step survived, nothing else claims to have
+    signal, rc, log = runner.run(out)
+    assert (signal, rc) == (None, 0), log
+    if "checksum" in where:
+        assert "step-1.pt has no checksum (its write was interrupted); recomputing it" in log
+    assert outcome(final_record(out)) == outcome(reference["record"])
+
+
+@pytest.mark.slow
+def test_repeated_kills_in_one_lineage(runner, reference, tmp_path):
+    """Killed in step 0, then in step 1, then while writing the result: each run resumes the last."""
+    out = tmp_path / "run"
+    for fault in ("train-batch@2:kill", "train-batch@5:kill", "write:record.json:kill"):
+        signal, _, log = runner.run(out, fault=fault)
+        assert signal == 9, log
+    assert runner.run(out)[:2] == (None, 0)
+    assert outcome(final_record(out)) == outcome(reference["record"])
+
+
+# --- corrupted or truncated files are detected, reported and recomputed ----------------------------------
+
+@pytest.mark.slow
+def test_corrupt_checkpoints_and_results_are_reported_and_recomputed(runner, reference, tmp_path):
+    out = tmp_path / "run"
+    shutil.copytree(reference["out"], out)
+    cell = next(out.glob("cells/*"))
+    step1 = cell / "step-1.pt"
+    step1.write_bytes(step1.read_bytes()[: step1.stat().st_size // 2])  # truncated
+    (shared,) = out.glob("models/*.pt")
+    for path in (cell / "step-0.pt", shared):  # flipped bits inside the tensor data
+        data = bytearray(path.read_bytes())
+        data[len(data) // 2] ^= 0xFF
+        path.write_bytes(bytes(data))
+    record = cell / "record.json"
+    record.write_text(record.read_text().replace('"AA": ', '"AA": 1', 1))  # a tampered number, still valid JSON
+    signal, rc, log = runner.run(out)
+    assert (signal, rc) == (None, 0), log
+    assert f"result {record} does not match its checksum" in log
+    assert f"checkpoint {step1} does not match its checksum" in log
+    assert f"checkpoint {cell / 'step-0.pt'} does not match its checksum" in log
+    assert f"checkpoint {shared} does not match its checksum" in log
+    retrained = {tag for tag in ("standard-0", "step-1", "step-2") if f"multi-step/l2/seed0 {tag}" in log}
+    assert retrained == {"standard-0", "step-1"}  # the intact step 2 was loaded, not retrained
+    assert outcome(final_record(out)) == outcome(reference["record"])
+
+
+@pytest.mark.parametrize("damage", ["truncate", "edit", "drop-checksum", "not-json"])
+def test_damaged_record_is_not_used(damage, tmp_path, caplog):
+    store = ResultStore(tmp_path)
+    path = store.write_record("abc", {"key": "abc", "status": "finished", "metrics": {"cmc@1": {"AA": 12.5}}})
+    assert store.record("abc")["metrics"]["cmc@1"]["AA"] == 12.5
+    text = path.read_text()
+    damaged = {
+        "truncate": text[: len(text) // 2],
+        "edit": text.replace("12.5", "13.5"),
+        "drop-checksum": json.dumps({k: v for k, v in json.loads(text).items() if k != "sha256"}),
+        "not-json": "\x00\xff",
+    }[damage]
+    path.write_text(damaged)
+    assert ResultStore(tmp_path).record("abc") is None
+    assert list(ResultStore(tmp_path).records()) == []
+    assert f"result {path}" in caplog.text
+
+
+def test_checkpoint_checksum_round_trip_and_corruption(tmp_path, caplog):
+    path = tmp_path / "c.pt"
+    save_checkpoint(path, {"w": torch.arange(6.0), "curve": [{"loss": 1.5}]})
+    assert torch.equal(load_checkpoint(path)["w"], torch.arange(6.0))
+    checksum_path(path).write_text("0" * 64)
+    assert load_checkpoint(path) is None and "does not match its checksum" in caplog.text
+    assert load_checkpoint(tmp_path / "missing.pt") is None
+
+
+# --- unsafe checkpoints are refused -------------------------------------------------------------------------
+
+class RunsCode:
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self):
+        return os.system, (f"touch {self.marker}",)
+
+
+@pytest.mark.parametrize("payload", ["code", "class"])
+def test_checkpoint_needing_arbitrary_unpickling_is_refused(payload, tmp_path):
+    marker = tmp_path / "executed"
+    value = RunsCode(marker) if payload == "code" else fractions.Fraction(1, 3)
+    path = tmp_path / "step-0.pt"
+    save_checkpoint(path, {"model": {}, "extra": value})  # a valid checksum: only the content is unsafe
+    with pytest.raises(BenchError) as info:
+        load_checkpoint(path)
+    message = str(info.value)
+    assert "needs arbitrary unpickling" in message and "refused" in message and "\n" not in message
+    assert ("system" in message) if payload == "code" else ("fractions.Fraction" in message)
+    assert not marker.exists()
+
+
+# --- divergence and plugin bugs fail only their cell ----------------------------------------------------------
+
+@pytest.fixture
+def buggy_plugin(tmp_path, monkeypatch):
+    """An installed third-party method whose loss raises at step 1."""
+    (tmp_path / "buggy_method.py").write_text(textwrap.dedent("""
+        import benchbackcompat
+        from bbc_baselines.l2 import L2
+
+        class Buggy(L2):
+            name = "buggy"
+            description = "raises inside its loss once an old model exists"
+
+            def loss(self, model, batch, ctx):
+                if ctx.old_model is not None:
+                    return {"loss": 1 / 0}
+                return super().loss(model, batch, ctx)
+
+        @benchbackcompat.hookimpl
+        def bbc_register_methods():
+            return [Buggy]
+    """))
+    dist = tmp_path / "buggy_plugin-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: buggy-plugin\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text("[benchbackcompat]\nbuggy = buggy_method\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield
+    sys.modules.pop("buggy_method", None)
+
+
+@pytest.mark.slow
+def test_diverged_and_failed_cells_do_not_stop_the_others(buggy_plugin, tmp_path, capsys):
+    from benchbackcompat.cli import main
+
+    out = tmp_path / "run"
+    argv = ["run", "--out", str(out), *TINY, "--scenario", "multi-step", "--set", "num_models=2",
+            "--methods", "independent,l2,buggy", "--set", "methods.l2.weight=1e30"]
+    assert main(argv) == 1
+    captured = capsys.readouterr()
+    records = {r["method"]: r for r in ResultStore(out).records()}
+    assert records["independent"]["status"] == "finished"
+    diverged = records["l2"]
+    assert diverged["status"] == "diverged" and diverged["step"] == 1 and diverged["epoch"] == 0
+    assert diverged["batch"] >= 1 and diverged["last_finite_loss"] > 1e20  # the finite loss before the NaN/Inf
+    assert "buggy" not in records  # failed cells are not recorded, so a re-run retries them
+    (trace,) = out.glob("cells/*/traceback.txt")
+    assert "ZeroDivisionError" in trace.read_text() and "buggy_method.py" in trace.read_text()
+    board = next(line for line in captured.out.splitlines() if line.startswith("|") and line.split("|")[1].strip() == "l2")
+    assert "nan" in board and "0.000" not in board
+    assert "multi-step/l2/seed0: diverged (loss diverged (NaN/Inf) at step 1, epoch 0" in captured.err
+    assert f"multi-step/buggy/seed0: failed (ZeroDivisionError: division by zero; traceback in {trace})" in captured.err
+    assert main(argv) == 1  # only the failed cell runs again
+    assert "1 failed" in capsys.readouterr().err
+
+
+# --- out of memory ----------------------------------------------------------------------------------------------
+
+@pytest.mark.slow
+def test_oom_in_training_fails_the_cell_naming_the_batch_size(runner, tmp_path):
+    signal, rc, log = runner.run(tmp_path / "run", fault="train-batch@2:oom")
+    assert (signal, rc) == (None, 1), log
+    assert ("multi-step/l2/seed0: failed (TrainingOutOfMemory: out of cpu memory training step 0 at batch size 32 "
+            "(injected out of memory at train-batch); lower it, e.g. --set train.batch_size=16") in log
+
+
+@pytest.mark.slow
+def test_oom_in_evaluation_retries_with_smaller_chunks(runner, reference, tmp_path):
+    out = tmp_path / "run"
+    shutil.copytree(reference["out"], out)
+    next(out.glob("cells/*/record.json")).unlink()  # evaluate again from the stored steps
+    signal, rc, log = runner.run(out, fault="extract-batch@1:oom")
+    assert (signal, rc) == (None, 0), log
+    assert "out of memory in feature extraction with chunks of 512; retrying with 256" in log
+    assert outcome(final_record(out)) == outcome(reference["record"])
+
+
+class OutOfMemoryAbove:
+    """Features / similarities that run out of memory for inputs with more than ``limit`` rows."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit, self.sizes = limit, []
+
+    def __call__(self, x, *rest):
+        self.sizes.append(len(x))
+        if len(x) > self.limit:
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+        return x.flatten(1).float() if not rest else x @ rest[0].T
+
+
+class Images:
+    def __init__(self, n: int) -> None:
+        self.images = torch.randint(0, 255, (n, 3, 4, 4), dtype=torch.uint8, generator=torch.Generator().manual_seed(0))
+
+    def __len__(self) -> int:
+        return len(self.images)
+
+
+def test_feature_extraction_halves_its_batches_on_oom():
+    kwargs = dict(mean=(0.5,) * 3, std=(0.25,) * 3, device=torch.device("cpu"), amp="off")
+
+    def extract(oom: OutOfMemoryAbove) -> torch.Tensor:
+        method = types.SimpleNamespace(features=lambda model, x: oom(x))
+        return extract_features(torch.nn.Identity(), method, Images(50), batch_size=64, **kwargs)
+
+    oom = OutOfMemoryAbove(12)
+    assert torch.equal(extract(oom), extract(OutOfMemoryAbove(10**9)))
+    assert oom.sizes[:4] == [50, 32, 16, 8] and max(oom.sizes[4:]) <= 8  # halved until it fits
+
+
+def test_scoring_halves_its_query_chunks_on_oom():
+    gen = torch.Generator().manual_seed(0)
+    feats = torch.randn(40, 8, generator=gen)
+    data = types.SimpleNamespace(query=types.SimpleNamespace(labels=torch.arange(40) % 5), gallery=None)
+    expected = score("cmc@1", "loo", feats, feats, data, OutOfMemoryAbove(10**9), None)
+    similarity = OutOfMemoryAbove(7)
+    assert score("cmc@1", "loo", feats, feats, data, similarity, None, chunk_size=64) == expected
+    assert similarity.sizes[:4] == [40, 32, 16, 8] and set(similarity.sizes[4:]) <= {4}
+
+
+def test_oom_at_chunk_size_one_and_other_errors_are_not_retried():
+    with pytest.raises(torch.OutOfMemoryError):
+        faults.halve_on_oom(torch.OutOfMemoryError("out of memory"), 1, "x")
+    with pytest.raises(ValueError):
+        faults.halve_on_oom(ValueError("bug"), 64, "x")
+    assert faults.halve_on_oom(RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried"), 64, "x") == 32
+
+
+# --- the fault-injection switch itself ----------------------------------------------------------------------------
+
+def test_fault_spec_counts_hits_and_rejects_bad_specs():
+    try:
+        faults.configure("train-*@3:raise")
+        faults.fault_point("train-batch")
+        faults.fault_point("extract-batch")
+        faults.fault_point("train-batch")
+        with pytest.raises(RuntimeError, match="injected fault at train-batch"):
+            faults.fault_point("train-batch")
+        for bad in ("train-batch", "train-batch:explode", "x@0:kill", "@2:kill"):
+            with pytest.raises(BenchError, match="BENCHBACKCOMPAT_FAULT"):
+                faults.configure(bad)
+    finally:
+        faults.configure(None)
+    faults.fault_point("train-batch")  # cleared: nothing happens

@@ -1,0 +1,73 @@
+"""IAM-CL2R mechanics: models pretrained elsewhere (shared across methods with the same recipe and
+across seeds), the incoming model as HOC's reference, and architecture replacements whose
+entries cannot be computed (reported as None, never 0)."""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from benchbackcompat.engine.runner import summarise
+from benchbackcompat.plugins import PluginHost
+from benchbackcompat.presets import resolve_run
+from benchbackcompat.run import execute, make_plan
+
+NAN = math.nan
+
+
+def test_summarise_reports_entries_it_cannot_compute_as_none():
+    C = [[50.0, NAN, NAN, NAN],
+         [55.0, 60.0, NAN, NAN],
+         [NAN, NAN, 70.0, NAN],  # model 3 has another feature size: no cross-test with models 1-2
+         [NAN, NAN, 72.0, 75.0]]
+    values = summarise(C)
+    assert values["AC"] is None and values["AA"] is None and values["ACA"] is None
+    assert values["AA_curve"][:2] == [50.0, pytest.approx((50 + 55 + 60) / 3)] and values["AA_curve"][2:] == [None, None]
+    assert values["AC_curve"] == [None, 1.0, None, None]
+    full = summarise([[50.0, NAN], [40.0, 60.0]])
+    assert full["AC"] == 0.0 and full["AC_curve"] == [None, 0.0]  # a real incompatible pair is 0, not None
+
+
+TINY = {
+    "data": {"num_classes": 6, "train_per_class": 24, "test_per_class": 8, "open_classes": 4, "pretrain_classes": 8},
+    "train": {"epochs": 1, "batch_size": 16}, "model": {"embedding_dim": 16},
+    "num_tasks": 2, "initial_class_fraction": 0.5, "replacements": [2], "pretrain_classes": [4, 8],
+    "pretrain": {"epochs": 1, "batch_size": 16},
+}
+
+
+def run(tmp_path, methods: list[str], seeds=(0,), **overrides):
+    from benchbackcompat.presets import deep_merge
+
+    config = resolve_run(scenarios=["iam-cl2r"], methods=methods, seeds=list(seeds), out=tmp_path,
+                         scenario_overrides=deep_merge(TINY, overrides), device="cpu")
+    host = PluginHost()
+    records = execute(make_plan(config, host), host)
+    assert all(r["status"] == "finished" for r in records), [r.get("reason") for r in records]
+    return {(r["method"], r["seed"]): r for r in records}
+
+
+@pytest.mark.slow
+def test_pretrained_models_are_shared_by_recipe_and_across_seeds(tmp_path):
+    records = run(tmp_path, ["hoc", "dsimplex-fd", "er"]) | run(tmp_path, ["hoc", "er"], seeds=(1,))
+    shared = {key: set(r["shared_models"]) for key, r in records.items()}
+    assert len(shared["hoc", 0]) == 2  # the start model and one replacement
+    assert shared["hoc", 0] == shared["dsimplex-fd", 0] == shared["hoc", 1]  # same d-Simplex recipe, any seed
+    assert shared["er", 0] == shared["er", 1] and not shared["er", 0] & shared["hoc", 0]  # learnable-head recipe
+    for record in records.values():
+        values = record["metrics"]["top1"]
+        assert values["AC"] is not None and len(values["AC_curve"]) == 2 and len(values["AA_curve"]) == 2
+    assert "nce" in records["hoc", 0]["curves"]["0"][0]  # task 1 already aligns to the incoming pretrained model
+
+
+@pytest.mark.slow
+def test_architecture_replacement_marks_cross_tests_not_computable(tmp_path):
+    records = run(tmp_path, ["er", "hoc"], model={"embedding_dim": None}, pretrain_architectures=["convnet-s", "convnet-m"])
+    er, hoc = records["er", 0], records["hoc", 0]
+    C = er["matrices"]["top1"]
+    assert math.isnan(C[1][0]) and not math.isnan(C[1][1])  # 128-d vs 192-d backbones
+    assert any("feature sizes differ" in note for note in er["notes"])
+    assert er["metrics"]["top1"]["AC"] is None and er["metrics"]["top1"]["AA"] is None
+    assert er["metrics"]["top1"]["AA_curve"][0] is not None and er["metrics"]["top1"]["AA_curve"][1] is None
+    # the d-Simplex fixes the feature size to K-1 for every architecture: everything is computable
+    assert hoc["metrics"]["top1"]["AC"] is not None and not hoc["notes"]

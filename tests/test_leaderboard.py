@@ -1,0 +1,177 @@
+"""`benchbackcompat leaderboard` and `show` on stored results: merging directories, regeneration, curves,
+and observer plugins (TensorBoard) loaded through the entry point group ``benchbackcompat.observers``."""
+from __future__ import annotations
+
+import copy
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from benchbackcompat.cli import main
+from benchbackcompat.observers.tensorboard import TensorBoardObserver
+from benchbackcompat.plugins import PluginHost
+from benchbackcompat.report.merge import merge_records
+from benchbackcompat.store import ResultStore
+
+FIXTURE = Path(__file__).parent / "fixtures" / "leaderboard_records.json"
+
+
+def fixture_records() -> list[dict]:
+    return json.loads(FIXTURE.read_text())
+
+
+def store(root: Path, records: list[dict]) -> Path:
+    results = ResultStore(root)
+    for record in records:
+        results.write_record(record["key"], record)
+    return root
+
+
+def row(text: str, heading: str, method: str) -> list[str]:
+    block = text.split(heading, 1)[1].split("\n\n", 2)[1]
+    line = next(line for line in block.splitlines() if re.match(rf"\| {re.escape(method)}[ \[]", line))
+    return [c.strip() for c in re.split(r"(?<!\\)\|", line)[1:-1]]
+
+
+@pytest.fixture
+def two_dirs(tmp_path) -> tuple[Path, Path]:
+    records = fixture_records()
+    a = store(tmp_path / "a", records)
+    by_label = {r["label"]: r for r in records}
+    rerun = copy.deepcopy(by_label["ext-class/l2/seed0"])  # same key, other numbers (another machine)
+    rerun["metrics"]["cmc@1"]["cross"] = 99.0
+    fixed = copy.deepcopy(by_label["ext-class/l2/seed0"])  # the diverged cell, finished elsewhere
+    fixed.update(key="e0000000000000e0", label="ext-class/unstable/seed0", method="unstable")
+    extra = copy.deepcopy(by_label["ext-class/l2/seed1"])  # a new seed
+    extra.update(key="e0000000000000b2", label="ext-class/l2/seed2", seed=2)
+    extra["metrics"]["cmc@1"]["cross"] = 37.0
+    b = store(tmp_path / "b", [rerun, fixed, extra])
+    return a, b
+
+
+def test_merge_rule_first_directory_wins_finished_beats_unfinished_never_double_counted(two_dirs, capsys):
+    a, b = two_dirs
+    assert main(["leaderboard", "--results", str(a), "--results", str(b)]) == 0
+    out = capsys.readouterr()
+    l2 = row(out.out, "### ext-class", "l2")
+    assert l2[3].startswith("**35.00 ± ") and l2[-1] == "3"  # cross of seeds 0, 1, 2: 33, 35, 37 (not 99, not 4 seeds)
+    unstable = row(out.out, "### ext-class", "unstable")
+    assert unstable[3].startswith("33.00") and unstable[-1] == "1"  # finished in b beats diverged in a
+    assert "2 duplicate cells counted once" in out.err
+    assert main(["leaderboard", "--results", str(b), "--results", str(a)]) == 0
+    l2 = row(capsys.readouterr().out, "### ext-class", "l2")
+    assert l2[3].strip("*").startswith(f"{(99 + 35 + 37) / 3:.2f} ± ")  # now b is listed first: its seed 0 wins
+
+
+def test_merge_reports_discarded_duplicates():
+    record = fixture_records()[2]
+    other = copy.deepcopy(record)
+    other["metrics"]["cmc@1"]["self"] = 0.0
+    merged = merge_records([("x", [record]), ("y", [copy.deepcopy(record)]), ("z", [other])])
+    assert merged.records == [record]
+    assert [(d.kept, d.dropped, d.differs) for d in merged.duplicates] == [("x", "y", False), ("x", "z", True)]
+
+
+def test_leaderboard_out_regenerates_byte_for_byte(two_dirs, tmp_path, monkeypatch, capsys):
+    a, _ = two_dirs
+    out = tmp_path / "board"
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "946684800")  # 2000-01-01
+    assert main(["leaderboard", "--results", str(a), "--out", str(out)]) == 0
+    first = {p: p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
+    readme = first[out / "README.md"].decode()
+    assert f"benchbackcompat leaderboard --results {a} --out {out}" in readme and "2000-01-01" in readme
+    stale = out / "figures" / "gone.png"
+    stale.write_bytes(b"old")
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1924905600")  # 2030-12-31
+    assert main(["leaderboard", "--results", str(a), "--out", str(out)]) == 0
+    second = {p: p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
+    assert second == {p: data.replace(b"2000-01-01", b"2030-12-31") for p, data in first.items()}
+    assert "wrote" in capsys.readouterr().out
+
+
+def test_leaderboard_without_results_is_a_one_line_error(tmp_path, capsys):
+    assert main(["leaderboard", "--results", str(tmp_path / "none")]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_show_prints_the_curve_summary(two_dirs, capsys):
+    a, _ = two_dirs
+    assert main(["show", "ext-class/independent/seed0", "--results", str(a)]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"\| 1 +\| 2 +\| 2\.500 -> 1\.500 \(min 1\.500\) +\| 0\.050 -> 0\.010 +\|", out), out
+
+
+class FakeWriter:
+    instances: list[FakeWriter] = []
+
+    def __init__(self, log_dir: str) -> None:
+        self.log_dir, self.scalars, self.closed = log_dir, [], False
+        FakeWriter.instances.append(self)
+
+    def add_scalar(self, tag: str, value: float, step: int) -> None:
+        self.scalars.append((tag, value, step))
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class FakeEntry:
+    def __init__(self, name: str, factory) -> None:
+        self.name, self.factory = name, factory
+
+    def load(self):
+        return self.factory
+
+
+def observers(monkeypatch, *entries: FakeEntry) -> None:
+    monkeypatch.setattr(PluginHost, "observer_entry_points", staticmethod(lambda: list(entries)))
+
+
+def test_observers_load_from_their_entry_point_group_and_see_curves_and_results(monkeypatch, tmp_path, caplog):
+    FakeWriter.instances.clear()
+
+    def broken(results):
+        raise RuntimeError("no display")
+
+    observers(monkeypatch, FakeEntry("broken", broken), FakeEntry("missing", lambda results: None),
+              FakeEntry("tb", lambda results: TensorBoardObserver(results / "tensorboard", FakeWriter)))
+    host = PluginHost()
+    assert host.load_observers(tmp_path) == ["tb"]
+    assert "observer 'broken' disabled: RuntimeError: no display" in caplog.text
+    host.manager.hook.bbc_on_log(cell="multi-step/hoc/seed0", step=1, epoch=0, values={"loss": 2.0, "lr": 0.1})
+    record = next(r for r in fixture_records() if r["label"] == "multi-step/hoc/seed0")
+    host.manager.hook.bbc_on_cell_finished(record=record)
+    (writer,) = FakeWriter.instances
+    assert writer.log_dir == str(tmp_path / "tensorboard" / "multi-step/hoc/seed0") and writer.closed
+    assert ("step-1/loss", 2.0, 0) in writer.scalars and ("step-1/lr", 0.1, 0) in writer.scalars
+    assert [s for s in writer.scalars if s[0] == "accuracy/cmc@1/self"] == [
+        ("accuracy/cmc@1/self", 50.0, 1), ("accuracy/cmc@1/self", 60.0, 2), ("accuracy/cmc@1/self", 70.0, 3)]
+    assert ("accuracy/cmc@1/AA_tau", 55.0, 2) in writer.scalars and ("final/cmc@1/AC", 1.0, 0) in writer.scalars
+    assert host.load_observers(tmp_path) == ["tb"] and len(FakeWriter.instances) == 1  # registered once
+
+
+def test_tensorboard_factory_is_inert_without_tensorboard(tmp_path):
+    from benchbackcompat.observers.tensorboard import create
+
+    try:
+        import tensorboard  # noqa: F401
+    except ImportError:
+        assert create(tmp_path) is None
+    else:
+        assert isinstance(create(tmp_path), TensorBoardObserver)
+
+
+@pytest.mark.slow
+def test_a_run_feeds_registered_observers(monkeypatch, tmp_path):
+    FakeWriter.instances.clear()
+    observers(monkeypatch, FakeEntry("tb", lambda results: TensorBoardObserver(results / "tb", FakeWriter)))
+    tiny = ["--set", "data.num_classes=4", "--set", "data.train_per_class=16", "--set", "data.test_per_class=6",
+            "--set", "data.open_classes=2", "--set", "data.pretrain_classes=4", "--set", "train.epochs=1",
+            "--set", "train.batch_size=32", "--set", "model.embedding_dim=8", "--set", "metrics=[\"cmc@1\"]"]
+    assert main(["run", "--out", str(tmp_path), *tiny, "--scenario", "ext-class", "--methods", "l2"]) == 0
+    (writer,) = FakeWriter.instances
+    tags = {tag for tag, _, _ in writer.scalars}
+    assert {"step-1/loss", "step-1/l2", "step-1/lr", "accuracy/cmc@1/self", "final/cmc@1/p_com"} <= tags
+    assert writer.log_dir == str(tmp_path / "tb" / "ext-class/l2/seed0") and writer.closed

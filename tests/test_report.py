@@ -1,0 +1,190 @@
+"""Leaderboard rendering against a hand-made fixture of stored records (tests/fixtures/leaderboard_records.json)."""
+from __future__ import annotations
+
+import copy
+import csv
+import io
+import json
+import re
+import statistics
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from benchbackcompat.report import leaderboard_tables
+from benchbackcompat.report.aggregate import Row, Stat, Table, best_ids, build_tables, rank_rows
+from benchbackcompat.report.columns import Column, Statistic
+from benchbackcompat.report.exports import csv_export, json_export
+from benchbackcompat.report.figures import incompatible, matrices_figure, mean_matrix
+from benchbackcompat.report.markdown import escape, plain_label, slug
+from benchbackcompat.report.merge import merge_records
+from benchbackcompat.report.publish import code_block, write_leaderboard
+
+FIXTURE = Path(__file__).parent / "fixtures" / "leaderboard_records.json"
+EVIL = "evil|<script>alert(1)</script>"
+
+
+@pytest.fixture
+def records() -> list[dict]:
+    return json.loads(FIXTURE.read_text())
+
+
+def cells(line: str) -> list[str]:
+    """The cells of a Markdown table row, split on unescaped pipes."""
+    return [c.strip() for c in re.split(r"(?<!\\)\|", line)[1:-1]]
+
+
+def table_rows(markdown: str, heading: str) -> dict[str, list[str]]:
+    """Rows of the table under ``heading``, by their method cell (footnote marks removed), header included."""
+    block = markdown.split(heading, 1)[1].split("\n\n", 2)[1]
+    rows = {}
+    for line in block.splitlines():
+        if line.startswith("|") and not line.startswith("|--"):
+            row = cells(line)
+            rows[re.sub(r"\[\^\d+\]", "", row[0])] = row
+    return rows
+
+
+def footnotes(markdown: str) -> dict[str, str]:
+    return dict(re.findall(r"^\[\^(\d+)\]: (.*)$", markdown, flags=re.M))
+
+
+def test_single_update_table_matches_hand_computed_values(records):
+    text = leaderboard_tables(records)
+    rows = table_rows(text, "### ext-class")
+    assert rows["method"] == ["method", "rank", "self (cmc@1)", "cross (cmc@1)", "P_up (cmc@1)", "P_com (cmc@1)", "seeds"]
+    sd = statistics.stdev
+    # independent: self 40, 42; cross 10, 12; P_com (10-30)/(40-30) = -2 and (12-30)/(42-30) = -1.5
+    assert rows["independent"] == ["independent", "1", f"**41.00 ± {sd([40, 42]):.2f}**", f"11.00 ± {sd([10, 12]):.2f}",
+                                   "**0.000 ± 0.000**", f"-1.750 ± {sd([-2, -1.5]):.3f}", "2"]
+    # l2: P_up (38-40)/40, (36-42)/42; P_com (33-30)/10, (35-30)/12; ranks: independent (1+3+1+2)/4 = l2 (2+1+3+1)/4
+    p_up, p_com = [-2 / 40, -6 / 42], [3 / 10, 5 / 12]
+    assert rows["l2"] == ["l2", "1", "37.00 ± 1.41", "**34.00 ± 1.41**", f"{statistics.fmean(p_up):.3f} ± {sd(p_up):.3f}",
+                          f"**{statistics.fmean(p_com):.3f} ± {sd(p_com):.3f}**", "2"]
+    # flat: one seed (no std), P_com undefined (reference self = old self) -> "-" with a footnote
+    assert rows["flat"][:5] == ["flat", "3", "30.00", "31.00", "**0.000**"] and rows["flat"][6] == "1"
+    notes = footnotes(text)
+    mark = re.search(r"-\[\^(\d+)\]", rows["flat"][5]).group(1)
+    assert "zero denominator" in notes[mark]
+    # order: ranked rows by rank then name, unranked rows last
+    assert [r[0].split("[")[0] for r in list(rows.values())[1:]] == ["independent", "l2", "flat", escape(EVIL), "unstable"]
+
+
+def test_dash_and_nan_cells_carry_footnotes_saying_why(records):
+    text = leaderboard_tables(records)
+    rows = table_rows(text, "### ext-class")
+    notes = footnotes(text)
+    evil = rows[escape(EVIL)]
+    assert evil[1] == "-" and evil[-1] == "0 of 1"
+    assert all(re.fullmatch(r"-\[\^\d+\]", c) for c in evil[2:6])
+    assert "not-applicable: needs a \\*replay\\* memory \\| &lt;b>cl2r&lt;/b> only" in notes[evil[2][3:-1]]
+    unstable = rows["unstable"]  # diverged runs show nan, as in the papers
+    assert all(re.fullmatch(r"nan\[\^\d+\]", c) for c in unstable[2:6])
+    assert notes[unstable[2][5:-1]] == "unstable: diverged: the loss is nan at epoch 2"
+
+
+def test_multi_task_table_partial_divergence_and_seed_counts(records):
+    text = leaderboard_tables(records)
+    rows = table_rows(text, "### multi-step")
+    assert rows["method"][2:5] == ["AC (cmc@1)", "AA (cmc@1)", "ACA (cmc@1)"]
+    # hoc: AC (3/3, 2/3), AA (349/6, 329/6), ACA ((55+52+62)/3, (50+60)/3)
+    ac, aa, aca = [1, 2 / 3], [349 / 6, 329 / 6], [169 / 3, 110 / 3]
+    assert rows["hoc"] == ["hoc", "1", *(f"**{statistics.fmean(v):.{d}f} ± {statistics.stdev(v):.{d}f}**"
+                                         for v, d in ((ac, 3), (aa, 2), (aca, 2))), "2"]
+    independent = rows["independent"]
+    assert independent[0].startswith("independent[^") and independent[-1] == "2 of 3"
+    assert independent[3] == f"{statistics.fmean([255 / 6, 250 / 6]):.2f} ± {statistics.stdev([255 / 6, 250 / 6]):.2f}"
+    assert "seed 2 diverged: the loss is inf at epoch 5" in footnotes(text)[independent[0].split("[^")[1][:-1]]
+
+
+def test_metric_direction_is_declared_not_assumed():
+    lower = Column("loss", Statistic("x", "x", False, 2, "a cost"))
+    higher = Column("acc", Statistic("y", "y", True, 2, "an accuracy"))
+    rows = [Row(m, m, {}, [{"status": "finished", "seed": 0}], cells={lower.id: Stat((x,)), higher.id: Stat((y,))})
+            for m, x, y in (("a", 1.0, 10.0), ("b", 2.0, 30.0), ("c", 3.0, 20.0))]
+    table = Table("s", "multi-step", "d", "p", {}, "", [lower], rows)
+    assert {table.rows[i].method for i in best_ids(table, lower)} == {"a"}
+    rank_rows(table)
+    assert [(r.method, r.rank) for r in table.rows] == [("a", 1), ("b", 2), ("c", 3)]
+    table.columns = [higher]
+    assert {table.rows[i].method for i in best_ids(table, higher)} == {"b"}
+
+
+def test_escaping_of_plugin_provided_text():
+    assert escape("a|b") == "a\\|b" and escape("<script>x</script>") == "&lt;script>x&lt;/script>"
+    assert escape("two\nlines [link](x) *b* `c` $m$") == "two lines \\[link\\](x) \\*b\\* \\`c\\` \\$m\\$"
+    assert slug(EVIL) != slug("evil-script-alert-1-script") and re.fullmatch(r"[a-z0-9.-]+", slug(EVIL))
+    assert plain_label("a$\\frac{$") == "a\\$\\frac{\\$"
+    assert code_block("a ``` b") == "````\na ``` b\n````"
+
+
+def assert_pages_are_inert(folder: Path) -> None:
+    """No raw HTML outside code blocks, and every table row has as many cells as its header."""
+    for page in folder.glob("*.md"):
+        text = re.sub(r"^(`{3,})\n.*?\n\1$", "", page.read_text(), flags=re.M | re.S)
+        assert "<script" not in text and "<b>" not in text, page
+        for block in re.findall(r"(?:^\|.*\n)+", text, flags=re.M):
+            assert len({len(cells(line)) for line in block.splitlines()}) == 1, block
+
+
+def test_seeds_are_pooled_only_across_identical_configurations(records):
+    variant = copy.deepcopy([r for r in records if r["label"] == "ext-class/l2/seed0"][0])
+    variant["key"], variant["config"]["train"]["epochs"] = "e0000000000000ff", 1
+    variant["metrics"]["cmc@1"]["cross"] = 90.0
+    tables = build_tables([*records, variant])
+    titles = sorted(t.title for t in tables if t.scenario == "ext-class")
+    assert titles == ["ext-class (train.epochs=1)", "ext-class (train.epochs=6)"]
+    short = next(t for t in tables if t.title == "ext-class (train.epochs=1)")
+    assert [r.method for r in short.rows] == ["l2"] and short.rows[0].cells["cmc@1:cross"] == Stat((90.0,))
+
+
+def test_exports_hold_the_same_numbers(records):
+    tables = build_tables(records)
+    rows = list(csv.DictReader(io.StringIO(csv_export(tables))))
+    l2 = {r["statistic"]: r for r in rows if r["scenario"] == "ext-class" and r["method"] == "l2"}
+    assert float(l2["cross"]["mean"]) == 34.0 and float(l2["p_com"]["mean"]) == pytest.approx((0.3 + 5 / 12) / 2)
+    assert l2["cross"]["higher_is_better"] == "True" and l2["cross"]["n"] == "2" and l2["cross"]["rank"] == "1"
+    flat = {r["statistic"]: r for r in rows if r["method"] == "flat"}
+    assert flat["p_com"]["mean"] == "" and flat["p_com"]["missing"] == "-" and "zero denominator" in flat["p_com"]["note"]
+    data = json.loads(json_export(tables, {"date": "2000-01-01"}))
+    hoc = next(r for t in data["tables"] if t["scenario"] == "multi-step" for r in t["rows"] if r["method"] == "hoc")
+    assert hoc["cells"]["cmc@1:AC"]["values"] == [1.0, pytest.approx(2 / 3)] and hoc["seeds"] == [0, 1]
+
+
+def test_matrix_figure_marks_incompatible_entries(records, tmp_path):
+    table = next(t for t in build_tables(records) if t.scenario == "multi-step")
+    hoc = next(r for r in table.rows if r.method == "hoc")
+    M = mean_matrix(hoc, "cmc@1")
+    assert M[2][1] == 61.0 and np.isnan(M[0][1])
+    assert not incompatible(M).any()  # 52.5 > 49, 49.5 > 49, 61 > 59
+    independent = next(r for r in table.rows if r.method == "independent")
+    assert incompatible(mean_matrix(independent, "cmc@1")).sum() == 3
+    assert incompatible(np.array([[50.0, np.nan], [50.0, 60.0]]))[1][0]  # ties are not compatible (strict)
+    path = matrices_figure(table, "cmc@1", tmp_path / "m.png")
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_leaderboard_folder_is_reproducible_apart_from_the_date(records, tmp_path):
+    for r in records:  # a name that would be invalid mathtext in a figure title
+        r["method"] = r["method"].replace("flat", "fl$\\frac{at")
+    merged = merge_records([("fixture", records)])
+    files = write_leaderboard(merged, tmp_path, "benchbackcompat leaderboard --results r --out o", "2000-01-01")
+    first = {p.relative_to(tmp_path): p.read_bytes() for p in files}
+    names = {p.name for p in first}
+    assert {"README.md", "embedded-quick.md", "leaderboard.csv", "leaderboard.json"} <= names
+    assert {n.rsplit("-", 1)[1] for n in names if n.endswith(".png")} == {"matrices.png", "scatter.png", "aa.png"}
+    page = first[Path("embedded-quick.md")].decode()
+    for link in re.findall(r"\]\((figures/[^)]+)\)", page):
+        assert (tmp_path / link).is_file()
+    assert "> Generated by `benchbackcompat leaderboard` on 2000-01-01 from 12 stored cells." in page
+    assert "Devices: cpu (2 threads, x86\\_64), cuda (NVIDIA test card)" in page
+    readme = first[Path("README.md")].decode()  # reproduction commands: shell-quoted, --set where the preset differs
+    assert ("--scenario ext-class --methods 'evil|<script>alert(1)</script>,fl$\\frac{at,independent,l2,unstable' "
+            "--seeds 0,1 --set 'metrics=[\"cmc@1\"]'\n") in readme
+    assert_pages_are_inert(tmp_path)
+    write_leaderboard(merged, tmp_path, "benchbackcompat leaderboard --results r --out o", "2031-12-31")
+    second = {p.relative_to(tmp_path): p.read_bytes() for p in sorted(tmp_path.rglob("*")) if p.is_file()}
+    assert second.keys() == first.keys()
+    for name, data in first.items():
+        assert second[name] == data.replace(b"2000-01-01", b"2031-12-31"), name

@@ -1,0 +1,57 @@
+"""Many cells over several processes: shards, concurrent writers on one results directory, submitit jobs."""
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import pytest
+
+from benchbackcompat.cli import main
+from benchbackcompat.errors import BenchError
+from benchbackcompat.plugins import PluginHost
+from benchbackcompat.presets import resolve_run
+from benchbackcompat.run import make_plan, select_shard
+from benchbackcompat.store import ResultStore
+
+TINY = [f"--set={assignment}" for assignment in (
+    "data.num_classes=6", "data.train_per_class=30", "data.test_per_class=10", "data.open_classes=4",
+    "train.epochs=1", "train.batch_size=32", "model.embedding_dim=16")]
+RUN = ["--scenario", "ext-class", "--methods", "independent,l2", "--seeds", "0,1", *TINY]
+
+
+def test_shards_partition_the_plan():
+    run = resolve_run(preset="quick", scenarios=["ext-class", "both"], methods=["independent", "l2"], seeds=[0, 1, 2])
+    cells = make_plan(run, PluginHost()).cells
+    shards = [select_shard(cells, f"{i}/5") for i in range(5)]
+    keys = [c.key for shard in shards for c in shard]
+    assert sorted(keys) == sorted(c.key for c in cells) and len(set(keys)) == len(cells) == 12
+    for bad in ("5/5", "1", "a/b", "-1/3"):
+        with pytest.raises(BenchError, match="expected I/N"):
+            select_shard(cells, bad)
+
+
+@pytest.mark.slow
+def test_two_concurrent_runs_on_one_directory_lose_and_duplicate_nothing(tmp_path):
+    command = [sys.executable, "-m", "benchbackcompat.cli", "run", "--out", str(tmp_path), *RUN]
+    processes = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outputs = [p.communicate(timeout=600) for p in processes]
+    assert [p.returncode for p in processes] == [0, 0], outputs
+    computed = [int(re.search(r"(\d+) computed by this process", err).group(1)) for _, err in outputs]
+    records = list(ResultStore(tmp_path).records())
+    assert len(records) == 4 and all(r["status"] == "finished" for r in records)
+    assert sum(computed) == 4  # every cell ran in exactly one of the two processes
+    assert outputs[0][0] == outputs[1][0]  # and both print the same leaderboard
+    assert len(list((tmp_path / "models").glob("*.pt"))) == 4  # shared old model + reference per seed, trained once
+
+
+@pytest.mark.slow
+def test_local_executor_runs_one_job_per_shard(tmp_path, capsys):
+    pytest.importorskip("submitit")
+    assert main(["run", "--out", str(tmp_path), *RUN, "--executor", "local", "--jobs", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "submitted 2 local jobs" in out and "| independent" in out and "| l2" in out
+    records = list(ResultStore(tmp_path).records())
+    workers = {r["worker"] for r in records}
+    assert len(records) == 4 and len(workers) == 2  # two job processes, none of them this one
+    assert all(not w.endswith(f":{__import__('os').getpid()}") for w in workers)
