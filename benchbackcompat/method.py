@@ -158,6 +158,12 @@ class StandardMethod(Method):
     name = "standard"
 
 
+@torch.no_grad()
+def old_unit_features(ctx: StepContext, images: Tensor) -> Tensor:
+    """L2-normalised float32 features of the frozen old model ``ctx.old_model`` (no gradient)."""
+    return F.normalize(ctx.old_model.embed(images).float(), dim=1)
+
+
 def frozen_copy(model: nn.Module) -> nn.Module:
     """An evaluation-mode copy of ``model`` that takes no gradient."""
     import copy

@@ -22,7 +22,6 @@ import sys
 import time
 from collections.abc import Callable
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 from PIL import Image

@@ -76,4 +76,4 @@ def test_dry_run_prints_configuration_and_steps(capsys, tmp_path):
     assert '"epochs": 6' in out
     assert "step 1: classes [0, 20) x1, knows 20, convnet-m, init scratch" in out
     assert "er: not applicable" in out
-    assert "step 4: classes [16, 20) x1, knows 20, convnet-s, init previous, replay" in out
+    assert "step 6: classes [17, 20) x1, knows 20, convnet-s, init previous, replay" in out

@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import functools
 import math
+import warnings
 from collections.abc import Callable
 from typing import TypeVar
 
-import geoopt
 import torch
 from torch import Tensor
+
+with warnings.catch_warnings():  # geoopt scripts its math with torch.jit.script, deprecated in recent torch
+    warnings.filterwarnings("ignore", message=".*torch.jit.script.*", category=FutureWarning)
+    import geoopt
 
 F = TypeVar("F", bound=Callable[..., Tensor])
 

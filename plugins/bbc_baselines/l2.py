@@ -6,13 +6,12 @@ feature truncated or zero-padded to the old size when they differ).
 """
 from __future__ import annotations
 
-import torch
 import torch.nn.functional as F
 from pydantic import Field
 from torch import Tensor
 
 import benchbackcompat
-from benchbackcompat.method import Batch, Method, MethodParams, StepContext
+from benchbackcompat.method import Batch, Method, MethodParams, StepContext, old_unit_features
 from benchbackcompat.models.network import Network
 
 
@@ -37,8 +36,7 @@ class L2(Method):
         ce = F.cross_entropy(out.logits, batch.labels)
         if ctx.old_model is None:
             return {"loss": ce, "ce": ce}
-        with torch.no_grad():
-            old = F.normalize(ctx.old_model.embed(batch.images).float(), dim=1)
+        old = old_unit_features(ctx, batch.images)
         new = F.normalize(match_size(out.features.float(), old.shape[1]), dim=1)
         distance = (new - old).pow(2).sum(dim=1).mean()
         return {"loss": ce + self.params.weight * distance, "ce": ce, "l2": distance}

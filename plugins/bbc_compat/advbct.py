@@ -38,7 +38,7 @@ from bbc_compat.common import (
     total_iterations,
 )
 from benchbackcompat.config import ScenarioBase
-from benchbackcompat.method import Batch, Method, MethodParams, StepContext
+from benchbackcompat.method import Batch, Method, MethodParams, StepContext, old_unit_features
 from benchbackcompat.models.network import Network
 
 
@@ -140,8 +140,7 @@ class AdvBCT(Method):
         terms = {"ce": ce, "compatibility": comp}
         total_loss = ce + comp
         if self.params.adversarial:
-            with torch.no_grad():
-                old_unit = F.normalize(ctx.old_model.embed(batch.images).float(), dim=1)
+            old_unit = old_unit_features(ctx, batch.images)
             adv = adversarial_loss(aux.discriminator, new_unit, old_unit, grl_alpha(progress))
             total_loss = total_loss + adv * (ctx.train.epochs - epoch + 1) / ctx.train.epochs
             terms["adversarial"] = adv

@@ -25,7 +25,7 @@ import benchbackcompat
 from bbc_baselines.l2 import match_size
 from bbc_compat.common import available_data, class_means, embed_all, no_training_reason
 from benchbackcompat.config import ScenarioBase
-from benchbackcompat.method import Batch, Method, MethodParams, StepContext
+from benchbackcompat.method import Batch, Method, MethodParams, StepContext, old_unit_features
 from benchbackcompat.models.network import Network, build_network
 
 SCALE = 1 / 0.05  # cosine classifier scale (temperature 0.05); fixed, so the shared old model is well defined
@@ -88,8 +88,7 @@ class CVS(Method):
         ce = F.cross_entropy(out.logits, batch.labels)
         if self.centres is None:
             return {"loss": ce, "ce": ce}
-        with torch.no_grad():
-            old_unit = F.normalize(ctx.old_model.embed(batch.images).float(), dim=1)
+        old_unit = old_unit_features(ctx, batch.images)
         new_unit = F.normalize(match_size(out.features.float(), old_unit.shape[1]), dim=1)
         triplet = hardest_negative_triplet(new_unit, old_unit, batch.labels, self.params.margin)
         distill = centre_distillation(new_unit, batch.labels, self.centres)

@@ -17,7 +17,7 @@ from torch import Tensor
 
 import benchbackcompat
 from benchbackcompat.errors import BenchError
-from benchbackcompat.method import Batch, Method, MethodParams, StepContext
+from benchbackcompat.method import Batch, Method, MethodParams, StepContext, old_unit_features
 from benchbackcompat.models.network import Network
 
 
@@ -47,8 +47,7 @@ class HotRefresh(Method):
         ce = F.cross_entropy(out.logits, batch.labels)
         if ctx.old_model is None:
             return {"loss": ce, "ce": ce}
-        with torch.no_grad():
-            old = F.normalize(ctx.old_model.embed(batch.images).float(), dim=1)
+        old = old_unit_features(ctx, batch.images)
         new = F.normalize(out.features.float(), dim=1)
         if new.shape[1] != old.shape[1]:
             raise BenchError(f"hot-refresh needs equal feature sizes (old {old.shape[1]}, new {new.shape[1]}); "
