@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from benchbackcompat.errors import BenchError
 
@@ -72,7 +72,13 @@ class ModelConfig(StrictModel):
     """Architecture of the models a scenario trains (a scenario may override it per step)."""
 
     backbone: str = "resnet18"
-    embedding_dim: int | None = Field(128, ge=2, description="projection after the backbone; None keeps its features")
+    embedding_dim: int | None = Field(128, ge=2, description='projection after the backbone; "none" keeps its features')
+
+    @field_validator("embedding_dim", mode="before")
+    @classmethod
+    def _none(cls, value: Any) -> Any:
+        """TOML has no null: ``embedding_dim = "none"`` keeps the backbone's features."""
+        return None if isinstance(value, str) and value.strip().lower() in ("none", "null") else value
 
 
 Protocol = Literal["loo", "nn", "template", "verification"]
