@@ -223,7 +223,12 @@ def main() -> None:
     parser.add_argument("--device", default="auto")
     parser.add_argument("--quick", action="store_true", help="fewer backbones and batches (a smoke run)")
     parser.add_argument("--workers", type=int, default=2, help="DataLoader workers of the conventional pipeline")
+    parser.add_argument("--parts", default="train,eval", help="which measurements: train, eval (comma-separated)")
+    parser.add_argument("--models", help="comma-separated T of the evaluation table (default 2,4,8,16,31)")
+    parser.add_argument("--images", help="QUERIES,GALLERY of the evaluation table (default 2000,4000 on CPU)")
+    parser.add_argument("--official-up-to", type=int, default=8, help="largest T timed with per-entry re-extraction")
     args = parser.parse_args()
+    parts = set(args.parts.split(","))
     device = resolve_device(args.device)
     on_gpu = device.type == "cuda"
     backbones = ["convnet-s", "resnet20"] if args.quick else list_backbones()
@@ -231,17 +236,22 @@ def main() -> None:
     batches = (40 if on_gpu else 6) // (3 if args.quick else 1) or 2
     sizes = [2, 4, 8] if args.quick else [2, 4, 8, 16, 31]
     n_query, n_gallery = (2000, 2000) if args.quick else ((10_000, 10_000) if on_gpu else (2000, 4000))
+    if args.models:
+        sizes = [int(t) for t in args.models.split(",")]
+    if args.images:
+        n_query, n_gallery = (int(n) for n in args.images.split(","))
     print(f"device: {device} ({torch.cuda.get_device_name(device) if on_gpu else f'{torch.get_num_threads()} threads'}), "
           f"torch {torch.__version__}")
 
-    print(f"\n## Training throughput, batch {batch}, 32x32 images (ours vs DataLoader with {args.workers} workers)\n")
-    print(tabulate(throughput_table(device, backbones, batch, batches, args.workers),
-                   headers=["backbone", "batch", "ours img/s", "DataLoader img/s", "ratio", "peak MB"], tablefmt="github"))
-
-    print(f"\n## Compatibility-matrix evaluation, {n_query} queries x {n_gallery} gallery, convnet-s\n")
-    print(tabulate(evaluation_table(device, sizes, n_query, n_gallery, official_up_to=8),
-                   headers=["T", "extraction passes", "matrix entries", "extract s", "similarity s", "total s", "s per model",
-                            "official re-extraction s"], tablefmt="github"))
+    if "train" in parts:
+        print(f"\n## Training throughput, batch {batch}, 32x32 images (ours vs DataLoader with {args.workers} workers)\n")
+        print(tabulate(throughput_table(device, backbones, batch, batches, args.workers),
+                       headers=["backbone", "batch", "ours img/s", "DataLoader img/s", "ratio", "peak MB"], tablefmt="github"))
+    if "eval" in parts:
+        print(f"\n## Compatibility-matrix evaluation, {n_query} queries x {n_gallery} gallery, convnet-s\n")
+        print(tabulate(evaluation_table(device, sizes, n_query, n_gallery, official_up_to=args.official_up_to),
+                       headers=["T", "extraction passes", "matrix entries", "extract s", "similarity s", "total s",
+                                "s per model", "official re-extraction s"], tablefmt="github"))
     print(f"\npeak memory: {peak_memory_mb(device):,.0f} MB")
 
     if on_gpu:
