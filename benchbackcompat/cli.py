@@ -37,6 +37,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--dry-run", action="store_true", help="print the resolved configuration and the planned steps")
     run.add_argument("--no-share", action="store_true",
                      help="train every model inside its own cell (no models shared across methods; for comparisons)")
+    run.add_argument("--channels-last", choices=("auto", "on", "off"), help="NHWC training (default auto: on CUDA)")
+    run.add_argument("--compile", action="store_true", help="torch.compile the backbone for training")
     run.add_argument("--shard", metavar="I/N", help="run only shard I of N of the cells (for any scheduler)")
     run.add_argument("--executor", choices=("inline", "local", "slurm"), default="inline",
                      help="inline (default): here; local/slurm: one submitit job per shard of cells")
@@ -98,6 +100,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     )
     if args.no_share:
         run = run.model_copy(update={"share_models": False})
+    if args.channels_last or args.compile:
+        run = run.model_copy(update={"channels_last": args.channels_last or run.channels_last, "compile": args.compile})
     distributed.initialise_from_environment(run.device)  # under torchrun: one rank of a data-parallel cell
     host = PluginHost()
     plan = make_plan(run, host)

@@ -235,6 +235,8 @@ class RunConfig(StrictModel):
     out: Path = Path("results")
     device: str = "auto"
     share_models: bool = True  # train models that do not depend on the method once per configuration
+    channels_last: Literal["auto", "on", "off"] = "auto"  # NHWC training; auto: on CUDA
+    compile: bool = False  # torch.compile the backbone for training
     cache_dir: Path = Field(default_factory=lambda: Path.home() / ".cache" / "benchbackcompat")
 
 

@@ -14,6 +14,7 @@ from benchbackcompat.data.registry import get_dataset
 from benchbackcompat.engine import distributed
 from benchbackcompat.engine.device import resolve_device
 from benchbackcompat.engine.runner import Cell, run_cell, worker_name
+from benchbackcompat.engine.train import Acceleration
 from benchbackcompat.errors import BenchError, UnknownNameError
 from benchbackcompat.method import Method
 from benchbackcompat.models.registry import BACKBONES, TIMM_PREFIX, list_backbones
@@ -125,7 +126,8 @@ def execute(plan: Plan, host: PluginHost) -> list[dict[str, Any]]:
         progress.set_postfix_str(cell.label)
         method = type(plan.methods[cell.method])(plan.methods[cell.method].params)  # fresh state per cell
         record = run_cell(cell, method, data_cache[data_key], store, device, observer=host.manager.hook.bbc_on_log if distributed.is_main() else None,
-                          plugin_versions=plugin_versions, share_models=run.share_models)
+                          plugin_versions=plugin_versions, share_models=run.share_models,
+                          acceleration=Acceleration.resolve(run.channels_last, run.compile, device))
         if record["status"] == "finished":
             host.manager.hook.bbc_on_cell_finished(record=record)
         return record

@@ -55,3 +55,17 @@ def test_local_executor_runs_one_job_per_shard(tmp_path, capsys):
     workers = {r["worker"] for r in records}
     assert len(records) == 4 and len(workers) == 2  # two job processes, none of them this one
     assert all(not w.endswith(f":{__import__('os').getpid()}") for w in workers)
+
+
+@pytest.mark.slow
+def test_compile_and_channels_last_train_the_same_model(tmp_path):
+    """Speed options leave the arithmetic unchanged up to rounding (and the checkpoints loadable)."""
+    run = ["--scenario", "ext-class", "--methods", "l2", *TINY]
+    assert main(["run", "--out", str(tmp_path / "plain"), *run]) == 0
+    assert main(["run", "--out", str(tmp_path / "fast"), *run, "--compile", "--channels-last", "on"]) == 0
+    (plain,), (fast,) = (list(ResultStore(tmp_path / d).records()) for d in ("plain", "fast"))
+    for a, b in zip(plain["curves"]["1"], fast["curves"]["1"], strict=True):
+        assert b["loss"] == pytest.approx(a["loss"], rel=1e-3)
+    for metric in ("cmc@1", "map"):
+        for entry in ("self", "cross", "old_self"):
+            assert fast["metrics"][metric][entry] == pytest.approx(plain["metrics"][metric][entry], abs=3.0)

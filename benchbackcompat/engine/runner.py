@@ -23,7 +23,7 @@ from benchbackcompat.data.arrays import ImageArrays
 from benchbackcompat.engine import distributed
 from benchbackcompat.engine.device import derive_seed, seed_everything
 from benchbackcompat.engine.evaluate import ModelFeatures, compatibility_matrices, model_features
-from benchbackcompat.engine.train import DivergedError, train_model
+from benchbackcompat.engine.train import Acceleration, DivergedError, train_model
 from benchbackcompat.method import Method, StepContext, frozen_copy
 from benchbackcompat.metrics import compatibility as cm
 from benchbackcompat.models.network import Network
@@ -91,9 +91,9 @@ class CellRunner:
     """Trains and evaluates one cell."""
 
     def __init__(self, cell: Cell, method: Method, data: ScenarioData, store: ResultStore, device: torch.device,
-                 observer=None, share_models: bool = True) -> None:
+                 observer=None, share_models: bool = True, acceleration: Acceleration = Acceleration()) -> None:
         self.cell, self.method, self.data, self.store, self.device = cell, method, data, store, device
-        self.share_models = share_models
+        self.share_models, self.acceleration = share_models, acceleration
         self.scenario: ScenarioBase = cell.scenario.config
         self.steps: list[Step] = build_steps(self.scenario, data.num_classes)
         self.observer = observer
@@ -124,7 +124,8 @@ class CellRunner:
                 self.observer(cell=self.cell.label, step=step, epoch=epoch, values=values)
 
         method.before_step(model, ctx)
-        history = train_model(model, method, ctx, seed=seed, observer=observe, desc=f"{self.cell.label} {tag}")
+        history = train_model(model, method, ctx, seed=seed, observer=observe, desc=f"{self.cell.label} {tag}",
+                              acceleration=self.acceleration)
         method.after_step(model, ctx)
         return history
 
@@ -349,7 +350,8 @@ def summarise(C: list[list[float]]) -> dict[str, Any]:
 
 
 def run_cell(cell: Cell, method: Method, data: ScenarioData, store: ResultStore, device: torch.device,
-             observer=None, plugin_versions: dict[str, str] | None = None, share_models: bool = True) -> dict[str, Any]:
+             observer=None, plugin_versions: dict[str, str] | None = None, share_models: bool = True,
+             acceleration: Acceleration = Acceleration()) -> dict[str, Any]:
     """Run a cell and write its record (also for diverged, failed and not-applicable cells)."""
     base = {
         "key": cell.key, "label": cell.label, "scenario": cell.scenario.name, "kind": cell.scenario.config.kind,
@@ -363,7 +365,7 @@ def run_cell(cell: Cell, method: Method, data: ScenarioData, store: ResultStore,
         record = {**base, "status": "not-applicable", "reason": reason}
     else:
         try:
-            record = {**base, **CellRunner(cell, method, data, store, device, observer, share_models).run()}
+            record = {**base, **CellRunner(cell, method, data, store, device, observer, share_models, acceleration).run()}
         except DivergedError as error:  # recorded (the leaderboard shows "nan"), not retried
             record = {**base, "status": "diverged", "reason": str(error), "step": error.step, "epoch": error.epoch,
                       "batch": error.batch, "last_finite_loss": error.last_finite}

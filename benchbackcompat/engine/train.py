@@ -4,6 +4,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor, nn
@@ -113,6 +114,19 @@ def batches_per_epoch(n_new: int, n_memory: int, batch_size: int) -> int:
     return max(1, (n_new + n_memory) // size) if n_memory else n_new // size
 
 
+@dataclass(frozen=True)
+class Acceleration:
+    """Speed options that leave the method's arithmetic unchanged (up to rounding)."""
+
+    channels_last: bool = False  # NHWC weights and inputs (helps convolutions on CUDA tensor cores)
+    compile: bool = False  # torch.compile the backbone for training
+
+    @classmethod
+    def resolve(cls, channels_last: str, compile: bool, device: torch.device) -> Acceleration:
+        """``channels_last``: auto (on CUDA), on or off."""
+        return cls(channels_last == "on" or (channels_last == "auto" and device.type == "cuda"), compile)
+
+
 @names_batch_size_on_oom
 def train_model(
     model: nn.Module,
@@ -122,9 +136,19 @@ def train_model(
     seed: int,
     observer: EpochObserver | None = None,
     desc: str = "train",
+    acceleration: Acceleration = Acceleration(),
 ) -> list[dict[str, float]]:
     """Train ``model`` in place for ``ctx.train.epochs`` epochs; returns the per-epoch means of the loss terms."""
     cfg, device = ctx.train, ctx.device
+    if acceleration.channels_last:
+        model.to(memory_format=torch.channels_last)
+    if acceleration.compile:
+        model.backbone.compile()  # in place: parameter names (and checkpoints) are unchanged
+        try:
+            return train_model.__wrapped__(model, method, ctx, seed=seed, observer=observer, desc=desc,
+                                           acceleration=Acceleration(acceleration.channels_last, False))
+        finally:
+            model.backbone._compiled_call_impl = None  # evaluation and frozen copies use the plain module
     data, memory = ctx.train_data, ctx.memory
     n_memory = len(memory) if (ctx.step.replay and memory is not None) else 0
     per_epoch = batches_per_epoch(len(data), n_memory, cfg.batch_size)
@@ -150,6 +174,8 @@ def train_model(
                 labels = torch.cat([labels, memory.labels[mem_idx.to(device)]])
                 from_memory = torch.cat([from_memory, torch.ones(len(mem_idx), dtype=torch.bool, device=device)])
             inputs = _prepare(images, ctx, aug_gen)  # the whole batch on every rank, then this rank's slice
+            if acceleration.channels_last:
+                inputs = inputs.contiguous(memory_format=torch.channels_last)
             inputs, labels, from_memory = (distributed.shard(t) for t in (inputs, labels, from_memory))
             with autocast(device, cfg.amp):
                 terms = method.loss(model, Batch(inputs, labels, from_memory), ctx)
