@@ -11,6 +11,7 @@ import os
 import platform
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,7 +23,11 @@ from benchbackcompat.config import NamedScenario, ScenarioBase, config_hash
 from benchbackcompat.data.arrays import ImageArrays
 from benchbackcompat.engine import distributed
 from benchbackcompat.engine.device import derive_seed, seed_everything
-from benchbackcompat.engine.evaluate import ModelFeatures, compatibility_matrices, model_features
+from benchbackcompat.engine.evaluate import (
+    ModelFeatures,
+    compatibility_matrices,
+    model_features,
+)
 from benchbackcompat.engine.train import Acceleration, DivergedError, train_model
 from benchbackcompat.method import Method, StepContext, frozen_copy
 from benchbackcompat.metrics import compatibility as cm
@@ -139,17 +144,22 @@ class CellRunner:
             "data": self.scenario.data.model_dump(mode="json"), "seed": self.cell.seed, "classes": num_classes,
             "cell": None if self.share_models else self.cell.key,
         })
-        self.shared.append(key)
         ctx = self.context(step, None, None, train_cfg, train_data)
         classes = num_classes or step.seen_classes
         model = self.fresh_model(recipe, ctx, step.backbone, classes, init_index=step.index)
+        return self.stored_or_trained(key, model, lambda: self.train(recipe, model, ctx, tag=f"{kind}-{step.index}"))
+
+    def stored_or_trained(self, key: str, model: Network, train: Callable[[], object]) -> Network:
+        """Shared model ``key``: loaded from the store, or trained by ``train()`` and stored; under the
+        model's lock, so that concurrent processes train it once."""
+        self.shared.append(key)
         path = self.store.model_path(key)
         with self.store.model_lock(key):  # another process training it: wait, then load
             saved = self.store.load(path, self.device)
             if saved is not None:
                 model.load_state_dict(saved["model"])
                 return model.eval()
-            self.train(recipe, model, ctx, tag=f"{kind}-{step.index}")
+            train()
             self.store.save(path, {"model": model.state_dict()})
         return model.eval()
 
@@ -167,20 +177,16 @@ class CellRunner:
             "train": cfg.model_dump(mode="json"), "model": self.scenario.model.model_dump(mode="json"),
             "data": self.scenario.data.model_dump(mode="json"), "seed": PRETRAIN_SEED,
         })
-        self.shared.append(key)
         ctx = self.context(pretrain_step, None, None, cfg, self.data.pretrain_data(spec.num_classes))
         seed_everything(derive_seed(PRETRAIN_SEED, "pretrained-init", spec.index))
         model = recipe.build_model(ctx, spec.backbone, spec.num_classes).to(self.device)
-        path = self.store.model_path(key)
-        saved = self.store.load(path, self.device)
-        if saved is not None:
-            model.load_state_dict(saved["model"])
-            return model.eval()
-        seed = derive_seed(PRETRAIN_SEED, "pretrained-train", spec.index)
-        seed_everything(seed)
-        train_model(model, recipe, ctx, seed=seed, desc=f"{self.cell.label} pretrained-{spec.index}")
-        self.store.save(path, {"model": model.state_dict()})
-        return model.eval()
+
+        def pretrain() -> None:
+            seed = derive_seed(PRETRAIN_SEED, "pretrained-train", spec.index)
+            seed_everything(seed)
+            train_model(model, recipe, ctx, seed=seed, desc=f"{self.cell.label} pretrained-{spec.index}")
+
+        return self.stored_or_trained(key, model, pretrain)
 
     # --- the steps -------------------------------------------------------------------------
     def is_standard(self, step: Step) -> bool:
