@@ -18,6 +18,7 @@ from benchbackcompat.errors import BenchError
 from benchbackcompat.presets import resolve_run
 from benchbackcompat.report.aggregate import CHANCE_FACTOR, MIN_UPDATE_GAIN, Table, build_tables, flatten
 from benchbackcompat.report.columns import STATISTICS, metric_name
+from benchbackcompat.report.claims import claims_markdown
 from benchbackcompat.report.exports import csv_export, json_export
 from benchbackcompat.report.markdown import escape, slug
 from benchbackcompat.report.merge import Merged
@@ -124,6 +125,8 @@ def readme_markdown(pages: list[Page], merged: Merged, command: str, date: str) 
     parts.append(code_block("\n".join(command for page in pages for command in run_commands(page))))
     parts.append("(`--set` lists where the stored configuration differs from the preset as it reads now; the exact "
                  "configuration of every table is in leaderboard.json.)")
+    parts.append("[The papers' claims, tested on these results](claims.md): each claim with the paper's numbers, "
+                 "ours with 95% intervals and a verdict (reproduced, not reproduced, undecidable at this scale).")
     parts.append("## Pages")
     rows = ["| page | dataset | preset | scenarios | cells |", "|---|---|---|---|---|"]
     rows += [f"| [{page.name}]({page.name}.md) | {escape(page.dataset)} | {escape(page.preset)} | "
@@ -230,6 +233,7 @@ def write_leaderboard(merged: Merged, out: Path, command: str, date: str) -> lis
     for page in pages:
         written.append(_write(out / f"{page.name}.md", page_markdown(page, out, date)))
     written.append(_write(out / "README.md", readme_markdown(pages, merged, command, date)))
+    written.append(_write(out / "claims.md", claims_markdown(tables, header_markdown(merged.records, date))))
     written.append(_write(out / "leaderboard.csv", csv_export(tables)))
     written.append(_write(out / "leaderboard.json", json_export(tables, provenance(merged.records, date))))
     return written + sorted((out / "figures").glob("*.png"))
