@@ -37,6 +37,10 @@ class DataConfig(StrictModel):
     pretrain_classes: int | None = Field(None, ge=2)
     seed: int = Field(0, description="rendering seed of the embedded dataset")
     class_order_seed: int | None = Field(None, description="shuffle the class order with this seed; None keeps label order")
+    order_by_seed: bool = Field(
+        False, description="each seed of a run shuffles the class order with its own seed (sets class_order_seed), "
+        "so seeds vary which classes each model sees as well as the initialisation and data subsets"
+    )
 
 
 class TrainConfig(StrictModel):

@@ -9,7 +9,7 @@ from typing import Any
 import torch
 from tqdm.auto import tqdm
 
-from benchbackcompat.config import RunConfig, ScenarioBase
+from benchbackcompat.config import NamedScenario, RunConfig, ScenarioBase
 from benchbackcompat.data.registry import get_dataset
 from benchbackcompat.engine import distributed
 from benchbackcompat.engine.device import resolve_device
@@ -65,10 +65,19 @@ def make_plan(run: RunConfig, host: PluginHost) -> Plan:
         if classes:
             build_steps(named.config, classes)
     cells = [
-        Cell(named, name, methods[name].params.model_dump(mode="json"), seed, run.preset)
+        Cell(seeded(named, seed), name, methods[name].params.model_dump(mode="json"), seed, run.preset)
         for named in run.scenarios for seed in run.seeds for name in run.methods
     ]
     return Plan(run, methods, cells)
+
+
+def seeded(named: NamedScenario, seed: int) -> NamedScenario:
+    """The scenario as cells of ``seed`` run it: with ``data.order_by_seed`` its class order is drawn from the seed."""
+    data = named.config.data
+    if not data.order_by_seed:
+        return named
+    config = named.config.model_copy(update={"data": data.model_copy(update={"class_order_seed": seed})})
+    return named.model_copy(update={"config": config})
 
 
 def check_names(scenario: ScenarioBase) -> None:
