@@ -160,3 +160,27 @@ def test_bold_only_rows_not_significantly_worse_than_the_best():
     assert bold == {"best", "close"}
     old = next(c for c in table.columns if c.id == "cmc@1:old_self")
     assert best_ids(table, old) == set()  # context columns are never bold
+
+
+def _data(query_labels: list[int], gallery_labels: list[int] | None):
+    from benchbackcompat.data.arrays import ImageArrays
+    from benchbackcompat.scenarios.data import ScenarioData
+
+    def arrays(labels):
+        return ImageArrays(torch.zeros(len(labels), 3, 8, 8, dtype=torch.uint8), torch.tensor(labels))
+
+    return ScenarioData(arrays([0]), arrays(query_labels), arrays(gallery_labels) if gallery_labels else None, None,
+                        (0.5,) * 3, (0.25,) * 3, 8, 3, "hand")
+
+
+def test_chance_levels_by_hand():
+    from benchbackcompat.engine.evaluate import chance_level
+
+    loo = _data([0, 0, 1, 1, 1], None)
+    # leave-one-out: a class-0 query has 1 relevant item among 4 others, a class-1 query 2 of 4
+    assert chance_level("cmc@1", "loo", loo) == pytest.approx(100 * (2 * 0.25 + 3 * 0.5) / 5)
+    # CMC@2: one minus the chance that neither of two random items is relevant (with replacement)
+    assert chance_level("cmc@2", "loo", loo) == pytest.approx(100 * (2 * (1 - 0.75**2) + 3 * (1 - 0.5**2)) / 5)
+    assert chance_level("top1", "template", _data([0, 1], [0, 1, 2, 2])) == pytest.approx(100 / 3)
+    assert chance_level("cmc@1", "nn", _data([0, 1], [0, 1, 2, 2])) == pytest.approx(25.0)
+    assert chance_level("verification", "verification", loo) == 50.0
