@@ -41,6 +41,7 @@ class PluginHost:
     manager: pluggy.PluginManager = field(default_factory=lambda: _new_manager())
     failures: dict[str, PluginFailure] = field(default_factory=dict)
     loaded: set[str] = field(default_factory=set)
+    conflicts: dict[str, str] = field(default_factory=dict)  # method name -> why it is refused (two classes)
 
     # --- entry points ----------------------------------------------------------------------
     @staticmethod
@@ -109,19 +110,33 @@ class PluginHost:
 
     # --- methods ---------------------------------------------------------------------------
     def methods(self) -> dict[str, type[Method]]:
+        """Registered methods by name; a name that two classes register goes to ``conflicts`` instead."""
         found: dict[str, type[Method]] = {}
         for result in self.manager.hook.bbc_register_methods():
             for cls in result or []:
-                found[cls.name] = cls
-        return found
+                other = found.setdefault(cls.name, cls)
+                if other is not cls:
+                    self.conflicts[cls.name] = (
+                        f"method {cls.name!r} is registered by two classes: {_origin(other)} and {_origin(cls)}; "
+                        "uninstall one of these distributions or rename one of the methods")
+        return {name: cls for name, cls in found.items() if name not in self.conflicts}
+
+    def check_unique(self, names: list[str]) -> None:
+        """Refuse ``names`` if another loaded plugin registers one of them too (an impostor or a clash)."""
+        self.methods()
+        for name in names:
+            if name in self.conflicts:
+                raise BenchError(self.conflicts[name])
 
     def method_class(self, name: str) -> type[Method]:
         """The method ``name``: its own entry point first, then every plugin (third-party names may differ)."""
         self.load(name)
         methods = self.methods()
-        if name not in methods:
+        if name not in methods and name not in self.conflicts:
             self.load_all()
             methods = self.methods()
+        if name in self.conflicts:
+            raise BenchError(self.conflicts[name])
         if name in methods:
             return methods[name]
         if name in self.failures:
@@ -146,6 +161,14 @@ class PluginHost:
             DATASETS.update({entry.name: entry for entry in entries or []})
         for entries in self.manager.hook.bbc_register_backbones():
             BACKBONES.update({entry.name: entry for entry in entries or []})
+
+
+def _origin(cls: type) -> str:
+    """``module.Class`` and the distribution that installed it."""
+    from benchbackcompat.identity import distribution_of
+
+    name, version = distribution_of(cls.__module__.split(".")[0])
+    return f"{cls.__module__}.{cls.__qualname__} (distribution {name} {version})".replace(" )", ")")
 
 
 def _new_manager() -> pluggy.PluginManager:

@@ -1,7 +1,8 @@
 """Runs cells: trains a method through a scenario's steps (resuming finished steps), evaluates, stores the record.
 
 A cell is one (scenario, method, seed, configuration); its key is a hash of the resolved
-configuration. Models that do not depend on the method (standard old models, the references
+configuration (without data paths), the method's code identity, the core's results version and the
+data's content fingerprint (benchbackcompat/identity.py). Models that do not depend on the method (standard old models, the references
 of P_com/P_up, models pretrained elsewhere) are trained once and shared through the store.
 """
 from __future__ import annotations
@@ -12,7 +13,7 @@ import platform
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -29,6 +30,7 @@ from benchbackcompat.engine.evaluate import (
     model_features,
 )
 from benchbackcompat.engine.train import Acceleration, DivergedError, train_model
+from benchbackcompat.identity import RESULTS_VERSION, source_hash, source_packages
 from benchbackcompat.method import Method, StepContext, frozen_copy
 from benchbackcompat.metrics import compatibility as cm
 from benchbackcompat.models.network import Network
@@ -37,7 +39,7 @@ from benchbackcompat.scenarios.data import ScenarioData, select_memory
 from benchbackcompat.scenarios.steps import Step, build_steps
 from benchbackcompat.store import ResultStore
 
-CELL_FORMAT = 1
+CELL_FORMAT = 2
 PRETRAIN_SEED = 0  # models pretrained elsewhere do not depend on the cell's seed
 
 
@@ -48,20 +50,44 @@ class Cell:
     params: dict[str, Any]
     seed: int
     preset: str
+    code: dict[str, Any] = field(default_factory=dict)  # the method's code identity (identity.code_identity)
+    data_fingerprint: str | None = None  # set once the scenario's data is loaded
+
+    @property
+    def identity(self) -> dict[str, Any]:
+        """What the numbers depend on besides the configuration (stored in the record)."""
+        return {"code": self.code, "results_version": RESULTS_VERSION, "data_sha256": self.data_fingerprint}
 
     @property
     def key(self) -> str:
+        if self.data_fingerprint is None:
+            raise RuntimeError(f"cell {self.label}: its key needs the data fingerprint; load the data first")
         return config_hash({
             "format": CELL_FORMAT,
-            "scenario": self.scenario.config.model_dump(mode="json"),
+            "scenario": keyed_config(self.scenario.config),
             "method": self.method,
             "params": self.params,
             "seed": self.seed,
+            **self.identity,
         })
 
     @property
     def label(self) -> str:
         return f"{self.scenario.name}/{self.method}/seed{self.seed}"
+
+
+def keyed_config(scenario: ScenarioBase) -> dict[str, Any]:
+    """The scenario configuration as it enters keys: without the data root (a path, not the content;
+    the data fingerprint stands for the content)."""
+    config = scenario.model_dump(mode="json")
+    config["data"].pop("root", None)
+    return config
+
+
+def build_code_hash(method: Method) -> str:
+    """Source hash of the non-core packages behind ``method.build_model`` (its shared models depend on it)."""
+    owner = next(c for c in type(method).__mro__ if "build_model" in vars(c))
+    return source_hash(source_packages(owner))
 
 
 def versions(plugin_versions: dict[str, str]) -> dict[str, Any]:
@@ -141,13 +167,18 @@ class CellRunner:
         key = config_hash({
             "kind": kind, "recipe": recipe.describe(), "head": recipe.head, "step": step.to_dict(),
             "train": train_cfg.model_dump(mode="json"), "model": self.scenario.model.model_dump(mode="json"),
-            "data": self.scenario.data.model_dump(mode="json"), "seed": self.cell.seed, "classes": num_classes,
+            **self.data_and_code(recipe), "seed": self.cell.seed, "classes": num_classes,
             "cell": None if self.share_models else self.cell.key,
         })
         ctx = self.context(step, None, None, train_cfg, train_data)
         classes = num_classes or step.seen_classes
         model = self.fresh_model(recipe, ctx, step.backbone, classes, init_index=step.index)
         return self.stored_or_trained(key, model, lambda: self.train(recipe, model, ctx, tag=f"{kind}-{step.index}"))
+
+    def data_and_code(self, recipe: Method) -> dict[str, Any]:
+        """The parts of a shared model's key that stand for its data (content, not path) and its code."""
+        return {"data": keyed_config(self.scenario)["data"], "data_sha256": self.data.fingerprint,
+                "results_version": RESULTS_VERSION, "build_code": getattr(recipe, "build_code", None) or build_code_hash(recipe)}
 
     def stored_or_trained(self, key: str, model: Network, train: Callable[[], object]) -> Network:
         """Shared model ``key``: loaded from the store, or trained by ``train()`` and stored; under the
@@ -175,7 +206,7 @@ class CellRunner:
         key = config_hash({
             "kind": "pretrained", "recipe": recipe.describe(), "head": recipe.head, "step": pretrain_step.to_dict(),
             "train": cfg.model_dump(mode="json"), "model": self.scenario.model.model_dump(mode="json"),
-            "data": self.scenario.data.model_dump(mode="json"), "seed": PRETRAIN_SEED,
+            **self.data_and_code(recipe), "seed": PRETRAIN_SEED,
         })
         ctx = self.context(pretrain_step, None, None, cfg, self.data.pretrain_data(spec.num_classes))
         seed_everything(derive_seed(PRETRAIN_SEED, "pretrained-init", spec.index))
@@ -320,6 +351,7 @@ def standard_recipe(method: Method) -> Method:
         **({"identity": method.model_identity()} if method.model_identity() else {}),
     }
     recipe.describe = lambda: identity
+    recipe.build_code = build_code_hash(method)
     recipe.build_model = method.build_model
     recipe.features = method.features
     recipe.similarity = method.similarity
@@ -364,7 +396,7 @@ def run_cell(cell: Cell, method: Method, data: ScenarioData, store: ResultStore,
         "preset": cell.preset, "method": cell.method, "params": method.params.model_dump(mode="json"),
         "seed": cell.seed, "config": cell.scenario.config.model_dump(mode="json"), "dataset": data.name,
         "device": device_name(device), "versions": versions(plugin_versions or {}),
-        "worker": worker_name(),
+        "identity": cell.identity, "worker": worker_name(),
     }
     reason = method.unsupported_reason(cell.scenario.config)
     if reason:

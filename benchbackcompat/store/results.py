@@ -1,6 +1,7 @@
 """The results directory.
 
 ``<out>/cells/<key>/record.json``   one record per (scenario, method, seed, configuration), written atomically
+``<out>/cells/<key>/cell.json``     the planned cell (label, method, code and data identity), written when it is queued
 ``<out>/cells/<key>/step-<t>.pt``   the cell's finished steps, to resume an interrupted cell
 ``<out>/models/<key>.pt``          models shared between cells (standard old models, references, pretrained models)
 ``<out>/locks/``                   advisory locks: several processes may run on one results directory at once
@@ -39,7 +40,13 @@ class ResultStore:
         except (OSError, UnicodeDecodeError, json.JSONDecodeError):
             record, stored = None, None
         if isinstance(record, dict) and stored == record_checksum(record) and record.get("format") == RECORD_FORMAT:
-            return record
+            if record.get("key") == key:
+                return record
+            if path not in self.reported:
+                self.reported.add(path)
+                log.warning(f"warning: result {path} belongs to cell {record.get('key')!r}, not to its folder {key!r} "
+                            "(copied?); ignoring it (a run recomputes the cell)")
+            return None
         if path not in self.reported:
             self.reported.add(path)
             problem = "does not match its checksum (truncated or corrupted)" if isinstance(record, dict) else "cannot be read"
@@ -53,6 +60,26 @@ class ResultStore:
         payload["sha256"] = record_checksum(payload)
         atomic_write_bytes(path, json.dumps(payload, indent=1).encode())
         return path
+
+    def write_cell_entry(self, key: str, entry: dict[str, Any]) -> None:
+        """Note a queued cell (``cell.json``), so that ``status`` can list it before it has a result."""
+        atomic_write_bytes(self.cell_dir(key) / "cell.json", json.dumps({"key": key, **entry}, indent=1).encode())
+
+    def cell_entry(self, key: str) -> dict[str, Any] | None:
+        try:
+            entry = json.loads((self.cell_dir(key) / "cell.json").read_text())
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            return None
+        return entry if isinstance(entry, dict) else None
+
+    def clear_cell(self, key: str) -> None:
+        """Forget a cell's result, saved steps and traceback (``--force``/``--rerun``); its cell.json stays."""
+        folder = self.cell_dir(key)
+        for path in [folder / "record.json", folder / "traceback.txt", *folder.glob("step-*.pt*")]:
+            path.unlink(missing_ok=True)
+
+    def keys(self) -> list[str]:
+        return sorted(p.name for p in (self.root / "cells").glob("*") if p.is_dir())
 
     def records(self) -> Iterator[dict[str, Any]]:
         for path in sorted((self.root / "cells").glob("*/record.json")):
