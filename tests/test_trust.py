@@ -189,3 +189,45 @@ def test_a_method_name_registered_twice_is_an_error_naming_both_distributions(me
         assert "| l2 " in captured.out and "conflict" in captured.out and "evil-plugin" in captured.err
     finally:
         sys.modules.pop("dup", None)
+
+
+# --- divergence after the last update, or at evaluation ------------------------------------------------------------
+
+@pytest.mark.slow
+def test_weights_that_diverge_in_the_last_update_of_an_epoch_record_the_cell_as_diverged(tree, tmp_path):
+    out = tmp_path / "run"  # step 0: 16 images, one batch per epoch, so no later loss would show the NaN
+    code, log, written = run(out, tree, "independent", "--set", "train.lr=inf", "--set", "train.batch_size=16")
+    assert code == 1 and written == 1
+    (record,) = ResultStore(out).records()
+    assert record["status"] == "diverged" and record["step"] == 0 and record["epoch"] == 0
+    assert record["reason"].startswith("weights (") and "diverged (NaN/Inf) at step 0, epoch 0" in record["reason"]
+
+
+NAN_FEATURES = """
+    import benchbackcompat
+    from bbc_baselines.independent import Independent
+
+    class NanFeatures(Independent):
+        name = "nanfeat"
+
+        def features(self, model, images):
+            features = super().features(model, images)
+            return features if model.training else features * float("nan")  # NaN at evaluation only
+
+    @benchbackcompat.hookimpl
+    def bbc_register_methods():
+        return [NanFeatures]
+"""
+
+
+@pytest.mark.slow
+def test_non_finite_features_at_evaluation_record_the_cell_as_diverged(tree, tmp_path, monkeypatch):
+    install_plugin(tmp_path, "nanfeat", NAN_FEATURES, dist="nan-plugin")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        code, log, written = run(tmp_path / "run", tree, "nanfeat")
+    finally:
+        sys.modules.pop("nanfeat", None)
+    assert code == 1 and written == 1
+    (record,) = ResultStore(tmp_path / "run").records()
+    assert record["status"] == "diverged" and record["reason"].startswith("evaluation features of model 0 diverged")

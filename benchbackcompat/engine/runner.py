@@ -286,9 +286,13 @@ class CellRunner:
         return model.to(self.device).eval()
 
     # --- evaluation ------------------------------------------------------------------------
-    def features(self, method: Method, model: Network) -> ModelFeatures:
-        return model_features(model, method, self.data, batch_size=self.scenario.train.eval_batch_size,
-                              device=self.device, amp=self.scenario.train.amp)
+    def features(self, method: Method, model: Network, index: int = 0) -> ModelFeatures:
+        """Features of ``model`` (step ``index``); NaN or Inf in them records the cell as diverged."""
+        features = model_features(model, method, self.data, batch_size=self.scenario.train.eval_batch_size,
+                                  device=self.device, amp=self.scenario.train.amp)
+        if not all(bool(torch.isfinite(f).all()) for f in (features.query, features.gallery) if f is not None):
+            raise DivergedError(index, None, None, None, what=f"evaluation features of model {index}")
+        return features
 
     def run(self) -> dict[str, Any]:
         started = time.perf_counter()
@@ -298,7 +302,7 @@ class CellRunner:
                 self.reference_models()
             return {"status": "finished"}
         eval_started = time.perf_counter()
-        features = [self.features(self.method, m) for m in models]
+        features = [self.features(self.method, m, t) for t, m in enumerate(models)]
         matrices, notes = compatibility_matrices(
             self.method, features, self.data, self.scenario.protocol, self.scenario.metrics, self.cell.seed,
             self.scenario.verification_pairs,
@@ -327,7 +331,7 @@ class CellRunner:
         """P_com and P_up (HBCT Eqs. 14-15) against reference models of the method's own geometry:
         the old model and the independently trained new model of ``method.reference()``."""
         recipe, references = self.reference_models()
-        reference_features = [self.features(recipe, m) for m in references]
+        reference_features = [self.features(recipe, m, t) for t, m in enumerate(references)]
         for index, name in ((0, "reference_old_self"), (1, "reference_self")):
             feats = [reference_features[index]]
             matrices, _ = compatibility_matrices(recipe, feats, self.data, self.scenario.protocol,
