@@ -231,3 +231,35 @@ def test_non_finite_features_at_evaluation_record_the_cell_as_diverged(tree, tmp
     assert code == 1 and written == 1
     (record,) = ResultStore(tmp_path / "run").records()
     assert record["status"] == "diverged" and record["reason"].startswith("evaluation features of model 0 diverged")
+
+
+# --- the dataset cache is checked ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("damage", ["flip", "random", "no-checksum", "truncate"])
+def test_a_damaged_dataset_cache_is_rebuilt_with_one_warning(damage, tmp_path, caplog):
+    from benchbackcompat.data import DatasetRequest, load_dataset
+
+    root = write_tree(tmp_path / "tree")
+    request = DatasetRequest(cache_dir=tmp_path / "cache", root=root)
+    first = load_dataset("imagefolder", request)
+    (path,) = (tmp_path / "cache").glob("*.pt")
+    data = bytearray(path.read_bytes())
+    if damage == "flip":  # a few bytes inside the image arrays: torch.load would still succeed
+        for i in range(len(data) - 2000, len(data) - 1000, 97):
+            data[i] ^= 0xFF
+        path.write_bytes(bytes(data))
+    elif damage == "random":
+        path.write_bytes(np.random.default_rng(0).bytes(len(data)))
+    elif damage == "truncate":
+        path.write_bytes(bytes(data[: len(data) // 2]))
+    else:
+        Path(str(path) + ".sha256").unlink()
+    caplog.clear()
+    again = load_dataset("imagefolder", request)
+    warnings = [r.getMessage() for r in caplog.records]
+    assert len(warnings) == 1 and warnings[0].startswith(f"warning: dataset cache {path}:") and "rebuilding" in warnings[0]
+    assert "\n" not in warnings[0]
+    assert all(bool((first.splits[s].images == again.splits[s].images).all()) for s in first.splits)
+    caplog.clear()
+    load_dataset("imagefolder", request)  # rebuilt with a fresh checksum: no warning now
+    assert not caplog.records
