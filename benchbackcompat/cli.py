@@ -76,9 +76,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from benchbackcompat.interrupts import watching
+
     args = build_parser().parse_args(argv)
     try:
-        return COMMANDS[args.command](args)
+        with watching():  # a real Ctrl-C stops the run; a KeyboardInterrupt raised by plugin code fails its cell
+            return COMMANDS[args.command](args)
     except BenchError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

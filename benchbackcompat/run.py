@@ -1,6 +1,7 @@
 """Plan and execute a run: every (scenario, seed, method) cell, skipping finished ones."""
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -14,7 +15,7 @@ from benchbackcompat.config import RunConfig, ScenarioBase
 from benchbackcompat.data.registry import get_dataset
 from benchbackcompat.engine import distributed
 from benchbackcompat.engine.device import resolve_device
-from benchbackcompat.engine.runner import Cell, run_cell, worker_name
+from benchbackcompat.engine.runner import Cell, run_cell, unsupported, worker_name
 from benchbackcompat.engine.train import Acceleration
 from benchbackcompat.errors import BenchError, UnknownNameError
 from benchbackcompat.identity import code_identity
@@ -50,7 +51,7 @@ class Plan:
                                  + (f" ({step.pretrained.num_classes}-class pretrained)" if step.pretrained else "")
                                  + (", replay" if step.replay else ""))
             for name, method in self.methods.items():
-                reason = method.unsupported_reason(scenario)
+                reason = unsupported(method, scenario)
                 if reason:
                     lines.append(f"  {name}: not applicable ({reason})")
         lines.append(f"{len(self.cells)} cells: " + ", ".join(c.label for c in self.cells))
@@ -135,11 +136,11 @@ def execute(plan: Plan, host: PluginHost) -> list[dict[str, Any]]:
             return existing
         progress.set_postfix_str(cell.label)
         method = type(plan.methods[cell.method])(plan.methods[cell.method].params)  # fresh state per cell
-        record = run_cell(cell, method, data_of(cell), store, device, observer=host.manager.hook.bbc_on_log if distributed.is_main() else None,
+        record = run_cell(cell, method, data_of(cell), store, device, observer=functools.partial(host.notify, "bbc_on_log") if distributed.is_main() else None,
                           plugin_versions=plugin_versions, share_models=run.share_models,
                           acceleration=Acceleration.resolve(run.channels_last, run.compile, device))
         if record["status"] == "finished":
-            host.manager.hook.bbc_on_cell_finished(record=record)
+            host.notify("bbc_on_cell_finished", record=record)
         return record
 
     pending = []

@@ -263,3 +263,133 @@ def test_a_damaged_dataset_cache_is_rebuilt_with_one_warning(damage, tmp_path, c
     caplog.clear()
     load_dataset("imagefolder", request)  # rebuilt with a fresh checksum: no warning now
     assert not caplog.records
+
+
+# --- plugin and observer code cannot take the run down -------------------------------------------------------------
+
+ROGUE = """
+    import os, signal, sys
+    import benchbackcompat
+    from bbc_baselines.l2 import L2
+
+    class Exits(L2):
+        name = "exits"
+
+        def loss(self, model, batch, ctx):
+            sys.exit(0)
+
+    class Interrupts(L2):
+        name = "interrupts"
+
+        def loss(self, model, batch, ctx):
+            raise KeyboardInterrupt("raised by the plugin, not by a user")
+
+    class RealCtrlC(L2):
+        name = "ctrl-c"
+
+        def loss(self, model, batch, ctx):
+            os.kill(os.getpid(), signal.SIGINT)  # what pressing Ctrl-C does
+            return super().loss(model, batch, ctx)
+
+    class BadCheck(L2):
+        name = "badcheck"
+
+        def unsupported_reason(self, scenario):
+            raise SystemExit("support check exits")
+
+    @benchbackcompat.hookimpl
+    def bbc_register_methods():
+        return [Exits, Interrupts, RealCtrlC, BadCheck]
+"""
+
+OBSERVERS = """
+    import sys
+    import benchbackcompat
+
+    class Rogue:
+        @benchbackcompat.hookimpl
+        def bbc_on_log(self, cell, step, epoch, values):
+            raise SystemExit(3)
+
+        @benchbackcompat.hookimpl
+        def bbc_on_cell_finished(self, record):
+            raise KeyboardInterrupt("observer")
+
+    class Counter:
+        finished = []
+
+        @benchbackcompat.hookimpl
+        def bbc_on_cell_finished(self, record):
+            Counter.finished.append(record["label"])
+
+    def rogue(results):
+        return Rogue()
+
+    def counter(results):
+        return Counter()
+"""
+
+
+@pytest.fixture
+def rogue(tmp_path, monkeypatch):
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    install_plugin(plugins, "rogue", ROGUE, dist="rogue-plugin")
+    entry_points = plugins / "rogue_plugin-1.0.dist-info" / "entry_points.txt"
+    entry_points.write_text("[benchbackcompat]\n" + "".join(f"{n} = rogue\n" for n in
+                                                            ("exits", "interrupts", "ctrl-c", "badcheck")))
+    monkeypatch.syspath_prepend(str(plugins))
+    yield plugins
+    for name in ("rogue", "rogue_observers"):
+        sys.modules.pop(name, None)
+
+
+@pytest.mark.slow
+def test_sys_exit_and_keyboard_interrupt_from_a_plugin_fail_only_its_cell(rogue, tree, tmp_path):
+    out = tmp_path / "run"
+    code, log, written = run(out, tree, "exits,interrupts,independent")
+    assert code == 1 and written == 1  # independent finished; the two failed cells are not recorded
+    assert "multi-step/exits/seed0: failed (SystemExit: 0; traceback in" in log
+    assert "multi-step/interrupts/seed0: failed (KeyboardInterrupt: raised by the plugin, not by a user" in log
+    assert len(list(out.glob("cells/*/traceback.txt"))) == 2
+
+
+@pytest.mark.slow
+def test_a_real_ctrl_c_still_stops_the_run_cleanly(rogue, tree, tmp_path):
+    code, log, written = run(tmp_path / "run", tree, "ctrl-c,independent")
+    assert code == 130 and "interrupted: finished steps are saved" in log and written == 0
+
+
+def test_a_support_check_that_raises_marks_the_method_unavailable(rogue, tree, tmp_path, capsys):
+    argv = ["run", "--out", str(tmp_path / "run"), "--scenario", "both", "--methods", "badcheck", "--dry-run"]
+    assert main(argv) == 0
+    assert "badcheck: not applicable (unavailable: its support check raised SystemExit: support check exits)" in \
+        capsys.readouterr().out
+    code, log, written = run(tmp_path / "run", tree, "badcheck")
+    (record,) = ResultStore(tmp_path / "run").records()
+    assert code == 0 and record["status"] == "not-applicable" and "support check raised" in record["reason"]
+
+
+@pytest.mark.slow
+def test_an_observer_that_raises_is_disabled_and_the_cells_finish(rogue, tree, tmp_path, caplog):
+    (rogue / "rogue_observers.py").write_text(textwrap.dedent(OBSERVERS))
+    info = rogue / "rogue_plugin-1.0.dist-info" / "entry_points.txt"
+    info.write_text(info.read_text() + "[benchbackcompat.observers]\na-rogue = rogue_observers:rogue\n"
+                    "b-counter = rogue_observers:counter\n")
+    out = tmp_path / "run"
+    code, log, written = run(out, tree, "independent,l2")
+    assert code == 0 and written == 2
+    import rogue_observers
+
+    assert rogue_observers.Counter.finished == ["multi-step/independent/seed0", "multi-step/l2/seed0"]
+    warnings = [r.getMessage() for r in caplog.records if "observer" in r.getMessage()]
+    assert len(warnings) == 1 and "bbc_on_log raised SystemExit: 3" in warnings[0]
+    assert "SystemExit" in next(out.glob("observers/*.traceback.txt")).read_text()
+
+
+def test_a_plugin_calling_sys_exit_at_import_is_listed_unavailable(tmp_path, monkeypatch, capsys):
+    install_plugin(tmp_path, "quitter", "import sys\nsys.exit(3)\n", dist="quitter-plugin")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert main(["list", "methods"]) == 0
+    out = capsys.readouterr().out
+    assert "| quitter" in out and "SystemExit: 3" in out and "| l2 " in out

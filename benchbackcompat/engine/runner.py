@@ -7,6 +7,7 @@ of P_com/P_up, models pretrained elsewhere) are trained once and shared through 
 """
 from __future__ import annotations
 
+import logging
 import math
 import os
 import platform
@@ -31,6 +32,7 @@ from benchbackcompat.engine.evaluate import (
 )
 from benchbackcompat.engine.train import Acceleration, DivergedError, train_model
 from benchbackcompat.identity import RESULTS_VERSION, source_hash, source_packages
+from benchbackcompat.interrupts import describe, must_propagate
 from benchbackcompat.method import Method, StepContext, frozen_copy
 from benchbackcompat.metrics import compatibility as cm
 from benchbackcompat.models.network import Network
@@ -40,6 +42,7 @@ from benchbackcompat.scenarios.steps import Step, build_steps
 from benchbackcompat.store import ResultStore
 
 CELL_FORMAT = 2
+log = logging.getLogger("benchbackcompat")
 PRETRAIN_SEED = 0  # models pretrained elsewhere do not depend on the cell's seed
 
 
@@ -391,6 +394,28 @@ def summarise(C: list[list[float]]) -> dict[str, Any]:
     return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in values.items()}
 
 
+def unsupported(method: Method, scenario: ScenarioBase) -> str | None:
+    """``method.unsupported_reason(scenario)``; a check that raises makes the method unavailable, with the error."""
+    try:
+        return method.unsupported_reason(scenario)
+    except BaseException as error:
+        if must_propagate(error):
+            raise
+        return f"unavailable: its support check raised {describe(error)}"
+
+
+def save_traceback(store: ResultStore, key: str) -> str | None:
+    """Write the current exception's traceback into the cell's folder; its path, or None if it cannot be written."""
+    path = store.cell_dir(key) / "traceback.txt"
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(traceback.format_exc())
+    except OSError as error:
+        log.warning(f"warning: cannot write {path} ({error.strerror or error}); the traceback is lost")
+        return None
+    return str(path)
+
+
 def run_cell(cell: Cell, method: Method, data: ScenarioData, store: ResultStore, device: torch.device,
              observer=None, plugin_versions: dict[str, str] | None = None, share_models: bool = True,
              acceleration: Acceleration = Acceleration()) -> dict[str, Any]:
@@ -402,7 +427,7 @@ def run_cell(cell: Cell, method: Method, data: ScenarioData, store: ResultStore,
         "device": device_name(device), "versions": versions(plugin_versions or {}),
         "identity": cell.identity, "worker": worker_name(),
     }
-    reason = method.unsupported_reason(cell.scenario.config)
+    reason = unsupported(method, cell.scenario.config)
     if reason:
         record = {**base, "status": "not-applicable", "reason": reason}
     else:
@@ -411,11 +436,9 @@ def run_cell(cell: Cell, method: Method, data: ScenarioData, store: ResultStore,
         except DivergedError as error:  # recorded (the leaderboard shows "nan"), not retried
             record = {**base, "status": "diverged", "reason": str(error), "step": error.step, "epoch": error.epoch,
                       "batch": error.batch, "last_finite_loss": error.last_finite}
-        except Exception as error:  # a plugin bug fails only its own cell; not recorded, so a re-run retries it
-            path = store.cell_dir(cell.key) / "traceback.txt"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(traceback.format_exc())
-            reason = f"{type(error).__name__}: {error}".splitlines()[0]
-            return {**base, "status": "failed", "reason": reason, "traceback": str(path)}
+        except BaseException as error:  # plugin code (even sys.exit or its own KeyboardInterrupt) fails only its cell;
+            if must_propagate(error):  # not recorded, so a re-run retries it. A real Ctrl-C stops the run.
+                raise
+            return {**base, "status": "failed", "reason": describe(error), "traceback": save_traceback(store, cell.key)}
     store.write_record(cell.key, record)
     return record
