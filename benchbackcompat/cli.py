@@ -37,6 +37,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--force", action="store_true", help="recompute every cell of the plan, even finished ones")
     run.add_argument("--rerun", metavar="METHOD[,METHOD]", default="",
                      help="recompute the cells of these methods, even finished ones")
+    run.add_argument("--lock-timeout", type=float, metavar="SECONDS",
+                     help="give up waiting for a cell or model that another process holds (default: wait)")
     run.add_argument("--dry-run", action="store_true", help="print the resolved configuration and the planned steps")
     run.add_argument("--no-share", action="store_true",
                      help="train every model inside its own cell (no models shared across methods; for comparisons)")
@@ -109,6 +111,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     )
     if args.no_share:
         run = run.model_copy(update={"share_models": False})
+    if args.lock_timeout is not None:
+        if args.lock_timeout <= 0:
+            raise BenchError(f"--lock-timeout {args.lock_timeout:g}: expected a positive number of seconds")
+        run = run.model_copy(update={"lock_timeout": args.lock_timeout})
     if args.channels_last or args.compile:
         run = run.model_copy(update={"channels_last": args.channels_last or run.channels_last, "compile": args.compile})
     distributed.initialise_from_environment(run.device)  # under torchrun: one rank of a data-parallel cell

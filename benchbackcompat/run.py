@@ -123,7 +123,9 @@ def execute(plan: Plan, host: PluginHost) -> list[dict[str, Any]]:
     running (its lock is held) is put off to the end, then waited for and its record taken, so
     nothing is run twice or lost."""
     run = plan.run
-    store = distributed.RankStore(run.out) if distributed.active() else ResultStore(run.out)
+    store = distributed.RankStore(run.out, run.lock_timeout) if distributed.active() else ResultStore(run.out, run.lock_timeout)
+    if distributed.is_main():
+        store.remove_orphan_temporaries()  # from writes that a kill cut short
     host.load_observers(run.out)  # loggers (TensorBoard, ...) of entry point group benchbackcompat.observers
     device = resolve_device(run.device)
     plugin_versions = {name: _plugin_version(host, name) for name in run.methods}

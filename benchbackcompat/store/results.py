@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
+import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,8 +24,9 @@ RECORD_FORMAT = 1
 
 
 class ResultStore:
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, lock_timeout: float | None = None) -> None:
         self.root = Path(root)
+        self.lock_timeout = lock_timeout  # seconds to wait for another process's lock (None: as long as it takes)
         self.reported: set[Path] = set()
 
     def cell_dir(self, key: str) -> Path:
@@ -54,11 +58,12 @@ class ResultStore:
         return None
 
     def write_record(self, key: str, record: dict[str, Any]) -> Path:
-        """Write the record atomically with the SHA-256 of its content (``sha256``)."""
+        """Write the record atomically with the SHA-256 of its content (``sha256``), as strict JSON: NaN and
+        Inf (not valid JSON) are written as null, which every reader takes as "not computable"."""
         path = self.cell_dir(key) / "record.json"
-        payload = json.loads(json.dumps({"format": RECORD_FORMAT, **record}, default=str))
+        payload = json.loads(json.dumps(strict_json({"format": RECORD_FORMAT, **record}), default=str, allow_nan=False))
         payload["sha256"] = record_checksum(payload)
-        atomic_write_bytes(path, json.dumps(payload, indent=1).encode())
+        atomic_write_bytes(path, json.dumps(payload, indent=1, allow_nan=False).encode())
         return path
 
     def write_cell_entry(self, key: str, entry: dict[str, Any]) -> None:
@@ -77,6 +82,21 @@ class ResultStore:
         folder = self.cell_dir(key)
         for path in [folder / "record.json", folder / "traceback.txt", *folder.glob("step-*.pt*")]:
             path.unlink(missing_ok=True)
+
+    def remove_orphan_temporaries(self, min_age_s: float = 60.0) -> list[Path]:
+        """Delete ``.NAME.PID.tmp`` files that killed writers left (their pid is not running here and they are
+        older than ``min_age_s``, so a live writer on another host is left alone); returns those deleted."""
+        removed = []
+        for path in [*self.root.glob("cells/*/.*.tmp"), *self.root.glob("models/.*.tmp")]:
+            pid = path.name.rsplit(".", 2)[-2]
+            try:
+                if not pid.isdigit() or _running(int(pid)) or time.time() - path.stat().st_mtime < min_age_s:
+                    continue
+                path.unlink()
+            except OSError:
+                continue
+            removed.append(path)
+        return removed
 
     def keys(self) -> list[str]:
         return sorted(p.name for p in (self.root / "cells").glob("*") if p.is_dir())
@@ -100,14 +120,35 @@ class ResultStore:
     # --- locks (several processes on one directory) ------------------------------------------
     def cell_lock(self, key: str, *, blocking: bool = True):
         """Held while a process runs cell ``key``; yields False (non-blocking) when another process runs it."""
-        return file_lock(self.root / "locks" / f"cell-{key}.lock", blocking=blocking)
+        return file_lock(self.root / "locks" / f"cell-{key}.lock", blocking=blocking, timeout=self.lock_timeout)
 
     def model_lock(self, key: str):
         """Held while a process loads or trains shared model ``key``, so that it is trained once."""
-        return file_lock(self.root / "locks" / f"model-{key}.lock")
+        return file_lock(self.root / "locks" / f"model-{key}.lock", timeout=self.lock_timeout)
 
     save = staticmethod(save_checkpoint)
     load = staticmethod(load_checkpoint)
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def strict_json(value: Any) -> Any:
+    """``value`` with every non-finite float replaced by None (recursively through dicts, lists and tuples)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: strict_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [strict_json(v) for v in value]
+    return value
 
 
 def record_checksum(record: dict[str, Any]) -> str:
