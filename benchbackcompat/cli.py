@@ -90,6 +90,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted: finished steps are saved; run the same command again to resume", file=sys.stderr)
         return 130
+    except OSError as error:  # a full or read-only disk, a missing folder: one line naming the path
+        where = f" {error.filename}" if error.filename else ""
+        print(f"error: cannot access{where}: {error.strerror or error}; check the path, its permissions and the free "
+              "space", file=sys.stderr)
+        return 2
 
 
 def cmd_run(args: argparse.Namespace) -> int:

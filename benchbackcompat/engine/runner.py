@@ -127,6 +127,8 @@ class CellRunner:
     def __init__(self, cell: Cell, method: Method, data: ScenarioData, store: ResultStore, device: torch.device,
                  observer=None, share_models: bool = True, acceleration: Acceleration = Acceleration()) -> None:
         self.cell, self.method, self.data, self.store, self.device = cell, method, data, store, device
+        if cell.data_fingerprint is None:  # a cell built outside a plan: keyed by the data it runs on
+            cell.data_fingerprint = data.fingerprint
         self.share_models, self.acceleration = share_models, acceleration
         self.scenario: ScenarioBase = cell.scenario.config
         self.steps: list[Step] = build_steps(self.scenario, data.num_classes)
