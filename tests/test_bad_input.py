@@ -339,11 +339,11 @@ def image_tree(root: Path, classes: int = 3) -> Path:
     return root
 
 
-@pytest.mark.parametrize("damage", ["truncated", "not-an-image", "bomb", "one-class", "symlink"])
+@pytest.mark.parametrize("damage", ["truncated", "not-an-image", "bomb", "symlink"])
 def test_bad_image_files_and_degenerate_datasets_are_one_line_naming_the_file(damage, tmp_path):
     from PIL import Image
 
-    root = image_tree(tmp_path / "tree", classes=1 if damage == "one-class" else 3)
+    root = image_tree(tmp_path / "tree")
     target = root / "train" / "c1" / "1.jpg"
     if damage == "truncated":
         target.write_bytes(target.read_bytes()[:60])
@@ -359,11 +359,21 @@ def test_bad_image_files_and_degenerate_datasets_are_one_line_naming_the_file(da
         load_dataset("imagefolder", DatasetRequest(cache_dir=tmp_path / "cache", root=root))
     message = str(info.value)
     assert "\n" not in message
-    if damage == "one-class":
-        assert "has 1 class(es)" in message
-    else:
-        assert ("train/c1/1.png" if damage == "bomb" else "train/c1/1.jpg") in message, message
-        assert ("above the limit of 40 megapixels" if damage == "bomb" else "not a readable image") in message
+    assert ("train/c1/1.png" if damage == "bomb" else "train/c1/1.jpg") in message, message
+    assert ("above the limit of 40 megapixels" if damage == "bomb" else "not a readable image") in message
+
+
+def test_a_one_class_dataset_is_refused_before_training(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    root = image_tree(tmp_path / "tree", classes=1)
+    preset = tmp_path / "p.toml"  # data.num_classes unset: every class of the folder
+    preset.write_text('[scenarios.ms]\nkind = "multi-step"\nnum_models = 2\nprotocol = "loo"\neval_split = "test"\n'
+                      '[scenarios.ms.data]\nname = "imagefolder"\n[scenarios.ms.train]\nepochs = 1\n')
+    code = main(["run", "--out", str(tmp_path / "run"), "--preset", str(preset), "--scenario", "ms", "--methods", "l2",
+                 "--data-root", str(root)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and err[-1].startswith("error: dataset 'imagefolder' has 1 class(es)"), err
+    assert not list((tmp_path / "run").glob("cells/*/record.json"))
 
 
 def test_tinyimagenet_with_bad_annotations_names_the_line(tmp_path):
@@ -391,9 +401,8 @@ def test_a_class_without_training_images_is_named(tmp_path):
     bundle = DatasetBundle("x", ["a", "b", "c"], (0.0,) * 3, (1.0,) * 3, {
         "train": ImageArrays(torch.zeros(2, 3, 4, 4, dtype=torch.uint8), torch.tensor([0, 2])),
         "test": ImageArrays(torch.zeros(2, 3, 4, 4, dtype=torch.uint8), torch.tensor([0, 2]))})
-    with mock.patch.dict(registry.DATASETS, {"x": registry.DatasetEntry("x", "", lambda request: bundle)}):
-        with pytest.raises(BenchError, match="class 'b' has no training images"):
-            load_dataset("x", DatasetRequest(cache_dir=tmp_path))
+    with pytest.raises(BenchError, match="class 'b' has no training images"):
+        registry.check_not_degenerate("x", bundle, DatasetRequest(cache_dir=tmp_path))
 
 
 def test_io_errors_are_one_line_naming_the_path(tmp_path, capsys):

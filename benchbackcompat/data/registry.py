@@ -73,9 +73,13 @@ def get_dataset(name: str) -> DatasetEntry:
 
 
 def load_dataset(name: str, request: DatasetRequest) -> DatasetBundle:
-    """Load dataset `name` for `request` (cached in request.cache_dir); refused when degenerate (fewer than two
-    classes, or a class without training images), where every metric would be trivially 100 or undefined."""
-    bundle = get_dataset(name).load(request)
+    """Load dataset `name` for `request` (cached in request.cache_dir)."""
+    return get_dataset(name).load(request)
+
+
+def check_not_degenerate(name: str, bundle: DatasetBundle, request: DatasetRequest) -> None:
+    """Refuse a dataset with fewer than two classes, or a class without training images: every metric would be
+    trivially 100 or undefined."""
     classes = bundle.class_names
     if len(classes) < 2:
         raise BenchError(f"dataset {name!r} has {len(classes)} class(es) (from {request.root or 'its default source'}); "
@@ -85,4 +89,3 @@ def load_dataset(name: str, request: DatasetRequest) -> DatasetBundle:
     if empty:
         raise BenchError(f"dataset {name!r}: class {empty[0]!r} has no training images"
                          + (f" (nor {len(empty) - 1} others)" if len(empty) > 1 else "") + "; add images or remove it")
-    return bundle

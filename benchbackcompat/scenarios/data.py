@@ -9,7 +9,7 @@ from torch import Tensor
 
 from benchbackcompat.config import DataConfig, ScenarioBase
 from benchbackcompat.data.arrays import DatasetBundle, ImageArrays
-from benchbackcompat.data.registry import DatasetRequest, load_dataset
+from benchbackcompat.data.registry import DatasetRequest, check_not_degenerate, load_dataset
 from benchbackcompat.engine.device import derive_seed, generator
 from benchbackcompat.errors import BenchError
 from benchbackcompat.identity import tensor_fingerprint
@@ -93,7 +93,9 @@ def _reorder(arrays: ImageArrays, order: Tensor) -> ImageArrays:
 def load_scenario_data(scenario: ScenarioBase, cache_dir: Path, device: torch.device) -> ScenarioData:
     """Load the scenario's datasets (decoded once, cached as uint8) and move them to ``device``."""
     cfg = scenario.data
-    bundle: DatasetBundle = load_dataset(cfg.name, _request(cfg, cache_dir))
+    request = _request(cfg, cache_dir)
+    bundle: DatasetBundle = load_dataset(cfg.name, request)
+    check_not_degenerate(cfg.name, bundle, request)
     train, test = bundle.splits["train"], bundle.splits["test"]
     if cfg.class_order_seed is not None:
         order = torch.randperm(bundle.num_classes, generator=generator(cfg.class_order_seed))
