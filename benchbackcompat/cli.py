@@ -5,6 +5,7 @@ import argparse
 import json
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from benchbackcompat.errors import BenchError
@@ -34,6 +35,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--device", help="auto (default), cpu or cuda")
     run.add_argument("--set", dest="assignments", action="append", default=[], metavar="KEY=VALUE",
                      help="override a scenario field (train.epochs=2) or a method hyperparameter (methods.l2.weight=3)")
+    run.add_argument("--grid", dest="grids", action="append", default=[], metavar="methods.NAME.KEY=V1,V2",
+                     help="search these values of a method hyperparameter (repeatable: the Cartesian product) on a validation "
+                          "split of the training data, then run the selected setting; methods.NAME alone: the method's own grid")
     run.add_argument("--dry-run", action="store_true", help="print the resolved configuration and the planned steps")
     run.add_argument("--no-share", action="store_true",
                      help="train every model inside its own cell (no models shared across methods; for comparisons)")
@@ -58,6 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
     board.add_argument("--results", type=Path, action="append",
                        help="results directory (repeatable, merged; on a duplicate cell the first listed wins; default ./results)")
     board.add_argument("--out", type=Path, help="write the leaderboard folder (Markdown pages, figures, CSV, JSON) instead of printing")
+    board.add_argument("--grids", action="store_true", help="also print the whole grid of every method whose hyperparameters were selected")
 
     validate = sub.add_parser("validate", help="validate a preset and method hyperparameters without running")
     validate.add_argument("--preset", default="quick")
@@ -87,6 +92,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from benchbackcompat.report import leaderboard_tables
     from benchbackcompat.engine import distributed
     from benchbackcompat.run import execute, make_plan, run_summary, select_shard
+    from benchbackcompat.store import ResultStore
 
     data: dict = {}
     if args.dataset:
@@ -95,7 +101,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         data["root"] = str(args.data_root)
     run = resolve_run(
         preset=args.preset, scenarios=split_list(args.scenario), methods=split_list(args.methods), seeds=args.seeds,
-        scenario_overrides={"data": data} if data else None, assignments=args.assignments, out=args.out,
+        scenario_overrides={"data": data} if data else None, assignments=args.assignments, grids=args.grids, out=args.out,
         device=args.device,
     )
     if args.no_share:
@@ -119,9 +125,16 @@ def cmd_run(args: argparse.Namespace) -> int:
         from benchbackcompat.executors import submit
 
         records = submit(args, plan)
+    finals, waiting = plan.final_cells(ResultStore(run.out))  # grids: the selected settings on the full protocol
+    if args.shard:
+        finals = select_shard(finals, args.shard)
+    if finals:
+        records += execute(plan, host, finals) if args.executor == "inline" else submit(args, replace(plan, cells=finals))
     if not distributed.is_main():
         return 0
     print(leaderboard_tables(records))
+    for line in waiting:
+        print(f"grid {line}", file=sys.stderr)
     summary, code = run_summary(records, time.perf_counter() - started, run.out)
     print(summary, file=sys.stderr)
     return code
@@ -210,7 +223,7 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
         written = write_leaderboard(merged, args.out, command_line(roots, args.out), render_date())
         print(f"wrote {len(written)} files to {args.out} ({args.out / 'README.md'})")
     else:
-        print(leaderboard_tables(merged.records))
+        print(leaderboard_tables(merged.records, grids=args.grids))
     if merged.duplicates:
         print(f"{len(merged.duplicates)} duplicate cells counted once (the first --results directory wins, finished "
               f"records over unfinished ones)", file=sys.stderr)

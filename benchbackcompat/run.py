@@ -2,14 +2,14 @@
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import torch
 from tqdm.auto import tqdm
 
-from benchbackcompat.config import RunConfig, ScenarioBase
+from benchbackcompat.config import NamedScenario, RunConfig, ScenarioBase
 from benchbackcompat.data.registry import get_dataset
 from benchbackcompat.engine import distributed
 from benchbackcompat.engine.device import resolve_device
@@ -20,6 +20,7 @@ from benchbackcompat.method import Method
 from benchbackcompat.models.registry import BACKBONES, TIMM_PREFIX, list_backbones
 from benchbackcompat.plugins import PluginHost
 from benchbackcompat.scenarios.data import load_scenario_data
+from benchbackcompat.selection import DEFAULT_GRID, choose, grid_points, selection_scenario, validation_scores
 from benchbackcompat.scenarios.steps import build_steps
 from benchbackcompat.store import ResultStore
 
@@ -28,10 +29,66 @@ DEFAULT_CLASSES = {"embedded": 100, "cifar10": 10, "cifar100": 100, "tinyimagene
 
 
 @dataclass
+class Search:
+    """The grid of one (scenario, method): a selection cell per point and seed on the validation split, then,
+    once all are recorded, the chosen point on the full protocol (one cell per seed)."""
+
+    scenario: NamedScenario
+    method: str
+    grid: dict[str, list[Any]]
+    points: list[dict[str, Any]]  # the method's full validated hyperparameters at each grid point
+    cells: list[Cell]  # selection cells, point-major
+    identity: dict[str, Any]  # grid, rule, tolerance, split, seeds: part of the final cells' keys
+
+    def final_cells(self, store: ResultStore, seeds: list[int], preset: str) -> list[Cell] | None:
+        """The chosen point's cells, with the choice recorded; None while a selection cell has no record."""
+        records = [store.record(cell.key) for cell in self.cells]
+        if any(r is None for r in records):
+            return None
+        rule, metric = self.identity["rule"], self.identity["metric"]
+        per_point = [records[i * len(seeds):(i + 1) * len(seeds)] for i in range(len(self.points))]
+        scores = [validation_scores(point, rule, metric) for point in per_point]
+        choice = choose(rule, scores, self.identity["tolerance"])
+        if choice is None:
+            return []
+        outcome = {
+            "selected": {k: self.points[choice.index][k] for k in self.grid}, "note": choice.note,
+            "grid_size": len(self.points),
+            "points": [{"params": {k: p[k] for k in self.grid}, "validation": s,
+                        "status": sorted({r["status"] for r in rs}), "seconds": sum(_seconds(r) for r in rs)}
+                       for p, s, rs in zip(self.points, scores, per_point)],
+            "grid_seconds": sum(_seconds(r) for r in records),
+        }
+        return [Cell(self.scenario, self.method, self.points[choice.index], seed, preset, selection=self.identity,
+                     outcome=outcome, point=_point_label(self.points[choice.index], self.grid)) for seed in seeds]
+
+
+def _point_label(params: dict[str, Any], grid: dict[str, list[Any]]) -> str:
+    return ",".join(f"{k}={params[k]}" for k in grid)
+
+
+def _seconds(record: dict[str, Any]) -> float:
+    return float(record.get("timings", {}).get("total_s", 0.0))
+
+
+@dataclass
 class Plan:
     run: RunConfig
     methods: dict[str, Method]
     cells: list[Cell]
+    searches: list[Search] = field(default_factory=list)
+
+    def final_cells(self, store: ResultStore) -> tuple[list[Cell], list[str]]:
+        """The selected settings' cells of every search whose selection is recorded, and a line for each other."""
+        cells, waiting = [], []
+        for search in self.searches:
+            chosen = search.final_cells(store, self.run.seeds, self.run.preset)
+            if chosen is None:
+                waiting.append(f"{search.scenario.name}/{search.method}: selection cells still missing (other shards?)")
+            elif not chosen:
+                waiting.append(f"{search.scenario.name}/{search.method}: no grid point finished on the validation split")
+            cells += chosen or []
+        return cells, waiting
 
     def describe(self) -> str:
         lines = [f"preset {self.run.preset!r}, seeds {self.run.seeds}, results in {self.run.out}"]
@@ -50,6 +107,10 @@ class Plan:
                 reason = method.unsupported_reason(scenario)
                 if reason:
                     lines.append(f"  {name}: not applicable ({reason})")
+        for search in self.searches:
+            lines.append(f"grid {search.scenario.name}/{search.method}: {len(search.points)} settings of "
+                         f"{', '.join(search.grid)} x {len(self.run.seeds)} seeds on the validation split "
+                         f"({search.identity['validation']}), rule {search.identity['rule']}, then the selected setting")
         lines.append(f"{len(self.cells)} cells: " + ", ".join(c.label for c in self.cells))
         return "\n".join(lines)
 
@@ -64,11 +125,40 @@ def make_plan(run: RunConfig, host: PluginHost) -> Plan:
         classes = named.config.data.num_classes or DEFAULT_CLASSES.get(named.config.data.name)
         if classes:
             build_steps(named.config, classes)
-    cells = [
-        Cell(named, name, methods[name].params.model_dump(mode="json"), seed, run.preset)
-        for named in run.scenarios for seed in run.seeds for name in run.methods
-    ]
-    return Plan(run, methods, cells)
+    grids = {name: method_grid(methods[name], run.grids[name]) for name in run.methods if name in run.grids}
+    grids = {name: grid for name, grid in grids.items() if len(grid_points(grid)) > 1}
+    points = {name: [host.create_method(name, {**run.method_params.get(name, {}), **point}).params.model_dump(mode="json")
+                     for point in grid_points(grid)] for name, grid in grids.items()}
+    cells, searches = [], []
+    for named in run.scenarios:
+        for name in run.methods:
+            if name in grids and methods[name].unsupported_reason(named.config) is None:
+                searches.append(make_search(run, named, name, grids[name], points[name]))
+            else:
+                cells += [Cell(named, name, methods[name].params.model_dump(mode="json"), seed, run.preset) for seed in run.seeds]
+    return Plan(run, methods, [c for search in searches for c in search.cells] + cells, searches)
+
+
+def method_grid(method: Method, grid: dict[str, list[Any]] | str) -> dict[str, list[Any]]:
+    """``grid``, or for "default" the grid the method declares in its ``Params`` (the paper's ranges)."""
+    if grid != DEFAULT_GRID:
+        return grid
+    declared = getattr(method.Params, "grid", {})
+    if not declared:
+        raise BenchError(f"method {method.name!r} declares no default grid; give one with --grid methods.{method.name}.KEY=V1,V2,...")
+    return {key: list(values) for key, values in declared.items()}
+
+
+def make_search(run: RunConfig, named: NamedScenario, method: str, grid: dict[str, list[Any]],
+                points: list[dict[str, Any]]) -> Search:
+    split = run.selection.validation
+    scenario = selection_scenario(named, split)
+    rule = named.config.selection_rule
+    identity = {"grid": grid, "rule": rule, "metric": named.config.metrics[0], "tolerance": run.selection.tolerance,
+                "validation": split.model_dump(mode="json"), "seeds": run.seeds}
+    cells = [Cell(scenario, method, params, seed, run.preset, role="selection", point=_point_label(params, grid))
+             for params in points for seed in run.seeds]
+    return Search(named, method, grid, points, cells, identity)
 
 
 def check_names(scenario: ScenarioBase) -> None:
@@ -101,8 +191,9 @@ def run_summary(records: list[dict[str, Any]], seconds: float, out: Path) -> tup
     return "\n".join(lines), int(bad > 0)
 
 
-def execute(plan: Plan, host: PluginHost) -> list[dict[str, Any]]:
-    """Run every unfinished cell; returns all records (finished ones read back from the store).
+def execute(plan: Plan, host: PluginHost, cells: list[Cell] | None = None) -> list[dict[str, Any]]:
+    """Run every unfinished cell of ``cells`` (default: the plan's); returns all records (finished ones read
+    back from the store).
 
     Several processes may execute plans on one results directory: a cell that another process is
     running (its lock is held) is put off to the end, then waited for and its record taken, so
@@ -124,7 +215,8 @@ def execute(plan: Plan, host: PluginHost) -> list[dict[str, Any]]:
         if data_key not in data_cache:
             data_cache[data_key] = load_scenario_data(config, run.cache_dir, device)
         progress.set_postfix_str(cell.label)
-        method = type(plan.methods[cell.method])(plan.methods[cell.method].params)  # fresh state per cell
+        kind = type(plan.methods[cell.method])
+        method = kind(kind.Params.model_validate(cell.params))  # fresh state per cell, the cell's (grid point's) params
         record = run_cell(cell, method, data_cache[data_key], store, device, observer=host.manager.hook.bbc_on_log if distributed.is_main() else None,
                           plugin_versions=plugin_versions, share_models=run.share_models,
                           acceleration=Acceleration.resolve(run.channels_last, run.compile, device))
@@ -132,8 +224,9 @@ def execute(plan: Plan, host: PluginHost) -> list[dict[str, Any]]:
             host.manager.hook.bbc_on_cell_finished(record=record)
         return record
 
+    cells = plan.cells if cells is None else cells
     pending = []
-    for cell in plan.cells:
+    for cell in cells:
         existing = store.record(cell.key)
         if existing is None:
             pending.append(cell)
@@ -156,7 +249,7 @@ def execute(plan: Plan, host: PluginHost) -> list[dict[str, Any]]:
     progress.close()
     if device.type == "cuda":
         torch.cuda.empty_cache()
-    return [records[cell.key] for cell in plan.cells]
+    return [records[cell.key] for cell in cells]
 
 
 def select_shard(cells: list[Cell], shard: str) -> list[Cell]:

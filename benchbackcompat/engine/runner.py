@@ -13,7 +13,7 @@ import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -48,6 +48,10 @@ class Cell:
     params: dict[str, Any]
     seed: int
     preset: str
+    role: Literal["result", "selection"] = "result"  # selection: a grid point scored on the validation split
+    selection: dict[str, Any] | None = None  # how params were chosen (grid, rule, split, seeds): part of the key
+    outcome: dict[str, Any] | None = None  # what the choice saw (validation scores, cost): recorded, not keyed
+    point: str = ""  # the grid point in words (labels only)
 
     @property
     def key(self) -> str:
@@ -57,11 +61,13 @@ class Cell:
             "method": self.method,
             "params": self.params,
             "seed": self.seed,
+            **({"selection": self.selection} if self.selection is not None else {}),
         })
 
     @property
     def label(self) -> str:
-        return f"{self.scenario.name}/{self.method}/seed{self.seed}"
+        point = f"[{'validation ' if self.role == 'selection' else 'selected '}{self.point}]" if self.point else ""
+        return f"{self.scenario.name}/{self.method}{point}/seed{self.seed}"
 
 
 def versions(plugin_versions: dict[str, str]) -> dict[str, Any]:
@@ -364,7 +370,8 @@ def run_cell(cell: Cell, method: Method, data: ScenarioData, store: ResultStore,
         "preset": cell.preset, "method": cell.method, "params": method.params.model_dump(mode="json"),
         "seed": cell.seed, "config": cell.scenario.config.model_dump(mode="json"), "dataset": data.name,
         "device": device_name(device), "versions": versions(plugin_versions or {}),
-        "worker": worker_name(),
+        "worker": worker_name(), "role": cell.role,
+        **({"selection": {**cell.selection, **(cell.outcome or {})}} if cell.selection is not None else {}),
     }
     reason = method.unsupported_reason(cell.scenario.config)
     if reason:
