@@ -95,6 +95,8 @@ def build_tables(records: Iterable[Record]) -> list[Table]:
     """Group, aggregate and rank; tables sorted by (dataset, preset, scenario, variant)."""
     groups: dict[tuple[str, str, str, str], list[Record]] = defaultdict(list)
     for record in records:
+        if record.get("role") == "selection":  # a grid point on the validation split: shown in its search's grid table
+            continue
         config = json.dumps(record.get("config", {}), sort_keys=True)
         groups[(record.get("dataset", "?"), record.get("preset", "?"), record["scenario"], config)].append(record)
     variants = _variant_labels({key: members[0].get("config", {}) for key, members in groups.items()})
