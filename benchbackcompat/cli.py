@@ -91,8 +91,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from benchbackcompat.presets import resolve_run, split_list
     from benchbackcompat.report import leaderboard_tables
     from benchbackcompat.engine import distributed
-    from benchbackcompat.run import execute, make_plan, run_summary, select_shard
-    from benchbackcompat.store import ResultStore
+    from benchbackcompat.run import execute, make_plan, open_store, run_summary, select_shard
 
     data: dict = {}
     if args.dataset:
@@ -125,9 +124,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         from benchbackcompat.executors import submit
 
         records = submit(args, plan)
-    finals, waiting = plan.final_cells(ResultStore(run.out))  # grids: the selected settings on the full protocol
-    if args.shard:
-        finals = select_shard(finals, args.shard)
+    # grids: the selected settings on the full protocol, as soon as their selection is recorded (not sharded: with
+    # shards or jobs, the processes that find a selection complete run its cells, each cell once under its lock)
+    finals, waiting = plan.final_cells(open_store(run.out))
     if finals:
         records += execute(plan, host, finals) if args.executor == "inline" else submit(args, replace(plan, cells=finals))
     if not distributed.is_main():

@@ -199,7 +199,7 @@ def execute(plan: Plan, host: PluginHost, cells: list[Cell] | None = None) -> li
     running (its lock is held) is put off to the end, then waited for and its record taken, so
     nothing is run twice or lost."""
     run = plan.run
-    store = distributed.RankStore(run.out) if distributed.active() else ResultStore(run.out)
+    store = open_store(run.out)
     host.load_observers(run.out)  # loggers (TensorBoard, ...) of entry point group benchbackcompat.observers
     device = resolve_device(run.device)
     plugin_versions = {name: _plugin_version(host, name) for name in run.methods}
@@ -250,6 +250,11 @@ def execute(plan: Plan, host: PluginHost, cells: list[Cell] | None = None) -> li
     if device.type == "cuda":
         torch.cuda.empty_cache()
     return [records[cell.key] for cell in cells]
+
+
+def open_store(out: Path) -> ResultStore:
+    """The results store of this process (under torchrun: the rank's view, rank 0 reading and writing)."""
+    return distributed.RankStore(out) if distributed.active() else ResultStore(out)
 
 
 def select_shard(cells: list[Cell], shard: str) -> list[Cell]:

@@ -1,5 +1,6 @@
 """End to end: a grid is searched on the validation split, the selected setting runs on the full protocol, and
-the choice never reads the test set (replacing every test image and label by noise changes nothing in it)."""
+the choice never reads the test set (replacing every test image and label by noise changes nothing in it);
+with shards, the process that completes a selection runs the selected setting."""
 from __future__ import annotations
 
 import dataclasses
@@ -64,8 +65,12 @@ def test_selection_runs_on_the_validation_split_and_never_reads_the_test_set(tmp
     assert f"**weight={chosen['selected']['weight']}**, chosen from 2 settings" in out
     assert "| l2" in out and out.count("| l2") == 1  # the validation cells are not leaderboard rows
 
+    # the same run in two shards, the test set replaced by noise: the shard that completes the selection runs the
+    # selected setting
     monkeypatch.setattr(scenario_data, "load_dataset", noisy_test_sets(scenario_data.load_dataset))
-    assert main(["run", "--out", str(tmp_path / "noise"), *TINY, *GRID]) == 0
+    assert main(["run", "--out", str(tmp_path / "noise"), *TINY, *GRID, "--shard", "0/2"]) == 0
+    assert "selection cells still missing" in capsys.readouterr().err
+    assert main(["run", "--out", str(tmp_path / "noise"), *TINY, *GRID, "--shard", "1/2"]) == 0
     noisy_selection, noisy_final = by_role(tmp_path / "noise")
     for weight, record in selection.items():
         assert noisy_selection[weight]["matrices"] == record["matrices"]
