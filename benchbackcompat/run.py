@@ -109,8 +109,9 @@ class Plan:
                     lines.append(f"  {name}: not applicable ({reason})")
         for search in self.searches:
             lines.append(f"grid {search.scenario.name}/{search.method}: {len(search.points)} settings of "
-                         f"{', '.join(search.grid)} x {len(self.run.seeds)} seeds on the validation split "
-                         f"({search.identity['validation']}), rule {search.identity['rule']}, then the selected setting")
+                         f"{', '.join(search.grid)} x {len(self.run.seeds)} seeds on a validation split "
+                         f"({self.run.selection.validation.fraction:.0%} of each class), rule {search.identity['rule']}, "
+                         "then the selected setting")
         lines.append(f"{len(self.cells)} cells: " + ", ".join(c.label for c in self.cells))
         return "\n".join(lines)
 

@@ -1,6 +1,9 @@
 """Grids, the validation split and the selection rules (hand-computed cases, brute-force counts)."""
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -9,6 +12,7 @@ from benchbackcompat.data.arrays import ImageArrays
 from benchbackcompat.errors import BenchError
 from benchbackcompat.plugins import PluginHost
 from benchbackcompat.presets import load_preset, resolve_run
+from benchbackcompat.report import leaderboard_tables
 from benchbackcompat.run import make_plan
 from benchbackcompat.scenarios.data import per_class_sample, validation_sets
 from benchbackcompat.selection import choose, grid_points, parse_grid_option, validation_scores
@@ -126,3 +130,22 @@ def test_a_bad_grid_value_fails_before_training():
     with pytest.raises(BenchError, match="unknown key"):
         make_plan(resolve_run(scenarios=["ext-class"], methods=["l2"], grids=["methods.l2.wieght=1,2"]), PluginHost())
 
+
+
+def test_leaderboard_shows_the_selected_setting_apart_from_the_same_setting_run_directly():
+    records = json.loads((Path(__file__).parent / "fixtures" / "leaderboard_records.json").read_text())
+    plain = [r for r in records if r["scenario"] == "ext-class" and r["method"] == "l2"]
+    points = [{"params": {"weight": w}, "validation": {"p_com": c, "p_up": u}, "status": ["finished"], "seconds": 10.0}
+              for w, c, u in ((0.1, 0.25, 0.0), (1.0, 0.5, -0.01))]
+    selection = {"grid": {"weight": [0.1, 1.0]}, "rule": "hbct", "metric": "cmc@1", "tolerance": 0.0,
+                 "validation": {"fraction": 0.2, "seed": 0}, "seeds": [0, 1], "selected": {"weight": 0.1},
+                 "note": "highest P_com among the 1 of 2 settings", "grid_size": 2, "points": points, "grid_seconds": 20.0}
+    chosen = [{**r, "key": r["key"] + "s", "selection": selection} for r in plain]
+    validation = [{**plain[0], "key": "v", "role": "selection"}]
+    text = leaderboard_tables(records + chosen + validation, grids=True)
+    rows = [line.split("|")[1].strip() for line in text.splitlines() if line.startswith("| l2")]
+    assert sorted(rows) == ["l2", "l2 (selected weight=0.1)"]  # two rows, each with its own 2 seeds
+    assert "**weight=0.1**, chosen from 2 settings" in text and "validation p\\_com 0.250, p\\_up 0.000" in text
+    assert "grid cost 20 s" in text
+    grid = [line for line in text.splitlines() if line.startswith("| 0.1") or line.startswith("| 1.0")]
+    assert [line.rstrip(" |").endswith("←") for line in grid] == [True, False]

@@ -181,7 +181,8 @@ class CellRunner:
         key = config_hash({
             "kind": "pretrained", "recipe": recipe.describe(), "head": recipe.head, "step": pretrain_step.to_dict(),
             "train": cfg.model_dump(mode="json"), "model": self.scenario.model.model_dump(mode="json"),
-            "data": self.scenario.data.model_dump(mode="json"), "seed": PRETRAIN_SEED,
+            # the pretraining pool is the same with or without a validation split of the training data
+            "data": self.scenario.data.model_dump(mode="json", exclude={"validation"}), "seed": PRETRAIN_SEED,
         })
         ctx = self.context(pretrain_step, None, None, cfg, self.data.pretrain_data(spec.num_classes))
         seed_everything(derive_seed(PRETRAIN_SEED, "pretrained-init", spec.index))

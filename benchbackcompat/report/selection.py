@@ -36,7 +36,7 @@ def selection_markdown(table: Table, grids: bool = False) -> str:
     lines = ["Hyperparameters selected on a validation split of the training data (the test set is never read while choosing):", ""]
     for row, s in chosen:
         point = next(p for p in s["points"] if p["params"] == s["selected"])
-        scores = ", ".join(f"{name} {_score(v)}" for name, v in point["validation"].items())
+        scores = ", ".join(f"{escape(name)} {_score(v)}" for name, v in point["validation"].items())
         split = s["validation"]
         lines.append(
             f"- {escape(row.label)}: **{escape(_setting(s['selected']))}**, chosen from {s['grid_size']} settings by "
@@ -59,5 +59,5 @@ def grid_markdown(selection: dict[str, Any]) -> str:
         mark = "←" if point["params"] == selection["selected"] else ""
         rows.append([*(str(point["params"][k]) for k in keys), *(_score(point["validation"][n]) for n in names),
                      f"{point['seconds']:.0f}", "/".join(point["status"]), mark])
-    headers = [*map(escape, keys), *(f"validation {n}" for n in names), "seconds", "status", "selected"]
+    headers = [*map(escape, keys), *(f"validation {escape(n)}" for n in names), "seconds", "status", "selected"]
     return tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True)
