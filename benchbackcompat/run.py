@@ -2,14 +2,14 @@
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 from tqdm.auto import tqdm
 
-from benchbackcompat.config import NamedScenario, RunConfig, ScenarioBase
+from benchbackcompat.config import RunConfig, ScenarioBase
 from benchbackcompat.data.registry import get_dataset
 from benchbackcompat.engine import distributed
 from benchbackcompat.engine.device import resolve_device
@@ -20,7 +20,8 @@ from benchbackcompat.method import Method
 from benchbackcompat.models.registry import BACKBONES, TIMM_PREFIX, list_backbones
 from benchbackcompat.plugins import PluginHost
 from benchbackcompat.scenarios.data import load_scenario_data
-from benchbackcompat.selection import DEFAULT_GRID, choose, grid_points, selection_scenario, validation_scores
+from benchbackcompat.search import Search, make_search, method_grid
+from benchbackcompat.selection import grid_points
 from benchbackcompat.scenarios.steps import build_steps
 from benchbackcompat.store import ResultStore
 
@@ -29,54 +30,11 @@ DEFAULT_CLASSES = {"embedded": 100, "cifar10": 10, "cifar100": 100, "tinyimagene
 
 
 @dataclass
-class Search:
-    """The grid of one (scenario, method): a selection cell per point and seed on the validation split, then,
-    once all are recorded, the chosen point on the full protocol (one cell per seed)."""
-
-    scenario: NamedScenario
-    method: str
-    grid: dict[str, list[Any]]
-    points: list[dict[str, Any]]  # the method's full validated hyperparameters at each grid point
-    cells: list[Cell]  # selection cells, point-major
-    identity: dict[str, Any]  # grid, rule, tolerance, split, seeds: part of the final cells' keys
-
-    def final_cells(self, store: ResultStore, seeds: list[int], preset: str) -> list[Cell] | None:
-        """The chosen point's cells, with the choice recorded; None while a selection cell has no record."""
-        records = [store.record(cell.key) for cell in self.cells]
-        if any(r is None for r in records):
-            return None
-        rule, metric = self.identity["rule"], self.identity["metric"]
-        per_point = [records[i * len(seeds):(i + 1) * len(seeds)] for i in range(len(self.points))]
-        scores = [validation_scores(point, rule, metric) for point in per_point]
-        choice = choose(rule, scores, self.identity["tolerance"])
-        if choice is None:
-            return []
-        outcome = {
-            "selected": {k: self.points[choice.index][k] for k in self.grid}, "note": choice.note,
-            "grid_size": len(self.points),
-            "points": [{"params": {k: p[k] for k in self.grid}, "validation": s,
-                        "status": sorted({r["status"] for r in rs}), "seconds": sum(_seconds(r) for r in rs)}
-                       for p, s, rs in zip(self.points, scores, per_point)],
-            "grid_seconds": sum(_seconds(r) for r in records),
-        }
-        return [Cell(self.scenario, self.method, self.points[choice.index], seed, preset, selection=self.identity,
-                     outcome=outcome, point=_point_label(self.points[choice.index], self.grid)) for seed in seeds]
-
-
-def _point_label(params: dict[str, Any], grid: dict[str, list[Any]]) -> str:
-    return ",".join(f"{k}={params[k]}" for k in grid)
-
-
-def _seconds(record: dict[str, Any]) -> float:
-    return float(record.get("timings", {}).get("total_s", 0.0))
-
-
-@dataclass
 class Plan:
     run: RunConfig
     methods: dict[str, Method]
     cells: list[Cell]
-    searches: list[Search] = field(default_factory=list)
+    searches: list[Search]  # grids: their selection cells are among ``cells``, their final cells come after
 
     def final_cells(self, store: ResultStore) -> tuple[list[Cell], list[str]]:
         """The selected settings' cells of every search whose selection is recorded, and a line for each other."""
@@ -138,28 +96,6 @@ def make_plan(run: RunConfig, host: PluginHost) -> Plan:
             else:
                 cells += [Cell(named, name, methods[name].params.model_dump(mode="json"), seed, run.preset) for seed in run.seeds]
     return Plan(run, methods, [c for search in searches for c in search.cells] + cells, searches)
-
-
-def method_grid(method: Method, grid: dict[str, list[Any]] | str) -> dict[str, list[Any]]:
-    """``grid``, or for "default" the grid the method declares in its ``Params`` (the paper's ranges)."""
-    if grid != DEFAULT_GRID:
-        return grid
-    declared = getattr(method.Params, "grid", {})
-    if not declared:
-        raise BenchError(f"method {method.name!r} declares no default grid; give one with --grid methods.{method.name}.KEY=V1,V2,...")
-    return {key: list(values) for key, values in declared.items()}
-
-
-def make_search(run: RunConfig, named: NamedScenario, method: str, grid: dict[str, list[Any]],
-                points: list[dict[str, Any]]) -> Search:
-    split = run.selection.validation
-    scenario = selection_scenario(named, split)
-    rule = named.config.selection_rule
-    identity = {"grid": grid, "rule": rule, "metric": named.config.metrics[0], "tolerance": run.selection.tolerance,
-                "validation": split.model_dump(mode="json"), "seeds": run.seeds}
-    cells = [Cell(scenario, method, params, seed, run.preset, role="selection", point=_point_label(params, grid))
-             for params in points for seed in run.seeds]
-    return Search(named, method, grid, points, cells, identity)
 
 
 def check_names(scenario: ScenarioBase) -> None:

@@ -10,10 +10,8 @@ from tabulate import tabulate
 from benchbackcompat.report.aggregate import Row, Table
 from benchbackcompat.report.markdown import escape
 
-RULE_TEXT = {
-    "hbct": "HBCT's rule (the highest P_com among settings whose P_up is not more than the tolerance below the reference's)",
-    "ac-then-aa": "the highest AC, then AA",
-}
+RULES = ("Rules: `hbct` (single updates, HBCT Sec. 5) takes the highest P_com among the settings whose P_up is at "
+         "most the tolerance below the reference's (else the highest P_up); `ac-then-aa` (sequences) the highest AC, then AA.")
 
 
 def _selection(row: Row) -> dict[str, Any] | None:
@@ -33,16 +31,17 @@ def selection_markdown(table: Table, grids: bool = False) -> str:
     chosen = [(row, s) for row in table.rows if (s := _selection(row)) is not None]
     if not chosen:
         return ""
-    lines = ["Hyperparameters selected on a validation split of the training data (the test set is never read while choosing):", ""]
+    lines = ["Hyperparameters selected on a validation split of the training data (the test set is never read while "
+             "choosing). " + RULES, ""]
     for row, s in chosen:
         point = next(p for p in s["points"] if p["params"] == s["selected"])
         scores = ", ".join(f"{escape(name)} {_score(v)}" for name, v in point["validation"].items())
         split = s["validation"]
         lines.append(
-            f"- {escape(row.label)}: **{escape(_setting(s['selected']))}**, chosen from {s['grid_size']} settings by "
-            f"{RULE_TEXT.get(s['rule'], escape(s['rule']))} on {escape(s['metric'])}, tolerance {s['tolerance']:g} "
-            f"({escape(s['note'])}); validation {scores} (mean of {len(s['seeds'])} seeds, {split['fraction']:.0%} of each "
-            f"class, split seed {split['seed']}); grid cost {s['grid_seconds']:.0f} s"
+            f"- {escape(row.label)}: **{escape(_setting(s['selected']))}** of {s['grid_size']} settings, rule "
+            f"`{s['rule']}` on {escape(s['metric'])}, tolerance {s['tolerance']:g}: {escape(s['note'])}; validation "
+            f"{scores} ({len(s['seeds'])} seed(s), {split['fraction']:.0%} of each class held out, split seed "
+            f"{split['seed']}); grid cost {s['grid_seconds']:.0f} s"
         )
     if grids:
         for row, s in chosen:
