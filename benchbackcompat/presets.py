@@ -8,7 +8,10 @@ validation split and tolerance of selection under ``[selection]``. Command-line 
 from __future__ import annotations
 
 import os
+import re
 import tomllib
+from importlib.resources import files
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
@@ -17,24 +20,29 @@ from benchbackcompat.errors import BenchError, UnknownNameError
 from benchbackcompat.selection import DEFAULT_GRID, parse_grid_option
 
 PRESET_ENV = "BENCHBACKCOMPAT_PRESETS"
-REPO_PRESETS = Path(__file__).resolve().parents[1] / "scenarios"
+# The repository's top-level scenarios/, shipped in the wheel as package data (benchbackcompat/preset_files is a
+# link to it in the checkout; build copies the files).
+BUILTIN_PRESETS = files("benchbackcompat") / "preset_files"
+MAX_DEPTH = 8  # tables nested deeper than this are refused (presets need 3 levels)
+SCENARIO_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")  # names become folder names (TensorBoard runs)
 
 
-def preset_dirs() -> list[Path]:
-    """Where named presets are looked up: ``$BENCHBACKCOMPAT_PRESETS`` (colon-separated), then the repository's ``scenarios/``."""
+def preset_dirs() -> list[Traversable]:
+    """Where named presets are looked up: ``$BENCHBACKCOMPAT_PRESETS`` (colon-separated), then the built-in presets."""
     extra = [Path(p) for p in os.environ.get(PRESET_ENV, "").split(os.pathsep) if p]
-    return [*extra, REPO_PRESETS]
+    return [*extra, BUILTIN_PRESETS]
 
 
-def available_presets() -> dict[str, Path]:
-    found: dict[str, Path] = {}
+def available_presets() -> dict[str, Traversable]:
+    found: dict[str, Traversable] = {}
     for directory in reversed(preset_dirs()):
         if directory.is_dir():
-            found.update({p.stem: p for p in sorted(directory.glob("*.toml"))})
+            tomls = sorted((p for p in directory.iterdir() if p.name.endswith(".toml")), key=lambda p: p.name)
+            found.update({p.name.removesuffix(".toml"): p for p in tomls})
     return found
 
 
-def preset_path(preset: str) -> Path:
+def preset_path(preset: str) -> Traversable:
     """A preset name (``quick``) or a path to a TOML file."""
     if preset.endswith(".toml") or os.sep in preset:
         path = Path(preset)
@@ -53,8 +61,12 @@ def load_preset(preset: str) -> dict[str, Any]:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
         raise BenchError(f"malformed preset {path}: {error}; fix the TOML (https://toml.io)") from None
+    except RecursionError:
+        data = {"": nested(["x"] * (MAX_DEPTH + 1), 0)}
     except OSError as error:
         raise BenchError(f"cannot read preset {path}: {error.strerror or error}") from None
+    if depth(data) > MAX_DEPTH:
+        raise BenchError(f"preset {path}: tables or arrays nested more than {MAX_DEPTH} deep; presets need 3 levels")
     allowed = ("description", "defaults", "scenarios", "methods", "grids", "selection")
     unknown = set(data) - set(allowed)
     if unknown:
@@ -67,7 +79,19 @@ def load_preset(preset: str) -> dict[str, Any]:
         entries = value.values() if isinstance(value, dict) and key not in ("defaults", "selection") else []
         if not isinstance(value, dict) or not all(isinstance(v, dict) or (key == "grids" and v == DEFAULT_GRID) for v in entries):
             raise BenchError(f"preset {path}: {key} must be {what}, got {value!r:.60}")
+    for name in data["scenarios"]:
+        if not SCENARIO_NAME.fullmatch(name):
+            raise BenchError(f"preset {path}: scenario name {name!r:.70} must be 1-64 letters, digits, '_', '.' or '-', "
+                             "starting with a letter or digit (it becomes a folder name)")
     return data
+
+
+def depth(value: Any, limit: int = MAX_DEPTH + 1) -> int:
+    """Nesting depth of tables and arrays in ``value``, counted up to ``limit``."""
+    if limit == 0 or not isinstance(value, (dict, list)):
+        return 0
+    children = value.values() if isinstance(value, dict) else value
+    return 1 + max((depth(child, limit - 1) for child in children), default=0)
 
 
 def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
@@ -90,7 +114,12 @@ def parse_assignment(text: str) -> tuple[list[str], Any]:
         value = tomllib.loads(f"v = {raw}")["v"]
     except tomllib.TOMLDecodeError:
         value = raw
-    return key.strip().split("."), value
+    except RecursionError:
+        value = nested(["x"] * MAX_DEPTH, 0)
+    path = key.strip().split(".")
+    if len(path) + depth(value) > MAX_DEPTH:
+        raise BenchError(f"--set {text:.60}: nested more than {MAX_DEPTH} deep; a value needs at most 3 levels")
+    return path, value
 
 
 def nested(path: list[str], value: Any) -> dict[str, Any]:
@@ -130,9 +159,15 @@ def resolve_run(
     grid_tables: dict[str, Any] = {k: v if v == DEFAULT_GRID else dict(v) for k, v in data.get("grids", {}).items()}
     for option in grids:
         if "=" not in option and option.count(".") == 1 and option.startswith("methods."):
-            grid_tables[option.split(".", 1)[1]] = DEFAULT_GRID
+            method, key, values = option.split(".", 1)[1], None, DEFAULT_GRID
+        else:
+            method, key, values = parse_grid_option(option)
+        if method not in methods:
+            raise BenchError(f"--grid {option:.80}: method {method!r} is not among --methods ({', '.join(methods)}); "
+                             "add it to --methods or fix the name")
+        if key is None:
+            grid_tables[method] = values
             continue
-        method, key, values = parse_grid_option(option)
         if grid_tables.get(method) == DEFAULT_GRID:
             grid_tables[method] = {}
         grid_tables.setdefault(method, {})[key] = values
@@ -142,6 +177,9 @@ def resolve_run(
         if path[0] == "selection" and len(path) >= 2:
             selection = deep_merge(selection, nested(path[1:], value))
         elif path[0] == "methods" and len(path) >= 3:
+            if path[1] not in methods:
+                raise BenchError(f"--set {assignment:.80}: method {path[1]!r} is not among --methods "
+                                 f"({', '.join(methods)}); add it to --methods or fix the name")
             method_params = deep_merge(method_params, nested(path[1:], value))
         else:
             overrides = deep_merge(overrides, nested(path, value))

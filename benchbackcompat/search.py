@@ -22,30 +22,32 @@ class Search:
     method: str
     grid: dict[str, list[Any]]
     points: list[dict[str, Any]]  # the method's full validated hyperparameters at each grid point
-    cells: list[Cell]  # selection cells, point-major
-    identity: dict[str, Any]  # grid, rule, tolerance, split, seeds: part of the final cells' keys
+    cells: list[Cell]  # selection cells, point-major, seeds inner
+    identity: dict[str, Any]  # grid, rule, metric, tolerance, split, seeds: part of the final cells' keys
 
-    def final_cells(self, store: ResultStore, seeds: list[int], preset: str) -> list[Cell] | None:
-        """The chosen point's cells, with the choice recorded; None while a selection cell has no record."""
+    def final_cells(self, store: ResultStore) -> list[Cell] | None:
+        """The chosen point's cells, with the choice recorded; None while a selection cell has no record, [] when
+        no point has a score."""
         records = [store.record(cell.key) for cell in self.cells]
         if any(r is None for r in records):
             return None
-        rule, metric = self.identity["rule"], self.identity["metric"]
+        seeds, rule, metric = self.identity["seeds"], self.identity["rule"], self.identity["metric"]
         per_point = [records[i * len(seeds):(i + 1) * len(seeds)] for i in range(len(self.points))]
         scores = [validation_scores(point, rule, metric) for point in per_point]
         choice = choose(rule, scores, self.identity["tolerance"])
         if choice is None:
             return []
+        chosen = self.points[choice.index]
         outcome = {
-            "selected": {k: self.points[choice.index][k] for k in self.grid}, "note": choice.note,
-            "grid_size": len(self.points),
+            "selected": {k: chosen[k] for k in self.grid}, "note": choice.note, "grid_size": len(self.points),
             "points": [{"params": {k: p[k] for k in self.grid}, "validation": s,
                         "status": sorted({r["status"] for r in rs}), "seconds": sum(_seconds(r) for r in rs)}
                        for p, s, rs in zip(self.points, scores, per_point)],
             "grid_seconds": sum(_seconds(r) for r in records),
         }
-        return [Cell(self.scenario, self.method, self.points[choice.index], seed, preset, selection=self.identity,
-                     outcome=outcome, point=_point_label(self.points[choice.index], self.grid)) for seed in seeds]
+        first = self.cells[0]
+        return [Cell(self.scenario, self.method, chosen, seed, first.preset, first.code, selection=self.identity,
+                     outcome=outcome, point=_point_label(chosen, self.grid)) for seed in seeds]
 
 
 def _point_label(params: dict[str, Any], grid: dict[str, list[Any]]) -> str:
@@ -67,12 +69,13 @@ def method_grid(method: Method, grid: dict[str, list[Any]] | str) -> dict[str, l
 
 
 def make_search(run: RunConfig, named: NamedScenario, method: str, grid: dict[str, list[Any]],
-                points: list[dict[str, Any]]) -> Search:
+                points: list[dict[str, Any]], code: dict[str, Any]) -> Search:
     split = run.selection.validation
     scenario = selection_scenario(named, split)
     rule = named.config.selection_rule
+    seeds = list(dict.fromkeys(run.seeds))
     identity = {"grid": grid, "rule": rule, "metric": named.config.metrics[0], "tolerance": run.selection.tolerance,
-                "validation": split.model_dump(mode="json"), "seeds": run.seeds}
-    cells = [Cell(scenario, method, params, seed, run.preset, role="selection", point=_point_label(params, grid))
-             for params in points for seed in run.seeds]
+                "validation": split.model_dump(mode="json"), "seeds": seeds}
+    cells = [Cell(scenario, method, params, seed, run.preset, code, role="selection", point=_point_label(params, grid))
+             for params in points for seed in seeds]
     return Search(named, method, grid, points, cells, identity)

@@ -100,6 +100,8 @@ def test_grids_from_the_preset_the_command_line_and_the_method():
     quick = resolve_run(preset="quick", scenarios=["ext-class"], methods=["hot-refresh"], grids=["methods.hot-refresh"])
     plan = make_plan(quick, PluginHost())
     assert [c.params["weight"] for c in plan.cells] == [0.2, 0.2, 0.4, 0.4, 0.6, 0.6, 0.8, 0.8, 1.0, 1.0]
+    with pytest.raises(BenchError, match="not among --methods"):
+        resolve_run(preset="quick", scenarios=["ext-class"], methods=["l2"], grids=["methods.bct.weight=1,2"])
     with pytest.raises(BenchError, match="declares no default grid"):
         make_plan(resolve_run(preset="quick", scenarios=["ext-class"], methods=["hbct"], grids=["methods.hbct"]), PluginHost())
 
@@ -117,6 +119,8 @@ def test_every_grid_point_is_its_own_cell_on_the_validation_split():
     plan = make_plan(run, PluginHost())
     selection = [c for c in plan.cells if c.role == "selection"]
     assert len(selection) == 2 * 3 * 2 and len(plan.cells) == len(selection) + 2 * 2  # independent: 2 scenarios x 2 seeds
+    for cell in plan.cells:
+        cell.data_fingerprint = "the same for all"  # keys then differ by configuration and parameters alone
     assert len({c.key for c in plan.cells}) == len(plan.cells)
     assert all(c.scenario.config.data.validation == run.selection.validation for c in selection)
     assert {s.identity["rule"] for s in plan.searches} == {"hbct", "ac-then-aa"}
