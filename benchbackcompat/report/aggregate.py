@@ -29,7 +29,8 @@ from benchbackcompat.report.columns import SINGLE_UPDATE_KINDS, Column, columns_
 
 Record = dict[str, Any]
 
-MIN_UPDATE_GAIN = 5.0  # points: below this reference self - old self, P_com divides by noise
+MIN_UPDATE_GAIN = 10.0  # points: below this reference self - old self, P_com divides by noise (a 6-point update
+# on 600 queries gives P_com intervals two units wide)
 CHANCE_FACTOR = 2.0  # a self-test below this multiple of chance marks a model at chance level
 
 
