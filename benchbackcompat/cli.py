@@ -244,6 +244,9 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
         print(f"wrote {len(written)} files to {args.out} ({args.out / 'README.md'})")
     else:
         print(leaderboard_tables(merged.records))
+    if merged.superseded:
+        print(f"{len(merged.superseded)} older records of the same cells (other method code, results version or data) "
+              "left out; `benchbackcompat status` lists them as stale", file=sys.stderr)
     if merged.duplicates:
         print(f"{len(merged.duplicates)} duplicate cells counted once (the first --results directory wins, finished "
               f"records over unfinished ones)", file=sys.stderr)

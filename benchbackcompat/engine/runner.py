@@ -7,6 +7,7 @@ of P_com/P_up, models pretrained elsewhere) are trained once and shared through 
 """
 from __future__ import annotations
 
+import datetime
 import logging
 import math
 import os
@@ -442,5 +443,6 @@ def run_cell(cell: Cell, method: Method, data: ScenarioData, store: ResultStore,
             if must_propagate(error):  # not recorded, so a re-run retries it. A real Ctrl-C stops the run.
                 raise
             return {**base, "status": "failed", "reason": describe(error), "traceback": save_traceback(store, cell.key)}
+    record["computed_at"] = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     store.write_record(cell.key, record)
     return record
