@@ -34,7 +34,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--device", help="auto (default), cpu or cuda")
     run.add_argument("--set", dest="assignments", action="append", default=[], metavar="KEY=VALUE",
                      help="override a scenario field (train.epochs=2) or a method hyperparameter (methods.l2.weight=3)")
-    run.add_argument("--force", action="store_true", help="recompute every cell of the plan, even finished ones")
+    run.add_argument("--force", action="store_true",
+                     help="recompute every cell of the plan, even finished ones (shared models are keyed by their own "
+                          "code and data identity, and reused)")
     run.add_argument("--rerun", metavar="METHOD[,METHOD]", default="",
                      help="recompute the cells of these methods, even finished ones")
     run.add_argument("--lock-timeout", type=float, metavar="SECONDS",

@@ -388,10 +388,16 @@ def test_an_observer_that_raises_is_disabled_and_the_cells_finish(rogue, tree, t
     assert "SystemExit" in next(out.glob("observers/*.traceback.txt")).read_text()
 
 
-def test_a_plugin_calling_sys_exit_at_import_is_listed_unavailable(tmp_path, monkeypatch, capsys):
-    install_plugin(tmp_path, "quitter", "import sys\nsys.exit(3)\n", dist="quitter-plugin")
+@pytest.mark.parametrize("when", ["import", "registration"])
+def test_a_plugin_calling_sys_exit_is_listed_unavailable(when, tmp_path, monkeypatch, capsys):
+    body = "import sys\nsys.exit(3)\n" if when == "import" else (
+        "import sys, benchbackcompat\n\n@benchbackcompat.hookimpl\ndef bbc_register_methods():\n    sys.exit(3)\n")
+    install_plugin(tmp_path, "quitter", body, dist="quitter-plugin")
     monkeypatch.syspath_prepend(str(tmp_path))
-    assert main(["list", "methods"]) == 0
+    try:
+        assert main(["list", "methods"]) == 0
+    finally:
+        sys.modules.pop("quitter", None)
     out = capsys.readouterr().out
     assert "| quitter" in out and "SystemExit: 3" in out and "| l2 " in out
 
