@@ -91,7 +91,7 @@ def keyed_config(scenario: ScenarioBase) -> dict[str, Any]:
 def build_code_hash(method: Method) -> str:
     """Source hash of the non-core packages behind ``method.build_model`` (its shared models depend on it)."""
     owner = next(c for c in type(method).__mro__ if "build_model" in vars(c))
-    return source_hash(source_packages(owner))
+    return source_hash(source_packages(owner, within=Method))
 
 
 def versions(plugin_versions: dict[str, str]) -> dict[str, Any]:
