@@ -64,6 +64,7 @@ def well_formed(records: Iterable[dict[str, Any]], source: str) -> Iterator[dict
             continue
         yield record
 
+SELECTION_OUTCOME = ("selected", "note", "grid_size", "points", "grid_seconds")  # what a grid search saw, not how it ran
 STATUS_PRIORITY = {"finished": 0, "diverged": 1, "not-applicable": 2, "failed": 3}
 
 
@@ -85,11 +86,13 @@ class Merged:
 
 def slot(record: dict[str, Any]) -> str:
     """What a reader means by "the same cell": scenario configuration (without the data path), method, hyperparameters,
-    seed, preset and dataset, whatever code or data version computed it."""
+    seed, preset, dataset, role and how a grid chose the parameters, whatever code or data version computed it."""
     config = dict(record.get("config") or {})
     config["data"] = {k: v for k, v in (config.get("data") or {}).items() if k != "root"}
+    selection = {k: v for k, v in (record.get("selection") or {}).items() if k not in SELECTION_OUTCOME}
     return json.dumps([record.get("dataset"), record.get("preset"), record["scenario"], config, record["method"],
-                       record.get("params"), record["seed"]], sort_keys=True, default=str)
+                       record.get("params"), record["seed"], record.get("role", "result"), selection],
+                      sort_keys=True, default=str)
 
 
 def latest_per_slot(records: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
