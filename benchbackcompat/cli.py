@@ -118,7 +118,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     else:
         from benchbackcompat.executors import submit
 
-        records = submit(args, plan)
+        records = submit(plan, args.executor, args.jobs, args.executor_param)
     if not distributed.is_main():
         return 0
     print(leaderboard_tables(records))

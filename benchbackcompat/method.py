@@ -19,6 +19,7 @@ from torch import Tensor, nn
 
 from benchbackcompat.metrics.retrieval import cosine_similarity
 from benchbackcompat.models.network import Network, build_network
+from benchbackcompat.seeds import derive_seed
 
 if TYPE_CHECKING:
     from benchbackcompat.config import ScenarioBase, TrainConfig
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from benchbackcompat.scenarios.steps import Step
 
 Similarity = Callable[[Tensor, Tensor], Tensor]
+Embedder = Callable[[nn.Module, "ImageArrays"], Tensor]
 
 
 class MethodParams(BaseModel):
@@ -60,6 +62,29 @@ class StepContext:
     image_size: int
     incoming: Network | None = None  # frozen copy of the model pretrained elsewhere that this step starts from (IAM-CL2R)
     seed: int = 0  # the cell's seed, for methods that draw their own initialisations
+    embedder: Embedder | None = None  # set by the engine: batched feature extraction on the training device
+
+    def embed(self, model: nn.Module, arrays: ImageArrays) -> Tensor:
+        """Embeddings (``model.embed``, unnormalised, float32) of every image of ``arrays``, without augmentation."""
+        if self.embedder is None:
+            raise RuntimeError("StepContext.embed: this context has no embedder (the engine sets one for every step)")
+        return self.embedder(model, arrays)
+
+    def clock(self) -> tuple[int, int]:
+        """(batches per epoch, batches of the whole step), as the training loop counts them."""
+        n_memory = len(self.memory) if (self.step.replay and self.memory is not None) else 0
+        per_epoch = batches_per_epoch(len(self.train_data), n_memory, self.train.batch_size)
+        return per_epoch, per_epoch * self.train.epochs
+
+    def derived_seed(self, *keys: object) -> int:
+        """A seed derived from the cell's seed and ``keys`` (stable across processes)."""
+        return derive_seed(self.seed, *keys)
+
+
+def batches_per_epoch(n_new: int, n_memory: int, batch_size: int) -> int:
+    """Batches of one epoch: full batches of the new data, or with a replay memory (n_new + n_memory) // size."""
+    size = min(batch_size, n_new + n_memory)
+    return max(1, (n_new + n_memory) // size) if n_memory else n_new // size
 
 
 class Method:
@@ -156,6 +181,13 @@ class StandardMethod(Method):
     """Plain cross-entropy training: the shared old models and the references of P_com/P_up."""
 
     name = "standard"
+
+
+def match_size(features: Tensor, size: int) -> Tensor:
+    """Truncate or zero-pad features to ``size`` dimensions (openBCT), to compare models of different widths."""
+    if features.shape[1] >= size:
+        return features[:, :size]
+    return F.pad(features, (0, size - features.shape[1]))
 
 
 @torch.no_grad()

@@ -71,6 +71,16 @@ def make_plan(run: RunConfig, host: PluginHost) -> Plan:
     return Plan(run, methods, cells)
 
 
+def run_shard(run: RunConfig, shard: str) -> list[dict[str, Any]]:
+    """The body of one job of an executor: shard ``I/N`` of the run's cells, computed in this process."""
+    distributed.initialise_from_environment(run.device)
+    host = PluginHost()
+    plan = make_plan(run, host)
+    plan.cells = select_shard(plan.cells, shard)
+    host.register_extensions()
+    return execute(plan, host)
+
+
 def check_names(scenario: ScenarioBase) -> None:
     """Unknown dataset or backbone names fail with the known names (``timm:``/``torchvision:`` names are
     checked by their library)."""

@@ -22,10 +22,10 @@ from benchbackcompat import __version__
 from benchbackcompat.config import NamedScenario, ScenarioBase, config_hash
 from benchbackcompat.data.arrays import ImageArrays
 from benchbackcompat.engine import distributed
-from benchbackcompat.engine.device import derive_seed, seed_everything
 from benchbackcompat.engine.evaluate import (
     ModelFeatures,
     compatibility_matrices,
+    extract_features,
     model_features,
 )
 from benchbackcompat.engine.train import Acceleration, DivergedError, train_model
@@ -35,6 +35,7 @@ from benchbackcompat.models.network import Network
 from benchbackcompat.models.zoo import create_zoo_model
 from benchbackcompat.scenarios.data import ScenarioData, select_memory
 from benchbackcompat.scenarios.steps import Step, build_steps
+from benchbackcompat.seeds import derive_seed, seed_everything
 from benchbackcompat.store import ResultStore
 
 CELL_FORMAT = 1
@@ -68,7 +69,7 @@ def versions(plugin_versions: dict[str, str]) -> dict[str, Any]:
     import timm
     import torchvision
 
-    from benchbackcompat.report.provenance import project_commit
+    from benchbackcompat.store.provenance import project_commit
 
     return {
         "benchbackcompat": __version__,
@@ -112,7 +113,14 @@ class CellRunner:
             device=self.device, old_model=old_model,
             train_data=train_data if train_data is not None else self.data.step_data(step, self.cell.seed),
             memory=memory, mean=self.data.mean, std=self.data.std, image_size=self.data.image_size, seed=self.cell.seed,
+            embedder=self.embedder(train_cfg or self.scenario.train_config(step.index)),
         )
+
+    def embedder(self, train_cfg) -> Callable[[torch.nn.Module, ImageArrays], torch.Tensor]:
+        """``StepContext.embed``: plain embeddings (``model.embed``) in evaluation batches on the device."""
+        return lambda model, arrays: extract_features(model, Method(), arrays, mean=self.data.mean, std=self.data.std,
+                                                      batch_size=train_cfg.eval_batch_size, device=self.device,
+                                                      amp=train_cfg.amp)
 
     def fresh_model(self, method: Method, ctx: StepContext, backbone: str, num_classes: int, init_index: int) -> Network:
         """A new model whose initial weights depend only on the seed and ``init_index``."""

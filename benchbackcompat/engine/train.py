@@ -13,10 +13,11 @@ from tqdm.auto import tqdm
 from benchbackcompat.config import TrainConfig
 from benchbackcompat.data.augment import augment
 from benchbackcompat.engine import distributed
-from benchbackcompat.engine.device import autocast, generator
-from benchbackcompat.engine.faults import fault_point, is_out_of_memory
+from benchbackcompat.engine.device import autocast
+from benchbackcompat.seeds import generator
+from benchbackcompat.faults import fault_point, is_out_of_memory
 from benchbackcompat.errors import BenchError
-from benchbackcompat.method import Batch, Method, StepContext
+from benchbackcompat.method import Batch, Method, StepContext, batches_per_epoch
 
 EpochObserver = Callable[[int, dict[str, float]], None]
 
@@ -107,11 +108,6 @@ def batch_indices(n_new: int, n_memory: int, cfg: TrainConfig, gen: torch.Genera
 
 def _cycled(order: Tensor, length: int) -> Tensor:
     return order.repeat(math.ceil(length / len(order)))[:length]
-
-
-def batches_per_epoch(n_new: int, n_memory: int, batch_size: int) -> int:
-    size = min(batch_size, n_new + n_memory)
-    return max(1, (n_new + n_memory) // size) if n_memory else n_new // size
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchbackcompat.engine.checkpoint import atomic_write_bytes
+from benchbackcompat.store.checkpoint import atomic_write_bytes
 from benchbackcompat.report import figures
 from benchbackcompat.errors import BenchError
 from benchbackcompat.presets import resolve_run

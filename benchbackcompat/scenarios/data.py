@@ -10,7 +10,7 @@ from torch import Tensor
 from benchbackcompat.config import DataConfig, ScenarioBase
 from benchbackcompat.data.arrays import DatasetBundle, ImageArrays
 from benchbackcompat.data.registry import DatasetRequest, load_dataset
-from benchbackcompat.engine.device import derive_seed, generator
+from benchbackcompat.seeds import derive_seed, generator
 from benchbackcompat.errors import BenchError
 from benchbackcompat.scenarios.steps import Step
 

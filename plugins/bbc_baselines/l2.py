@@ -11,19 +11,12 @@ from pydantic import Field
 from torch import Tensor
 
 import benchbackcompat
-from benchbackcompat.method import Batch, Method, MethodParams, StepContext, old_unit_features
+from benchbackcompat.method import Batch, Method, MethodParams, StepContext, match_size, old_unit_features
 from benchbackcompat.models.network import Network
 
 
 class L2Params(MethodParams):
     weight: float = Field(1.0, ge=0, description="weight of the feature distance term")
-
-
-def match_size(features: Tensor, size: int) -> Tensor:
-    """Truncate or zero-pad features to ``size`` dimensions (openBCT)."""
-    if features.shape[1] >= size:
-        return features[:, :size]
-    return F.pad(features, (0, size - features.shape[1]))
 
 
 class L2(Method):

@@ -25,20 +25,17 @@ from pydantic import Field
 from torch import Tensor, nn
 
 import benchbackcompat
-from bbc_baselines.l2 import match_size
 from bbc_compat.common import (
     attach_auxiliary,
     auxiliary,
     available_data,
     class_means,
     detach_auxiliary,
-    embed_all,
     grad_reverse,
     no_training_reason,
-    total_iterations,
 )
 from benchbackcompat.config import ScenarioBase
-from benchbackcompat.method import Batch, Method, MethodParams, StepContext, old_unit_features
+from benchbackcompat.method import Batch, Method, MethodParams, StepContext, match_size, old_unit_features
 from benchbackcompat.models.network import Network
 
 
@@ -117,7 +114,7 @@ class AdvBCT(Method):
         if ctx.old_model is None:
             return
         data = available_data(ctx)
-        features = embed_all(ctx.old_model, data, ctx)
+        features = ctx.embed(ctx.old_model, data)
         self.meta = boundary_meta(features, data.labels, ctx.step.seen_classes, self.params.iqr_factor)
         module = nn.Module()
         module.elastic = nn.Parameter(torch.empty(ctx.step.seen_classes).uniform_(-1, 1))
@@ -129,7 +126,7 @@ class AdvBCT(Method):
         ce = F.cross_entropy(out.logits, batch.labels)
         if self.meta is None:
             return {"loss": ce, "ce": ce}
-        per_epoch, total = total_iterations(ctx)
+        per_epoch, total = ctx.clock()
         epoch, progress = self.iteration // per_epoch + 1, self.iteration / total
         self.iteration += 1
         centres, r_max, valid = self.meta

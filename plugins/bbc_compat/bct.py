@@ -22,10 +22,9 @@ from pydantic import Field
 from torch import Tensor
 
 import benchbackcompat
-from bbc_baselines.l2 import match_size
-from bbc_compat.common import available_data, class_means, embed_all, no_training_reason
+from bbc_compat.common import available_data, class_means, no_training_reason
 from benchbackcompat.config import ScenarioBase
-from benchbackcompat.method import Batch, Method, MethodParams, StepContext
+from benchbackcompat.method import Batch, Method, MethodParams, StepContext, match_size
 from benchbackcompat.models.network import Network
 
 
@@ -52,7 +51,7 @@ def old_classifier(old_model: Network, ctx: StepContext, num_classes: int, synth
     if synthesis == "none" or num_classes <= len(weight):
         return weight, bias
     data = available_data(ctx)
-    means, _ = class_means(embed_all(old_model, data, ctx), data.labels, num_classes)
+    means, _ = class_means(ctx.embed(old_model, data), data.labels, num_classes)
     extra, extra_bias = means[len(weight):], torch.zeros(num_classes - len(weight), device=bias.device)
     if synthesis == "scaled-mean":
         extra = F.normalize(extra, dim=1) * weight.norm(dim=1).mean()

@@ -1,5 +1,5 @@
 """Shared pieces of the compatibility methods (no hookimpl): scenario support, the old model's
-features and class statistics, gradient reversal, auxiliary trainable modules, training progress."""
+features and class statistics, gradient reversal, auxiliary trainable modules."""
 from __future__ import annotations
 
 import torch
@@ -7,9 +7,7 @@ from torch import Tensor, nn
 
 from benchbackcompat.config import ScenarioBase
 from benchbackcompat.data.arrays import ImageArrays
-from benchbackcompat.engine.evaluate import extract_features
-from benchbackcompat.engine.train import batches_per_epoch
-from benchbackcompat.method import Method, StepContext, copy_matching_weights
+from benchbackcompat.method import StepContext, copy_matching_weights
 
 AUXILIARY = "compat_auxiliary"  # attribute of the model holding a method's extra trainable modules during a step
 
@@ -35,12 +33,6 @@ def available_data(ctx: StepContext) -> ImageArrays:
         return ctx.train_data
     return ImageArrays(torch.cat([ctx.train_data.images, ctx.memory.images]),
                        torch.cat([ctx.train_data.labels, ctx.memory.labels]))
-
-
-def embed_all(model: nn.Module, arrays: ImageArrays, ctx: StepContext) -> Tensor:
-    """Unnormalised features of ``model`` on every image (no augmentation), float32."""
-    return extract_features(model, Method(), arrays, mean=ctx.mean, std=ctx.std,
-                            batch_size=ctx.train.eval_batch_size, device=ctx.device, amp=ctx.train.amp)
 
 
 def class_means(features: Tensor, labels: Tensor, num_classes: int) -> tuple[Tensor, Tensor]:
@@ -79,13 +71,6 @@ def detach_auxiliary(model: nn.Module) -> nn.Module | None:
 
 def auxiliary(model: nn.Module) -> nn.Module:
     return model._modules[AUXILIARY]
-
-
-def total_iterations(ctx: StepContext) -> tuple[int, int]:
-    """(batches per epoch, batches of the whole step), as the training loop counts them."""
-    n_memory = len(ctx.memory) if (ctx.step.replay and ctx.memory is not None) else 0
-    per_epoch = batches_per_epoch(len(ctx.train_data), n_memory, ctx.train.batch_size)
-    return per_epoch, per_epoch * ctx.train.epochs
 
 
 def start_from_old(model: nn.Module, ctx: StepContext) -> None:

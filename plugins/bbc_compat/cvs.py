@@ -22,10 +22,9 @@ from pydantic import Field
 from torch import Tensor
 
 import benchbackcompat
-from bbc_baselines.l2 import match_size
-from bbc_compat.common import available_data, class_means, embed_all, no_training_reason
+from bbc_compat.common import available_data, class_means, no_training_reason
 from benchbackcompat.config import ScenarioBase
-from benchbackcompat.method import Batch, Method, MethodParams, StepContext, old_unit_features
+from benchbackcompat.method import Batch, Method, MethodParams, StepContext, match_size, old_unit_features
 from benchbackcompat.models.network import Network, build_network
 
 SCALE = 1 / 0.05  # cosine classifier scale (temperature 0.05); fixed, so the shared old model is well defined
@@ -80,7 +79,7 @@ class CVS(Method):
         if ctx.old_model is not None and ctx.old_model.head is not None:
             data = available_data(ctx)
             old_classes = ctx.old_model.head.num_classes
-            unit = F.normalize(embed_all(ctx.old_model, data, ctx), dim=1)
+            unit = F.normalize(ctx.embed(ctx.old_model, data), dim=1)
             self.centres = class_means(unit, data.labels, max(old_classes, ctx.step.seen_classes))[0][:old_classes]
 
     def loss(self, model: Network, batch: Batch, ctx: StepContext) -> dict[str, Tensor]:

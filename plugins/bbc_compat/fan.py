@@ -17,7 +17,7 @@ from pydantic import Field
 from torch import Tensor, nn
 
 import benchbackcompat
-from bbc_compat.common import available_data, embed_all, no_training_reason
+from bbc_compat.common import available_data, no_training_reason
 from benchbackcompat.config import ScenarioBase
 from benchbackcompat.errors import BenchError
 from benchbackcompat.method import Method, MethodParams, StepContext, frozen_copy
@@ -77,7 +77,7 @@ class FAN(Method):
         if ctx.old_model is None:
             return
         data = available_data(ctx)
-        old, new = embed_all(ctx.old_model, data, ctx), embed_all(model, data, ctx)
+        old, new = ctx.embed(ctx.old_model, data), ctx.embed(model, data)
         head = frozen_copy(model.head).float() if model.head is not None else None
         with torch.enable_grad():
             weights = train_adapter(old, new, data.labels, head, self.params)

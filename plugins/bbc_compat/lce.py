@@ -18,10 +18,9 @@ from pydantic import Field
 from torch import Tensor
 
 import benchbackcompat
-from bbc_baselines.l2 import match_size
-from bbc_compat.common import available_data, class_means, embed_all, no_training_reason
+from bbc_compat.common import available_data, class_means, no_training_reason
 from benchbackcompat.config import ScenarioBase
-from benchbackcompat.method import Batch, Method, MethodParams, StepContext
+from benchbackcompat.method import Batch, Method, MethodParams, StepContext, match_size
 from benchbackcompat.models.network import Network
 
 
@@ -79,7 +78,7 @@ class LCE(Method):
         self.stats = None
         if ctx.old_model is not None:
             data = available_data(ctx)
-            self.stats = old_class_statistics(embed_all(ctx.old_model, data, ctx), data.labels, ctx.step.seen_classes)
+            self.stats = old_class_statistics(ctx.embed(ctx.old_model, data), data.labels, ctx.step.seen_classes)
 
     def loss(self, model: Network, batch: Batch, ctx: StepContext) -> dict[str, Tensor]:
         out = model(batch.images)

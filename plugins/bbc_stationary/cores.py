@@ -14,7 +14,6 @@ from pydantic import Field
 
 import benchbackcompat
 from benchbackcompat.config import ScenarioBase
-from benchbackcompat.engine.device import derive_seed
 from benchbackcompat.method import Method, StepContext, copy_matching_weights
 from benchbackcompat.models.network import Network
 from bbc_stationary.common import FixedHeadMethod, FixedParams
@@ -47,7 +46,7 @@ class CoReS(FixedHeadMethod):
             return
         draw = 0 if self.params.init == "same" else ctx.step.index
         with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(derive_seed(ctx.seed, "cores-init", draw))
+            torch.manual_seed(ctx.derived_seed("cores-init", draw))
             initial = self.build_model(ctx, ctx.step.backbone, ctx.step.seen_classes)
         model.load_state_dict(initial.state_dict())
 
