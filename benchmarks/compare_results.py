@@ -47,7 +47,8 @@ def main(first: str, second: str) -> int:
         for field in COMPARED:
             diffs += differences(a[label].get(field), b[label].get(field), f"{label} {field}")
     statuses: dict[str, int] = {}
-    for record in a.values():
+    for label in set(a) & set(b):
+        record = a[label]
         statuses[record["status"]] = statuses.get(record["status"], 0) + 1
     print(f"{len(set(a) & set(b))} cells compared ({', '.join(f'{n} {s}' for s, n in sorted(statuses.items()))}); "
           f"fields {', '.join(COMPARED)}: {len(diffs)} differences")
