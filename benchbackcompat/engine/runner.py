@@ -6,7 +6,6 @@ of P_com/P_up, models pretrained elsewhere) are trained once and shared through 
 """
 from __future__ import annotations
 
-import math
 import os
 import platform
 import time
@@ -15,7 +14,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import torch
 
 from benchbackcompat import __version__
@@ -31,6 +29,7 @@ from benchbackcompat.engine.evaluate import (
 from benchbackcompat.engine.train import Acceleration, DivergedError, train_model
 from benchbackcompat.method import Method, StepContext, frozen_copy
 from benchbackcompat.metrics import compatibility as cm
+from benchbackcompat.metrics.summary import summarise
 from benchbackcompat.models.network import Network
 from benchbackcompat.models.zoo import create_zoo_model
 from benchbackcompat.scenarios.data import ScenarioData, select_memory
@@ -333,34 +332,6 @@ def standard_recipe(method: Method) -> Method:
     recipe.similarity = method.similarity
     recipe.pair_features = method.pair_features
     return recipe
-
-
-def summarise(C: list[list[float]]) -> dict[str, Any]:
-    """AC, AA, ACA of a matrix (T >= 2), plus self/cross for a single update and the curves AA_curve and
-    AC_curve ([AA_tau] and [AC_tau] for tau = 1..T on the leading tau x tau blocks).
-
-    An entry that cannot be computed (NaN, e.g. feature sizes that differ after an architecture
-    replacement) makes every metric whose block contains it None (not computable), never 0; the
-    blocks before it keep their AC_tau/AA_tau (IAM-CL2R Table VII)."""
-    M = np.asarray(C, dtype=np.float64)
-    T = len(M)
-
-    def on_block(metric, tau: int) -> float | None:
-        block = M[:tau, :tau]
-        if np.isnan(block[np.tril_indices(tau)]).any():
-            return None
-        value = metric(block)
-        return None if math.isnan(value) else value
-
-    values: dict[str, Any] = {"AA": on_block(cm.average_accuracy, T)}
-    if T >= 2:
-        values["AC"] = on_block(cm.average_compatibility, T)
-        values["ACA"] = on_block(cm.average_compatibility_accuracy, T)
-        values["AA_curve"] = [on_block(cm.average_accuracy, tau) for tau in range(1, T + 1)]
-        values["AC_curve"] = [on_block(cm.average_compatibility, tau) for tau in range(1, T + 1)]
-    if T == 2:
-        values.update(self=C[1][1], cross=C[1][0], old_self=C[0][0])
-    return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in values.items()}
 
 
 def run_cell(cell: Cell, method: Method, data: ScenarioData, store: ResultStore, device: torch.device,
