@@ -135,10 +135,15 @@ class Method:
     def before_step(self, model: Network, ctx: StepContext) -> None:
         """Work before training a step (class statistics of the old model, synthesised rows, ...)."""
 
-    def loss(self, model: Network, batch: Batch, ctx: StepContext) -> dict[str, Tensor]:
-        """Loss terms of a batch; ``"loss"`` is the total that is minimised, the others are logged."""
+    def classify(self, model: Network, batch: Batch, ctx: StepContext) -> tuple[Any, Tensor]:
+        """The model's output on a batch and its classification loss (default: cross-entropy on the logits)."""
         out = model(batch.images)
-        ce = F.cross_entropy(out.logits, batch.labels)
+        return out, F.cross_entropy(out.logits, batch.labels)
+
+    def loss(self, model: Network, batch: Batch, ctx: StepContext) -> dict[str, Tensor]:
+        """Loss terms of a batch; ``"loss"`` is the total that is minimised, the others are logged.
+        Default: the classification loss alone."""
+        _, ce = self.classify(model, batch, ctx)
         return {"loss": ce, "ce": ce}
 
     def after_step(self, model: Network, ctx: StepContext) -> None:
@@ -175,6 +180,29 @@ class Method:
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "params": self.params.model_dump(mode="json")}
+
+
+class CompatibilityMethod(Method):
+    """A method that adds compatibility terms to the classification loss once there is something to be
+    compatible with: subclasses implement :meth:`compatibility_terms`, the one thing each paper adds."""
+
+    def aligns(self, batch: Batch, ctx: StepContext) -> bool:
+        """Whether this batch gets the compatibility terms (default: when the step has an old model)."""
+        return ctx.old_model is not None
+
+    def compatibility_terms(self, model: Network, out: Any, batch: Batch, ctx: StepContext, ce: Tensor) -> dict[str, Tensor]:
+        """``"loss"``, the total minimised (the classification loss ``ce`` combined with the paper's terms, in
+        the paper's form), and the terms to log; ``out`` is what :meth:`classify` returned."""
+        raise NotImplementedError(f"{type(self).__name__} must implement compatibility_terms")
+
+    def loss(self, model: Network, batch: Batch, ctx: StepContext) -> dict[str, Tensor]:
+        """The classification loss alone before there is an old model (or when :meth:`aligns` says no),
+        else with :meth:`compatibility_terms`."""
+        out, ce = self.classify(model, batch, ctx)
+        if not self.aligns(batch, ctx):
+            return {"loss": ce, "ce": ce}
+        terms = self.compatibility_terms(model, out, batch, ctx, ce)
+        return {"loss": terms.pop("loss"), "ce": ce, **terms}
 
 
 class StandardMethod(Method):

@@ -11,7 +11,7 @@ from pydantic import Field
 from torch import Tensor
 
 import benchbackcompat
-from benchbackcompat.method import Batch, Method, MethodParams, StepContext, match_size, old_unit_features
+from benchbackcompat.method import Batch, CompatibilityMethod, Method, MethodParams, StepContext, match_size, old_unit_features
 from benchbackcompat.models.network import Network
 
 
@@ -19,20 +19,16 @@ class L2Params(MethodParams):
     weight: float = Field(1.0, ge=0, description="weight of the feature distance term")
 
 
-class L2(Method):
+class L2(CompatibilityMethod):
     name = "l2"
     description = "cross-entropy + squared L2 distance to the frozen old model's normalised features (BCT's L2 baseline)"
     Params = L2Params
 
-    def loss(self, model: Network, batch: Batch, ctx: StepContext) -> dict[str, Tensor]:
-        out = model(batch.images)
-        ce = F.cross_entropy(out.logits, batch.labels)
-        if ctx.old_model is None:
-            return {"loss": ce, "ce": ce}
+    def compatibility_terms(self, model: Network, out, batch: Batch, ctx: StepContext, ce: Tensor) -> dict[str, Tensor]:
         old = old_unit_features(ctx, batch.images)
         new = F.normalize(match_size(out.features.float(), old.shape[1]), dim=1)
         distance = (new - old).pow(2).sum(dim=1).mean()
-        return {"loss": ce + self.params.weight * distance, "ce": ce, "l2": distance}
+        return {"loss": ce + self.params.weight * distance, "l2": distance}
 
 
 @benchbackcompat.hookimpl

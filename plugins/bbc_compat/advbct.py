@@ -35,7 +35,7 @@ from bbc_compat.common import (
     no_training_reason,
 )
 from benchbackcompat.config import ScenarioBase
-from benchbackcompat.method import Batch, Method, MethodParams, StepContext, match_size, old_unit_features
+from benchbackcompat.method import Batch, CompatibilityMethod, Method, MethodParams, StepContext, match_size, old_unit_features
 from benchbackcompat.models.network import Network
 
 
@@ -99,7 +99,7 @@ def adversarial_loss(disc: nn.Module, new_unit: Tensor, old_unit: Tensor, alpha:
     return F.nll_loss(log_probs[:n], new_target) + F.nll_loss(log_probs[n:], old_target)
 
 
-class AdvBCT(Method):
+class AdvBCT(CompatibilityMethod):
     name = "advbct"
     description = "CE + elastic-boundary compatibility + old/new discriminator with gradient reversal (Pan et al. 2023)"
     Params = AdvBCTParams
@@ -121,11 +121,10 @@ class AdvBCT(Method):
         module.discriminator = discriminator(self.meta[0].shape[1])
         attach_auxiliary(model, module)
 
-    def loss(self, model: Network, batch: Batch, ctx: StepContext) -> dict[str, Tensor]:
-        out = model(batch.images)
-        ce = F.cross_entropy(out.logits, batch.labels)
-        if self.meta is None:
-            return {"loss": ce, "ce": ce}
+    def aligns(self, batch: Batch, ctx: StepContext) -> bool:
+        return self.meta is not None
+
+    def compatibility_terms(self, model: Network, out, batch: Batch, ctx: StepContext, ce: Tensor) -> dict[str, Tensor]:
         per_epoch, total = ctx.clock()
         epoch, progress = self.iteration // per_epoch + 1, self.iteration / total
         self.iteration += 1
@@ -134,7 +133,7 @@ class AdvBCT(Method):
         new_unit = F.normalize(match_size(out.features.float(), centres.shape[1]), dim=1)
         radius = elastic_radius(r_max, aux.elastic, self.params.threshold)
         comp = compatibility_loss(new_unit, batch.labels, centres, radius, valid)
-        terms = {"ce": ce, "compatibility": comp}
+        terms = {"compatibility": comp}
         total_loss = ce + comp
         if self.params.adversarial:
             old_unit = old_unit_features(ctx, batch.images)

@@ -24,7 +24,7 @@ from torch import Tensor
 import benchbackcompat
 from bbc_compat.common import available_data, class_means, no_training_reason
 from benchbackcompat.config import ScenarioBase
-from benchbackcompat.method import Batch, Method, MethodParams, StepContext, match_size
+from benchbackcompat.method import Batch, CompatibilityMethod, Method, MethodParams, StepContext, match_size
 from benchbackcompat.models.network import Network
 
 
@@ -69,7 +69,7 @@ def influence_loss(new_features: Tensor, labels: Tensor, weight: Tensor, bias: T
     return F.cross_entropy(logits, labels[covered])
 
 
-class BCT(Method):
+class BCT(CompatibilityMethod):
     name = "bct"
     description = "cross-entropy + influence loss of the frozen old classifier on the new features (Shen et al. 2020)"
     Params = BCTParams
@@ -83,13 +83,12 @@ class BCT(Method):
         if ctx.old_model is not None and ctx.old_model.head is not None:
             self.old_head = old_classifier(ctx.old_model, ctx, ctx.step.seen_classes, self.params.synthesis)
 
-    def loss(self, model: Network, batch: Batch, ctx: StepContext) -> dict[str, Tensor]:
-        out = model(batch.images)
-        ce = F.cross_entropy(out.logits, batch.labels)
-        if self.old_head is None:
-            return {"loss": ce, "ce": ce}
+    def aligns(self, batch: Batch, ctx: StepContext) -> bool:
+        return self.old_head is not None
+
+    def compatibility_terms(self, model: Network, out, batch: Batch, ctx: StepContext, ce: Tensor) -> dict[str, Tensor]:
         influence = influence_loss(out.features, batch.labels, *self.old_head)
-        return {"loss": ce + self.params.weight * influence, "ce": ce, "influence": influence}
+        return {"loss": ce + self.params.weight * influence, "influence": influence}
 
 
 @benchbackcompat.hookimpl

@@ -16,8 +16,8 @@ from torch import Tensor
 
 import benchbackcompat
 from benchbackcompat.config import ScenarioBase
-from benchbackcompat.method import Batch, Method, StepContext
-from benchbackcompat.models.network import Network
+from benchbackcompat.method import Batch, CompatibilityMethod, Method, StepContext
+from benchbackcompat.models.network import Network, NetworkOutput
 from bbc_stationary.common import FixedHeadMethod, FixedParams, frozen_reference
 
 
@@ -33,7 +33,7 @@ def distillation_weight(base: float, ctx: StepContext) -> float:
     return base * math.sqrt((stop - start) / start) if start > 0 else 0.0
 
 
-class DSimplexFD(FixedHeadMethod):
+class DSimplexFD(FixedHeadMethod, CompatibilityMethod):
     name = "dsimplex-fd"
     description = "d-Simplex fixed classifier + feature distillation on replayed samples (CL2R's d-Simplex-FD)"
     Params = FDParams
@@ -44,18 +44,18 @@ class DSimplexFD(FixedHeadMethod):
                     f"memory (memory_per_class > 0), not {scenario.kind} without one")
         return None
 
-    def loss(self, model: Network, batch: Batch, ctx: StepContext) -> dict[str, Tensor]:
-        out = model(batch.images)
-        ce = self.stationary_ce(out.logits, model, batch, ctx)
-        reference = frozen_reference(ctx)
-        if reference is None or not bool(batch.from_memory.any()):
-            return {"loss": ce, "ce": ce}
+    def aligns(self, batch: Batch, ctx: StepContext) -> bool:
+        """Only batches with replayed samples are distilled, towards the frozen reference."""
+        return frozen_reference(ctx) is not None and bool(batch.from_memory.any())
+
+    def compatibility_terms(self, model: Network, out: NetworkOutput, batch: Batch, ctx: StepContext,
+                            ce: Tensor) -> dict[str, Tensor]:
         replayed = batch.from_memory
         with torch.no_grad():
-            old = reference.embed(batch.images[replayed])
+            old = frozen_reference(ctx).embed(batch.images[replayed])
         fd = (1 - F.cosine_similarity(out.features[replayed].float(), old.float(), dim=1)).mean()
         weight = distillation_weight(self.params.base_weight, ctx)
-        return {"loss": ce + weight * fd, "ce": ce, "fd": fd}
+        return {"loss": ce + weight * fd, "fd": fd}
 
 
 @benchbackcompat.hookimpl

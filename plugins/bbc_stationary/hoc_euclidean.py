@@ -5,23 +5,15 @@ head) + (1 - lambda) * L_iNCE(phi_t, phi_ref) (Stationary-HOC Eqs. 3-5), phi_ref
 """
 from __future__ import annotations
 
-import torch.nn.functional as F
-from torch import Tensor
-
 import benchbackcompat
-from benchbackcompat.method import Batch, Method, StepContext
-from benchbackcompat.models.network import Network
-from bbc_stationary.alignment import HocTerms, hoc_loss
+from benchbackcompat.method import Method
+from bbc_stationary.alignment import HocAlignment, HocTerms
 
 
-class EuclideanHOC(Method):
+class EuclideanHOC(HocAlignment):
     name = "hoc-euclidean"
     description = "learnable classifier + higher-order (InfoNCE) alignment to the frozen old model (HOC without the d-Simplex)"
     Params = HocTerms
-
-    def loss(self, model: Network, batch: Batch, ctx: StepContext) -> dict[str, Tensor]:
-        out = model(batch.images)
-        return hoc_loss(self.params, F.cross_entropy(out.logits, batch.labels), out, batch, ctx)
 
 
 @benchbackcompat.hookimpl
