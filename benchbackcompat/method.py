@@ -8,7 +8,7 @@ compared for each matrix entry).
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
@@ -124,16 +124,21 @@ class Method:
             in_chans=ctx.train_data.images.shape[1],
         )
 
-    def initialise(self, model: Network, source: Network, ctx: StepContext) -> None:
-        """Start ``model`` from ``source``: from the previous model every matching tensor is copied
-        (a grown classifier keeps the old rows); from a pretrained model all but its classifier,
-        whose classes are the pretraining pool's."""
-        skip = ("head.",) if ctx.step.init == "pretrained" else ()
-        copy_matching_weights(model, source, skip=skip)
+    def initialise(self, model: Network, source: Network | None, ctx: StepContext) -> None:
+        """The one place where a step's freshly built model gets its starting weights. ``source`` is what the
+        scenario's initialisation names: the previous model (every matching tensor is copied; a grown
+        classifier keeps the old rows), a pretrained model (all but its classifier, whose classes are the
+        pretraining pool's), or None (scratch: the seeded initialisation is kept)."""
+        if source is not None:
+            skip = ("head.",) if ctx.step.init == "pretrained" else ()
+            copy_matching_weights(model, source, skip=skip)
 
     # --- training --------------------------------------------------------------------------
-    def before_step(self, model: Network, ctx: StepContext) -> None:
-        """Work before training a step (class statistics of the old model, synthesised rows, ...)."""
+    def before_step(self, model: Network, ctx: StepContext) -> Sequence[nn.Module]:
+        """Work before training a step (class statistics of the old model, synthesised rows, ...). Returns the
+        step's own trainable modules (a discriminator, learnable radii, ...): the engine trains them with the
+        model for this step only, and they are not part of the stored model."""
+        return ()
 
     def classify(self, model: Network, batch: Batch, ctx: StepContext) -> tuple[Any, Tensor]:
         """The model's output on a batch and its classification loss (default: cross-entropy on the logits)."""

@@ -208,7 +208,7 @@ def test_lwf_distillation_on_old_classes_by_hand():
 def test_fine_tuning_starts_from_the_old_model():
     old, new = nn.Linear(3, 2), nn.Linear(3, 2)
     ctx = SimpleNamespace(old_model=old, step=SimpleNamespace(init="scratch"))
-    IncrementalFineTuning().before_step(new, ctx)
+    IncrementalFineTuning().initialise(new, None, ctx)
     assert torch.equal(new.weight, old.weight)
 
 

@@ -135,9 +135,9 @@ class CellRunner:
             if self.observer is not None:
                 self.observer(cell=self.cell.label, step=step, epoch=epoch, values=values)
 
-        method.before_step(model, ctx)
+        step_modules = [module.to(self.device) for module in method.before_step(model, ctx) or ()]
         history = train_model(model, method, ctx, seed=seed, observer=observe, desc=f"{self.cell.label} {tag}",
-                              acceleration=self.acceleration)
+                              acceleration=self.acceleration, step_modules=step_modules)
         method.after_step(model, ctx)
         return history
 
@@ -230,12 +230,11 @@ class CellRunner:
             else:
                 model = self.fresh_model(self.method, ctx, step.backbone, step.seen_classes,
                                          0 if step.init == "same-as-first" else step.index)
-                if step.init == "previous" and models:
-                    self.method.initialise(model, models[-1], ctx)
-                elif step.init == "pretrained":
-                    incoming = self.pretrained_model(step)
-                    self.method.initialise(model, incoming, ctx)
-                    ctx.incoming = frozen_copy(incoming)
+                source = models[-1] if step.init == "previous" and models else None
+                if step.init == "pretrained":
+                    source = self.pretrained_model(step)
+                    ctx.incoming = frozen_copy(source)
+                self.method.initialise(model, source, ctx)
                 history = self.train(self.method, model, ctx, tag=f"step-{step.index}")
             if step.replay or getattr(self.scenario, "memory_per_class", 0) > 0:
                 per_class = getattr(self.scenario, "memory_per_class", 0)

@@ -26,11 +26,8 @@ from torch import Tensor, nn
 
 import benchbackcompat
 from bbc_compat.common import (
-    attach_auxiliary,
-    auxiliary,
     available_data,
     class_means,
-    detach_auxiliary,
     grad_reverse,
     no_training_reason,
 )
@@ -105,21 +102,24 @@ class AdvBCT(CompatibilityMethod):
     Params = AdvBCTParams
     meta: tuple[Tensor, Tensor, Tensor] | None = None  # old centres, r_max, valid classes
     iteration = 0
+    trainable: nn.Module | None = None  # the step's elastic weights and discriminator
 
     def unsupported_reason(self, scenario: ScenarioBase) -> str | None:
         return no_training_reason(self.name, scenario)
 
-    def before_step(self, model: Network, ctx: StepContext) -> None:
-        self.meta, self.iteration = None, 0
+    def before_step(self, model: Network, ctx: StepContext) -> list[nn.Module]:
+        """The old classes' boundaries; the elastic weights and the discriminator, trained for this step only."""
+        self.meta, self.iteration, self.trainable = None, 0, None
         if ctx.old_model is None:
-            return
+            return []
         data = available_data(ctx)
         features = ctx.embed(ctx.old_model, data)
         self.meta = boundary_meta(features, data.labels, ctx.step.seen_classes, self.params.iqr_factor)
         module = nn.Module()
         module.elastic = nn.Parameter(torch.empty(ctx.step.seen_classes).uniform_(-1, 1))
         module.discriminator = discriminator(self.meta[0].shape[1])
-        attach_auxiliary(model, module)
+        self.trainable = module
+        return [module]
 
     def aligns(self, batch: Batch, ctx: StepContext) -> bool:
         return self.meta is not None
@@ -129,7 +129,7 @@ class AdvBCT(CompatibilityMethod):
         epoch, progress = self.iteration // per_epoch + 1, self.iteration / total
         self.iteration += 1
         centres, r_max, valid = self.meta
-        aux = auxiliary(model)
+        aux = self.trainable
         new_unit = F.normalize(match_size(out.features.float(), centres.shape[1]), dim=1)
         radius = elastic_radius(r_max, aux.elastic, self.params.threshold)
         comp = compatibility_loss(new_unit, batch.labels, centres, radius, valid)
@@ -141,9 +141,6 @@ class AdvBCT(CompatibilityMethod):
             total_loss = total_loss + adv * (ctx.train.epochs - epoch + 1) / ctx.train.epochs
             terms["adversarial"] = adv
         return {"loss": total_loss, **terms}
-
-    def after_step(self, model: Network, ctx: StepContext) -> None:
-        detach_auxiliary(model)
 
 
 @benchbackcompat.hookimpl

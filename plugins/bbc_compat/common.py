@@ -1,5 +1,5 @@
 """Shared pieces of the compatibility methods (no hookimpl): scenario support, the old model's
-features and class statistics, gradient reversal, auxiliary trainable modules."""
+features and class statistics, gradient reversal, starting from the old model."""
 from __future__ import annotations
 
 import torch
@@ -8,8 +8,6 @@ from torch import Tensor, nn
 from benchbackcompat.config import ScenarioBase
 from benchbackcompat.data.arrays import ImageArrays
 from benchbackcompat.method import StepContext, copy_matching_weights
-
-AUXILIARY = "compat_auxiliary"  # attribute of the model holding a method's extra trainable modules during a step
 
 
 def no_training_reason(name: str, scenario: ScenarioBase) -> str | None:
@@ -59,22 +57,8 @@ def grad_reverse(x: Tensor, alpha: float = 1.0) -> Tensor:
     return _GradientReversal.apply(x, alpha)
 
 
-def attach_auxiliary(model: nn.Module, module: nn.Module) -> None:
-    """Register ``module`` on ``model`` for one step, so that the step's optimiser trains it too."""
-    model.add_module(AUXILIARY, module.to(next(model.parameters()).device))
-
-
-def detach_auxiliary(model: nn.Module) -> nn.Module | None:
-    """Remove (and return) the auxiliary module, so the stored model keeps its plain layout."""
-    return model._modules.pop(AUXILIARY, None)
-
-
-def auxiliary(model: nn.Module) -> nn.Module:
-    return model._modules[AUXILIARY]
-
-
 def start_from_old(model: nn.Module, ctx: StepContext) -> None:
     """Fine-tuning methods start every update from the old model, whatever the scenario's initialisation
-    (the runner already does so for ``previous``; a pretrained replacement is kept)."""
+    (``Method.initialise`` already copies it for ``previous``; a pretrained replacement is kept)."""
     if ctx.old_model is not None and ctx.step.init in ("scratch", "same-as-first"):
         copy_matching_weights(model, ctx.old_model)

@@ -20,7 +20,8 @@ class IncrementalFineTuning(Method):
     def unsupported_reason(self, scenario: ScenarioBase) -> str | None:
         return fine_tuning_reason(self.name, scenario)
 
-    def before_step(self, model: Network, ctx: StepContext) -> None:
+    def initialise(self, model: Network, source: Network | None, ctx: StepContext) -> None:
+        super().initialise(model, source, ctx)
         start_from_old(model, ctx)
 
 

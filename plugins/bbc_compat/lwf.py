@@ -40,7 +40,8 @@ class LwF(CompatibilityMethod):
     def unsupported_reason(self, scenario: ScenarioBase) -> str | None:
         return fine_tuning_reason(self.name, scenario)
 
-    def before_step(self, model: Network, ctx: StepContext) -> None:
+    def initialise(self, model: Network, source: Network | None, ctx: StepContext) -> None:
+        super().initialise(model, source, ctx)
         start_from_old(model, ctx)
 
     def aligns(self, batch: Batch, ctx: StepContext) -> bool:

@@ -39,8 +39,8 @@ class CoReS(FixedHeadMethod):
                     "without a replay memory")
         return None
 
-    def before_step(self, model: Network, ctx: StepContext) -> None:
-        """Set the initial weights the ``init`` option asks for (whatever the scenario's own init did)."""
+    def initialise(self, model: Network, source: Network | None, ctx: StepContext) -> None:
+        """The initial weights the ``init`` option asks for, whatever the scenario's initialisation."""
         if self.params.init == "fine-tune" and ctx.old_model is not None:
             copy_matching_weights(model, ctx.old_model)
             return
