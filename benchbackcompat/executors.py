@@ -9,8 +9,10 @@ from __future__ import annotations
 import shutil
 from typing import Any
 
+import torch
+
 from benchbackcompat.errors import BenchError
-from benchbackcompat.run import Plan, run_shard
+from benchbackcompat.run import Plan, assign_fingerprints, run_shard
 
 
 def parse_parameters(pairs: list[str]) -> dict[str, Any]:
@@ -42,7 +44,7 @@ def submit(plan: Plan, executor_name: str, jobs: int | None = None, parameters: 
     except (ValueError, TypeError) as error:
         raise BenchError(f"--executor-param: {error}".splitlines()[0]) from None
     shards = [f"{i}/{count}" for i in range(count)]
-    submitted = executor.map_array(run_shard, [plan.run] * count, shards)
+    submitted = executor.map_array(run_shard, [plan.run] * count, shards, [plan.rerun] * count)
     print(f"submitted {len(submitted)} {executor_name} jobs (logs in {plan.run.out / 'jobs'}); waiting for them")
     problems = {}
     for job, shard in zip(submitted, shards):
@@ -50,6 +52,7 @@ def submit(plan: Plan, executor_name: str, jobs: int | None = None, parameters: 
             job.result()
         except Exception as error:  # a dead job: its cells are reported, the others are kept
             problems[shard] = f"job {job.job_id} failed ({str(error).splitlines()[0] if str(error) else type(error).__name__}); log {job.paths.stderr}"
+    assign_fingerprints(plan, torch.device("cpu"))  # the cells' keys need their data's fingerprints
     store = ResultStore(plan.run.out)
     records = []
     for index, cell in enumerate(plan.cells):
