@@ -83,6 +83,7 @@ class ModelConfig(StrictModel):
 
 Protocol = Literal["loo", "nn", "template", "verification"]
 RetrievalMetric = Literal["cmc@1", "cmc@5", "map", "map@r", "top1", "verification"]
+Trait = Literal["trains", "incremental", "replay", "cumulative", "same-architecture"]
 
 
 class ScenarioBase(StrictModel):
@@ -101,6 +102,29 @@ class ScenarioBase(StrictModel):
     def single_update(self) -> bool:
         return False
 
+    @property
+    def traits(self) -> frozenset[Trait]:
+        """What the scenario offers a method: models that are trained, tasks of new classes fine-tuned one
+        after the other (incremental), a replay memory, every model trained on all the data seen so far
+        (cumulative), one architecture for every model."""
+        return frozenset({"trains", "cumulative", "same-architecture"})
+
+    def lacks(self, trait: Trait, method: str) -> str:
+        """Why ``method``, which needs ``trait``, cannot run this scenario (one sentence)."""
+        kind = getattr(self, "kind", "this")
+        archs = getattr(self, "architectures", None) or []
+        return {
+            "trains": f"{method} trains each new model; {kind} models are already trained, not trained here",
+            "incremental": f"{method} fine-tunes task after task with a replay memory; it runs in cl2r and iam-cl2r, "
+                           f"not {kind}",
+            "replay": f"{method} needs a replay memory; it runs in cl2r, iam-cl2r or with memory_per_class > 0, "
+                      f"not {kind} without one",
+            "cumulative": f"{method} trains every model alone on all the data seen so far; this {kind} scenario trains "
+                          "on new classes and a replay memory",
+            "same-architecture": f"{method} fine-tunes the old model, but {kind} changes the architecture "
+                                 f"({' -> '.join(archs)})",
+        }[trait]
+
     def train_config(self, step: int) -> TrainConfig:
         """The training configuration of ``step``."""
         return self.train
@@ -113,6 +137,11 @@ class SingleUpdateBase(ScenarioBase):
     @property
     def single_update(self) -> bool:
         return True
+
+    @property
+    def traits(self) -> frozenset[Trait]:
+        same = self.architectures is None or len(set(self.architectures)) == 1
+        return frozenset({"trains", "cumulative", *(("same-architecture",) if same else ())})
 
     def train_config(self, step: int) -> TrainConfig:
         return self.new_train if step > 0 and self.new_train is not None else self.train
@@ -157,6 +186,10 @@ class MultiStep(ScenarioBase):
     )
     metrics: list[RetrievalMetric] = Field(default_factory=lambda: ["cmc@1"], min_length=1)
 
+    @property
+    def traits(self) -> frozenset[Trait]:
+        return frozenset({"trains", "same-architecture", "replay" if self.memory_per_class > 0 else "cumulative"})
+
 
 class CL2R(ScenarioBase):
     """An initial task, then equal class increments, fine-tuning with a replay memory (CL2R)."""
@@ -168,6 +201,10 @@ class CL2R(ScenarioBase):
     protocol: Protocol = "template"
     eval_split: Literal["test", "open"] = "open"
     metrics: list[RetrievalMetric] = Field(default_factory=lambda: ["top1"], min_length=1)
+
+    @property
+    def traits(self) -> frozenset[Trait]:
+        return frozenset({"trains", "incremental", "replay", "same-architecture"})
 
 
 class IAMCL2R(CL2R):
@@ -209,6 +246,10 @@ class ModelZoo(ScenarioBase):
         1000, ge=2, description="outputs of every zoo classifier, one shared label space in one order (ImageNet-1k: 1000)"
     )
     metrics: list[RetrievalMetric] = Field(default_factory=lambda: ["cmc@1"], min_length=1)
+
+    @property
+    def traits(self) -> frozenset[Trait]:
+        return frozenset({"cumulative"})  # already trained elsewhere, each on all its classes
 
 
 ScenarioConfig = Annotated[

@@ -22,7 +22,7 @@ from benchbackcompat.models.network import Network, build_network
 from benchbackcompat.seeds import derive_seed
 
 if TYPE_CHECKING:
-    from benchbackcompat.config import ScenarioBase, TrainConfig
+    from benchbackcompat.config import ScenarioBase, TrainConfig, Trait
     from benchbackcompat.data.arrays import ImageArrays
     from benchbackcompat.scenarios.steps import Step
 
@@ -102,6 +102,7 @@ class Method:
     Params: ClassVar[type[MethodParams]] = MethodParams
     standard_steps: ClassVar[Literal["first", "all", "none"]] = "first"
     head: ClassVar[str] = "linear"
+    requires: ClassVar[tuple[Trait, ...]] = ()  # scenario traits the method needs (ScenarioBase.traits), in order
 
     def __init__(self, params: MethodParams | None = None) -> None:
         self.params = params if params is not None else self.Params()
@@ -109,8 +110,10 @@ class Method:
 
     # --- scenarios -------------------------------------------------------------------------
     def unsupported_reason(self, scenario: ScenarioBase) -> str | None:
-        """None if the method can run the scenario, else why not (the cell is reported as not applicable)."""
-        return None
+        """None if the method can run the scenario, else why not (the cell is reported as not applicable).
+        Default: the first trait of ``requires`` that the scenario lacks, in the scenario's words."""
+        missing = [trait for trait in self.requires if trait not in scenario.traits]
+        return scenario.lacks(missing[0], self.name) if missing else None
 
     # --- models ----------------------------------------------------------------------------
     def build_model(self, ctx: StepContext, backbone: str, num_classes: int) -> Network:

@@ -46,13 +46,12 @@ class $cls(CompatibilityMethod):
     name = "$name"
     description = "cross-entropy + cosine distance to the frozen old model's features"
     Params = ${cls}Params
+    requires = ("trains",)  # scenario traits it needs: a model-zoo only evaluates already-trained models
 
     def unsupported_reason(self, scenario: ScenarioBase) -> str | None:
-        if scenario.kind == "model-zoo":
-            return "$name trains models; a model-zoo scenario only evaluates already-trained ones"
         if scenario.model.embedding_dim is None:
             return "$name compares old and new features directly; set model.embedding_dim so that their sizes match"
-        return None
+        return super().unsupported_reason(scenario)
 
     def compatibility_terms(self, model: Network, out: NetworkOutput, batch: Batch, ctx: StepContext,
                             ce: Tensor) -> dict[str, Tensor]:

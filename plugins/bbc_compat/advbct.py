@@ -25,13 +25,7 @@ from pydantic import Field
 from torch import Tensor, nn
 
 import benchbackcompat
-from bbc_compat.common import (
-    available_data,
-    class_means,
-    grad_reverse,
-    no_training_reason,
-)
-from benchbackcompat.config import ScenarioBase
+from bbc_compat.common import available_data, class_means, grad_reverse
 from benchbackcompat.method import Batch, CompatibilityMethod, Method, MethodParams, StepContext, match_size, old_unit_features
 from benchbackcompat.models.network import Network
 
@@ -98,14 +92,12 @@ def adversarial_loss(disc: nn.Module, new_unit: Tensor, old_unit: Tensor, alpha:
 
 class AdvBCT(CompatibilityMethod):
     name = "advbct"
+    requires = ("trains",)
     description = "CE + elastic-boundary compatibility + old/new discriminator with gradient reversal (Pan et al. 2023)"
     Params = AdvBCTParams
     meta: tuple[Tensor, Tensor, Tensor] | None = None  # old centres, r_max, valid classes
     iteration = 0
     trainable: nn.Module | None = None  # the step's elastic weights and discriminator
-
-    def unsupported_reason(self, scenario: ScenarioBase) -> str | None:
-        return no_training_reason(self.name, scenario)
 
     def before_step(self, model: Network, ctx: StepContext) -> list[nn.Module]:
         """The old classes' boundaries; the elastic weights and the discriminator, trained for this step only."""

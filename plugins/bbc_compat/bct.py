@@ -22,8 +22,7 @@ from pydantic import Field
 from torch import Tensor
 
 import benchbackcompat
-from bbc_compat.common import available_data, class_means, no_training_reason
-from benchbackcompat.config import ScenarioBase
+from bbc_compat.common import available_data, class_means
 from benchbackcompat.method import Batch, CompatibilityMethod, Method, MethodParams, StepContext, match_size
 from benchbackcompat.models.network import Network
 
@@ -71,12 +70,10 @@ def influence_loss(new_features: Tensor, labels: Tensor, weight: Tensor, bias: T
 
 class BCT(CompatibilityMethod):
     name = "bct"
+    requires = ("trains",)
     description = "cross-entropy + influence loss of the frozen old classifier on the new features (Shen et al. 2020)"
     Params = BCTParams
     old_head: tuple[Tensor, Tensor] | None = None  # (weight, bias) of the old classifier for the current step
-
-    def unsupported_reason(self, scenario: ScenarioBase) -> str | None:
-        return no_training_reason(self.name, scenario)
 
     def before_step(self, model: Network, ctx: StepContext) -> None:
         self.old_head = None

@@ -1,28 +1,12 @@
-"""Shared pieces of the compatibility methods (no hookimpl): scenario support, the old model's
+"""Shared pieces of the compatibility methods (no hookimpl): the old model's
 features and class statistics, gradient reversal, starting from the old model."""
 from __future__ import annotations
 
 import torch
 from torch import Tensor, nn
 
-from benchbackcompat.config import ScenarioBase
 from benchbackcompat.data.arrays import ImageArrays
 from benchbackcompat.method import StepContext, copy_matching_weights
-
-
-def no_training_reason(name: str, scenario: ScenarioBase) -> str | None:
-    """Every method here trains the new model; a model zoo has nothing to train."""
-    if scenario.kind == "model-zoo":
-        return f"{name} trains each new model with a compatibility loss; model-zoo models are not trained"
-    return None
-
-
-def fine_tuning_reason(name: str, scenario: ScenarioBase) -> str | None:
-    """Methods that start the new model from the old one need the same architecture."""
-    archs = getattr(scenario, "architectures", None)
-    if scenario.kind in ("new-arch", "both") and archs and len(set(archs)) > 1:
-        return f"{name} fine-tunes the old model, but {scenario.kind} changes the architecture ({archs[0]} -> {archs[1]})"
-    return no_training_reason(name, scenario)
 
 
 def available_data(ctx: StepContext) -> ImageArrays:

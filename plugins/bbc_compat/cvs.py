@@ -22,8 +22,7 @@ from pydantic import Field
 from torch import Tensor
 
 import benchbackcompat
-from bbc_compat.common import available_data, class_means, no_training_reason
-from benchbackcompat.config import ScenarioBase
+from bbc_compat.common import available_data, class_means
 from benchbackcompat.method import Batch, CompatibilityMethod, Method, MethodParams, StepContext, match_size, old_unit_features
 from benchbackcompat.models.network import Network, build_network
 
@@ -59,13 +58,11 @@ def centre_distillation(new_unit: Tensor, labels: Tensor, centres: Tensor) -> Te
 
 class CVS(CompatibilityMethod):
     name = "cvs"
+    requires = ("trains",)
     description = "cosine CE + old/new hardest-negative triplet + distillation to previous class centres (Wan et al. 2022)"
     Params = CVSParams
     head = "cosine"
     centres: Tensor | None = None  # previous gallery's class centres for the current step
-
-    def unsupported_reason(self, scenario: ScenarioBase) -> str | None:
-        return no_training_reason(self.name, scenario)
 
     def build_model(self, ctx: StepContext, backbone: str, num_classes: int) -> Network:
         return build_network(

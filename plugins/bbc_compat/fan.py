@@ -17,8 +17,7 @@ from pydantic import Field
 from torch import Tensor, nn
 
 import benchbackcompat
-from bbc_compat.common import available_data, no_training_reason
-from benchbackcompat.config import ScenarioBase
+from bbc_compat.common import available_data
 from benchbackcompat.errors import BenchError
 from benchbackcompat.method import Method, MethodParams, StepContext, frozen_copy
 from benchbackcompat.models.network import Network
@@ -67,11 +66,9 @@ def train_adapter(old: Tensor, new: Tensor, labels: Tensor, head: nn.Module | No
 
 class FAN(Method):
     name = "fan"
+    requires = ("trains",)
     description = "cross-entropy models; old gallery features mapped by chained feature-adaptation networks (Iscen et al. 2020)"
     Params = FANParams
-
-    def unsupported_reason(self, scenario: ScenarioBase) -> str | None:
-        return no_training_reason(self.name, scenario)
 
     def after_step(self, model: Network, ctx: StepContext) -> None:
         if ctx.old_model is None:

@@ -18,8 +18,7 @@ from pydantic import Field
 from torch import Tensor
 
 import benchbackcompat
-from bbc_compat.common import available_data, class_means, no_training_reason
-from benchbackcompat.config import ScenarioBase
+from bbc_compat.common import available_data, class_means
 from benchbackcompat.method import Batch, CompatibilityMethod, Method, MethodParams, StepContext, match_size
 from benchbackcompat.models.network import Network, NetworkOutput
 
@@ -66,13 +65,11 @@ def boundary_loss(features: Tensor, labels: Tensor, centres: Tensor, cos_min: Te
 
 class LCE(CompatibilityMethod):
     name = "lce"
+    requires = ("trains",)
     description = "ArcFace + class-weight alignment to old centres + angular boundary (Meng et al. 2021, official variant)"
     Params = LCEParams
     head = "cosine"
     stats: tuple[Tensor, Tensor, Tensor] | None = None  # old centres, minimum cosines, classes present
-
-    def unsupported_reason(self, scenario: ScenarioBase) -> str | None:
-        return no_training_reason(self.name, scenario)
 
     def before_step(self, model: Network, ctx: StepContext) -> None:
         self.stats = None

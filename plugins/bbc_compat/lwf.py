@@ -14,8 +14,7 @@ from pydantic import Field
 from torch import Tensor
 
 import benchbackcompat
-from bbc_compat.common import fine_tuning_reason, start_from_old
-from benchbackcompat.config import ScenarioBase
+from bbc_compat.common import start_from_old
 from benchbackcompat.method import Batch, CompatibilityMethod, Method, MethodParams, StepContext
 from benchbackcompat.models.network import Network
 
@@ -34,11 +33,9 @@ def distillation_loss(new_logits: Tensor, old_logits: Tensor, temperature: float
 
 class LwF(CompatibilityMethod):
     name = "lwf"
+    requires = ("trains", "same-architecture")
     description = "fine-tuning + distillation of the old model's logits on the old classes (Li & Hoiem 2017)"
     Params = LwFParams
-
-    def unsupported_reason(self, scenario: ScenarioBase) -> str | None:
-        return fine_tuning_reason(self.name, scenario)
 
     def initialise(self, model: Network, source: Network | None, ctx: StepContext) -> None:
         super().initialise(model, source, ctx)

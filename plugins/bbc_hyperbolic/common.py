@@ -16,7 +16,6 @@ from pydantic import Field
 from torch import Tensor
 
 from benchbackcompat import geometry
-from benchbackcompat.config import ModelZoo, ScenarioBase
 from benchbackcompat.method import Batch, CompatibilityMethod, Method, MethodParams, Similarity, StepContext
 from benchbackcompat.models.lorentz import LorentzNetwork
 from benchbackcompat.models.registry import create_backbone
@@ -35,14 +34,10 @@ class LorentzMethod(Method):
     references (old and unaligned new models) of P_com / P_up."""
 
     name = "lorentz-standard"
+    requires = ("trains",)
     description = "Lorentz hybrid encoder + Lorentz MLR, cross-entropy only"
     Params: ClassVar[type[MethodParams]] = LorentzParams
     head = "lorentz-mlr"
-
-    def unsupported_reason(self, scenario: ScenarioBase) -> str | None:
-        if isinstance(scenario, ModelZoo):
-            return "a model-zoo holds already-trained Euclidean models; Lorentz methods train their own"
-        return None
 
     def model_identity(self) -> dict[str, Any]:
         return {k: getattr(self.params, k) for k in LorentzParams.model_fields}

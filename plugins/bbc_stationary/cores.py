@@ -13,12 +13,10 @@ import torch
 from pydantic import Field
 
 import benchbackcompat
-from benchbackcompat.config import ScenarioBase
 from benchbackcompat.method import Method, StepContext, copy_matching_weights
 from benchbackcompat.models.network import Network
 from bbc_stationary.common import FixedHeadMethod, FixedParams
 
-CUMULATIVE_KINDS = ("ext-data", "ext-class", "new-arch", "both", "multi-step")
 
 
 class CoresParams(FixedParams):
@@ -30,14 +28,9 @@ class CoresParams(FixedParams):
 
 class CoReS(FixedHeadMethod):
     name = "cores"
+    requires = ("trains", "cumulative")
     description = "d-Simplex fixed classifier, cross-entropy over all pre-allocated classes, same initialisation (CoReS)"
     Params = CoresParams
-
-    def unsupported_reason(self, scenario: ScenarioBase) -> str | None:
-        if scenario.kind not in CUMULATIVE_KINDS or getattr(scenario, "memory_per_class", 0) > 0:
-            return (f"cores trains every model on all the data seen so far; it runs in {', '.join(CUMULATIVE_KINDS)} "
-                    "without a replay memory")
-        return None
 
     def initialise(self, model: Network, source: Network | None, ctx: StepContext) -> None:
         """The initial weights the ``init`` option asks for, whatever the scenario's initialisation."""

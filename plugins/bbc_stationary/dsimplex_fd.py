@@ -15,13 +15,11 @@ from pydantic import Field
 from torch import Tensor
 
 import benchbackcompat
-from benchbackcompat.config import ScenarioBase
 from benchbackcompat.method import Batch, CompatibilityMethod, Method, StepContext
 from benchbackcompat.models.network import Network, NetworkOutput
 from bbc_stationary.common import FixedHeadMethod, FixedParams, frozen_reference
 
 
-REPLAY_KINDS = ("cl2r", "iam-cl2r")
 
 
 class FDParams(FixedParams):
@@ -35,14 +33,9 @@ def distillation_weight(base: float, ctx: StepContext) -> float:
 
 class DSimplexFD(FixedHeadMethod, CompatibilityMethod):
     name = "dsimplex-fd"
+    requires = ("replay",)
     description = "d-Simplex fixed classifier + feature distillation on replayed samples (CL2R's d-Simplex-FD)"
     Params = FDParams
-
-    def unsupported_reason(self, scenario: ScenarioBase) -> str | None:
-        if scenario.kind not in REPLAY_KINDS and getattr(scenario, "memory_per_class", 0) == 0:
-            return (f"dsimplex-fd distils on replayed samples; it runs in {', '.join(REPLAY_KINDS)} or with a replay "
-                    f"memory (memory_per_class > 0), not {scenario.kind} without one")
-        return None
 
     def aligns(self, batch: Batch, ctx: StepContext) -> bool:
         """Only batches with replayed samples are distilled, towards the frozen reference."""
