@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, ClassVar, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -97,6 +97,7 @@ class ScenarioBase(StrictModel):
     eval_split: Literal["test", "open"] = Field("test", description="held-out images of the training classes, or the open-set pool")
     metrics: list[RetrievalMetric] = Field(default_factory=lambda: ["cmc@1", "map"], min_length=1)
     verification_pairs: int = Field(3000, ge=10, description="positive (and negative) pairs for the verification protocol")
+    measures: ClassVar[str] = ""  # what the kind measures, one phrase (leaderboard pages)
 
     @property
     def single_update(self) -> bool:
@@ -151,6 +152,7 @@ class ExtData(SingleUpdateBase):
     """Old model on a random fraction of the training images, new model on all (HBCT: 30%)."""
 
     kind: Literal["ext-data"] = "ext-data"
+    measures: ClassVar[str] = "one update, more data of the same classes"
     old_fraction: float = Field(0.3, gt=0, lt=1)
 
 
@@ -158,6 +160,7 @@ class ExtClass(SingleUpdateBase):
     """Old model on the first fraction of the classes, new model on all (HBCT: 50%)."""
 
     kind: Literal["ext-class"] = "ext-class"
+    measures: ClassVar[str] = "one update, new classes added"
     old_class_fraction: float = Field(0.5, gt=0, lt=1)
 
 
@@ -165,12 +168,14 @@ class NewArch(SingleUpdateBase):
     """Same data, new architecture."""
 
     kind: Literal["new-arch"] = "new-arch"
+    measures: ClassVar[str] = "one update, a new architecture on the same data"
 
 
 class Both(SingleUpdateBase):
     """Old architecture on the first fraction of classes, new architecture on all."""
 
     kind: Literal["both"] = "both"
+    measures: ClassVar[str] = "one update, new classes and a new architecture"
     old_class_fraction: float = Field(0.5, gt=0, lt=1)
 
 
@@ -178,6 +183,7 @@ class MultiStep(ScenarioBase):
     """T models, each trained from scratch on equal cumulative class increments (CoReS, PSP/LSP)."""
 
     kind: Literal["multi-step"] = "multi-step"
+    measures: ClassVar[str] = "a sequence of T models trained from scratch on growing class sets"
     num_models: int = Field(5, ge=2, description="T, the number of models (upgrades + 1)")
     init: Literal["scratch", "same-as-first", "previous"] = "scratch"
     memory_per_class: int = Field(
@@ -195,6 +201,7 @@ class CL2R(ScenarioBase):
     """An initial task, then equal class increments, fine-tuning with a replay memory (CL2R)."""
 
     kind: Literal["cl2r"] = "cl2r"
+    measures: ClassVar[str] = "continual learning: fine-tuning on class increments with a replay memory"
     num_tasks: int = Field(7, ge=2)
     initial_class_fraction: float = Field(0.1, gt=0, lt=1)
     memory_per_class: int = Field(20, ge=0)
@@ -211,6 +218,7 @@ class IAMCL2R(CL2R):
     """CL2R starting from a model pretrained elsewhere, replaced at given tasks by better ones (IAM-CL2R)."""
 
     kind: Literal["iam-cl2r"] = "iam-cl2r"  # type: ignore[assignment]
+    measures: ClassVar[str] = "continual learning from models pretrained elsewhere, replaced by better ones at given tasks"
     replacements: list[int] = Field(default_factory=lambda: [3, 5], description="1-indexed tasks that start from a new pretrained model")
     pretrain_classes: list[int] = Field(
         default_factory=lambda: [100, 300, 600], description="classes of the pretraining pool seen by each pretrained model"
@@ -237,6 +245,7 @@ class ModelZoo(ScenarioBase):
     """A sequence of already-trained models, no training (architecture upgrades with public weights)."""
 
     kind: Literal["model-zoo"] = "model-zoo"
+    measures: ClassVar[str] = "a sequence of already-trained models (no training)"
     zoo: list[str] = Field(
         min_length=2, description="model names in update order: timm:<model>, torchvision:<model>[.<WEIGHTS>] or a built-in backbone"
     )
@@ -255,7 +264,12 @@ class ModelZoo(ScenarioBase):
 ScenarioConfig = Annotated[
     Union[ExtData, ExtClass, NewArch, Both, MultiStep, CL2R, IAMCL2R, ModelZoo], Field(discriminator="kind")
 ]
-SCENARIO_KINDS = ("ext-data", "ext-class", "new-arch", "both", "multi-step", "cl2r", "iam-cl2r", "model-zoo")
+SCENARIO_CLASSES: dict[str, type[ScenarioBase]] = {
+    cls.model_fields["kind"].default: cls for cls in (ExtData, ExtClass, NewArch, Both, MultiStep, CL2R, IAMCL2R, ModelZoo)
+}
+SCENARIO_KINDS = tuple(SCENARIO_CLASSES)
+KIND_MEASURES = {kind: cls.measures for kind, cls in SCENARIO_CLASSES.items()}  # what each kind measures, one phrase
+SINGLE_UPDATE_KINDS = tuple(kind for kind, cls in SCENARIO_CLASSES.items() if issubclass(cls, SingleUpdateBase))
 
 
 class NamedScenario(StrictModel):
