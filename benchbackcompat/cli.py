@@ -146,12 +146,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     else:
         from benchbackcompat.executors import submit
 
-        records = submit(args, plan)
+        records = submit(plan, args.executor, args.jobs, args.executor_param)
     # grids: the selected settings on the full protocol, as soon as their selection is recorded (not sharded: with
     # shards or jobs, the processes that find a selection complete run its cells, each cell once under its lock)
     finals, waiting = selected_cells(plan)
     if finals:
-        records += execute(plan, host, finals) if args.executor == "inline" else submit(args, replace(plan, cells=finals))
+        records += execute(plan, host, finals) if args.executor == "inline" else submit(replace(plan, cells=finals), args.executor, args.jobs, args.executor_param)
     if not distributed.is_main():
         return 0
     print(leaderboard_tables(records))

@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, ClassVar, Literal, Union
 
 from pydantic import (
     BaseModel,
@@ -117,6 +117,7 @@ class ModelConfig(StrictModel):
 Protocol = Literal["loo", "nn", "template", "verification"]
 SelectionRule = Literal["hbct", "ac-then-aa"]
 RetrievalMetric = Literal["cmc@1", "cmc@5", "map", "map@r", "top1", "verification"]
+Trait = Literal["trains", "incremental", "replay", "cumulative", "same-architecture"]
 
 
 class ScenarioBase(StrictModel):
@@ -130,10 +131,34 @@ class ScenarioBase(StrictModel):
     eval_split: Literal["test", "open"] = Field("test", description="held-out images of the training classes, or the open-set pool")
     metrics: list[RetrievalMetric] = Field(default_factory=lambda: ["cmc@1", "map"], min_length=1)
     verification_pairs: int = Field(3000, ge=10, description="positive (and negative) pairs for the verification protocol")
+    measures: ClassVar[str] = ""  # what the kind measures, one phrase (leaderboard pages)
 
     @property
     def single_update(self) -> bool:
         return False
+
+    @property
+    def traits(self) -> frozenset[Trait]:
+        """What the scenario offers a method: models that are trained, tasks of new classes fine-tuned one
+        after the other (incremental), a replay memory, every model trained on all the data seen so far
+        (cumulative), one architecture for every model."""
+        return frozenset({"trains", "cumulative", "same-architecture"})
+
+    def lacks(self, trait: Trait, method: str) -> str:
+        """Why ``method``, which needs ``trait``, cannot run this scenario (one sentence)."""
+        kind = getattr(self, "kind", "this")
+        archs = getattr(self, "architectures", None) or []
+        return {
+            "trains": f"{method} trains each new model; {kind} models are already trained, not trained here",
+            "incremental": f"{method} fine-tunes task after task with a replay memory; it runs in cl2r and iam-cl2r, "
+                           f"not {kind}",
+            "replay": f"{method} needs a replay memory; it runs in cl2r, iam-cl2r or with memory_per_class > 0, "
+                      f"not {kind} without one",
+            "cumulative": f"{method} trains every model alone on all the data seen so far; this {kind} scenario trains "
+                          "on new classes and a replay memory",
+            "same-architecture": f"{method} fine-tunes the old model, but {kind} changes the architecture "
+                                 f"({' -> '.join(archs)})",
+        }[trait]
 
     @property
     def selection_rule(self) -> SelectionRule:
@@ -154,6 +179,11 @@ class SingleUpdateBase(ScenarioBase):
         return True
 
     @property
+    def traits(self) -> frozenset[Trait]:
+        same = self.architectures is None or len(set(self.architectures)) == 1
+        return frozenset({"trains", "cumulative", *(("same-architecture",) if same else ())})
+
+    @property
     def selection_rule(self) -> SelectionRule:
         return "hbct"
 
@@ -165,6 +195,7 @@ class ExtData(SingleUpdateBase):
     """Old model on a random fraction of the training images, new model on all (HBCT: 30%)."""
 
     kind: Literal["ext-data"] = "ext-data"
+    measures: ClassVar[str] = "one update, more data of the same classes"
     old_fraction: float = Field(0.3, gt=0, lt=1)
 
 
@@ -172,6 +203,7 @@ class ExtClass(SingleUpdateBase):
     """Old model on the first fraction of the classes, new model on all (HBCT: 50%)."""
 
     kind: Literal["ext-class"] = "ext-class"
+    measures: ClassVar[str] = "one update, new classes added"
     old_class_fraction: float = Field(0.5, gt=0, lt=1)
 
 
@@ -179,12 +211,14 @@ class NewArch(SingleUpdateBase):
     """Same data, new architecture."""
 
     kind: Literal["new-arch"] = "new-arch"
+    measures: ClassVar[str] = "one update, a new architecture on the same data"
 
 
 class Both(SingleUpdateBase):
     """Old architecture on the first fraction of classes, new architecture on all."""
 
     kind: Literal["both"] = "both"
+    measures: ClassVar[str] = "one update, new classes and a new architecture"
     old_class_fraction: float = Field(0.5, gt=0, lt=1)
 
 
@@ -192,6 +226,7 @@ class MultiStep(ScenarioBase):
     """T models, each trained from scratch on equal cumulative class increments (CoReS, PSP/LSP)."""
 
     kind: Literal["multi-step"] = "multi-step"
+    measures: ClassVar[str] = "a sequence of T models trained from scratch on growing class sets"
     num_models: int = Field(5, ge=2, description="T, the number of models (upgrades + 1)")
     init: Literal["scratch", "same-as-first", "previous"] = "scratch"
     memory_per_class: int = Field(
@@ -200,11 +235,16 @@ class MultiStep(ScenarioBase):
     )
     metrics: list[RetrievalMetric] = Field(default_factory=lambda: ["cmc@1"], min_length=1)
 
+    @property
+    def traits(self) -> frozenset[Trait]:
+        return frozenset({"trains", "same-architecture", "replay" if self.memory_per_class > 0 else "cumulative"})
+
 
 class CL2R(ScenarioBase):
     """An initial task, then equal class increments, fine-tuning with a replay memory (CL2R)."""
 
     kind: Literal["cl2r"] = "cl2r"
+    measures: ClassVar[str] = "continual learning: fine-tuning on class increments with a replay memory"
     num_tasks: int = Field(7, ge=2)
     initial_class_fraction: float = Field(0.1, gt=0, lt=1)
     memory_per_class: int = Field(20, ge=0)
@@ -212,11 +252,16 @@ class CL2R(ScenarioBase):
     eval_split: Literal["test", "open"] = "open"
     metrics: list[RetrievalMetric] = Field(default_factory=lambda: ["top1"], min_length=1)
 
+    @property
+    def traits(self) -> frozenset[Trait]:
+        return frozenset({"trains", "incremental", "replay", "same-architecture"})
+
 
 class IAMCL2R(CL2R):
     """CL2R starting from a model pretrained elsewhere, replaced at given tasks by better ones (IAM-CL2R)."""
 
     kind: Literal["iam-cl2r"] = "iam-cl2r"  # type: ignore[assignment]
+    measures: ClassVar[str] = "continual learning from models pretrained elsewhere, replaced by better ones at given tasks"
     replacements: list[int] = Field(default_factory=lambda: [3, 5], description="1-indexed tasks that start from a new pretrained model")
     pretrain_classes: list[int] = Field(
         default_factory=lambda: [100, 300, 600], description="classes of the pretraining pool seen by each pretrained model"
@@ -243,6 +288,7 @@ class ModelZoo(ScenarioBase):
     """A sequence of already-trained models, no training (architecture upgrades with public weights)."""
 
     kind: Literal["model-zoo"] = "model-zoo"
+    measures: ClassVar[str] = "a sequence of already-trained models (no training)"
     zoo: list[str] = Field(
         min_length=2, description="model names in update order: timm:<model>, torchvision:<model>[.<WEIGHTS>] or a built-in backbone"
     )
@@ -253,11 +299,20 @@ class ModelZoo(ScenarioBase):
     )
     metrics: list[RetrievalMetric] = Field(default_factory=lambda: ["cmc@1"], min_length=1)
 
+    @property
+    def traits(self) -> frozenset[Trait]:
+        return frozenset({"cumulative"})  # already trained elsewhere, each on all its classes
+
 
 ScenarioConfig = Annotated[
     Union[ExtData, ExtClass, NewArch, Both, MultiStep, CL2R, IAMCL2R, ModelZoo], Field(discriminator="kind")
 ]
-SCENARIO_KINDS = ("ext-data", "ext-class", "new-arch", "both", "multi-step", "cl2r", "iam-cl2r", "model-zoo")
+SCENARIO_CLASSES: dict[str, type[ScenarioBase]] = {
+    cls.model_fields["kind"].default: cls for cls in (ExtData, ExtClass, NewArch, Both, MultiStep, CL2R, IAMCL2R, ModelZoo)
+}
+SCENARIO_KINDS = tuple(SCENARIO_CLASSES)
+KIND_MEASURES = {kind: cls.measures for kind, cls in SCENARIO_CLASSES.items()}  # what each kind measures, one phrase
+SINGLE_UPDATE_KINDS = tuple(kind for kind, cls in SCENARIO_CLASSES.items() if issubclass(cls, SingleUpdateBase))
 
 
 class NamedScenario(StrictModel):

@@ -6,19 +6,13 @@ processes; every job runs ``benchbackcompat run ... --shard i/n`` on the shared 
 """
 from __future__ import annotations
 
-import argparse
 import shutil
 from typing import Any
 
+import torch
+
 from benchbackcompat.errors import BenchError
-from benchbackcompat.run import Plan
-
-
-def run_shard(args: argparse.Namespace) -> int:
-    """The body of one job: ``benchbackcompat run`` restricted to its shard, in this process."""
-    from benchbackcompat.cli import cmd_run
-
-    return cmd_run(args)
+from benchbackcompat.run import Plan, assign_fingerprints, run_shard
 
 
 def parse_parameters(pairs: list[str]) -> dict[str, Any]:
@@ -32,36 +26,32 @@ def parse_parameters(pairs: list[str]) -> dict[str, Any]:
     return parameters
 
 
-def submit(args: argparse.Namespace, plan: Plan) -> list[dict[str, Any]]:
-    """Run ``plan`` as ``args.jobs`` jobs (default: one per cell) on ``args.executor``; returns every cell's record."""
+def submit(plan: Plan, executor_name: str, jobs: int | None = None, parameters: list[str] = ()) -> list[dict[str, Any]]:
+    """Run ``plan`` as ``jobs`` jobs (default: one per cell) on ``executor_name`` (``local`` or ``slurm``) with
+    submitit ``parameters`` (``KEY=VALUE``); returns every cell's record."""
     try:
         import submitit
     except ImportError:
-        raise BenchError(f"--executor {args.executor} needs submitit: pip install 'benchbackcompat[cluster]'") from None
-    if args.executor == "slurm" and shutil.which("sbatch") is None:
+        raise BenchError(f"--executor {executor_name} needs submitit: pip install 'benchbackcompat[cluster]'") from None
+    if executor_name == "slurm" and shutil.which("sbatch") is None:
         raise BenchError("--executor slurm: sbatch not found; run on a Slurm login node, or use --executor local or --shard I/N")
     from benchbackcompat.store import ResultStore
 
-    count = min(args.jobs or len(plan.cells), len(plan.cells))
-    executor = submitit.AutoExecutor(folder=plan.run.out / "jobs" / "%j", cluster=args.executor)
+    count = min(jobs or len(plan.cells), len(plan.cells))
+    executor = submitit.AutoExecutor(folder=plan.run.out / "jobs" / "%j", cluster=executor_name)
     try:
-        executor.update_parameters(name="benchbackcompat", **parse_parameters(args.executor_param))
+        executor.update_parameters(name="benchbackcompat", **parse_parameters(list(parameters)))
     except (ValueError, TypeError) as error:
         raise BenchError(f"--executor-param: {error}".splitlines()[0]) from None
-    shards = [argparse.Namespace(**{**vars(args), "executor": "inline", "shard": f"{i}/{count}", "jobs": None})
-              for i in range(count)]
-    jobs = executor.map_array(run_shard, shards)
-    print(f"submitted {len(jobs)} {args.executor} jobs (logs in {plan.run.out / 'jobs'}); waiting for them")
+    shards = [f"{i}/{count}" for i in range(count)]
+    submitted = executor.map_array(run_shard, [plan.run] * count, shards, [plan.rerun] * count)
+    print(f"submitted {len(submitted)} {executor_name} jobs (logs in {plan.run.out / 'jobs'}); waiting for them")
     problems = {}
-    for job, shard in zip(jobs, shards):
+    for job, shard in zip(submitted, shards):
         try:
             job.result()
         except Exception as error:  # a dead job: its cells are reported, the others are kept
-            problems[shard.shard] = f"job {job.job_id} failed ({str(error).splitlines()[0] if str(error) else type(error).__name__}); log {job.paths.stderr}"
-    import torch
-
-    from benchbackcompat.run import assign_fingerprints
-
+            problems[shard] = f"job {job.job_id} failed ({str(error).splitlines()[0] if str(error) else type(error).__name__}); log {job.paths.stderr}"
     assign_fingerprints(plan, torch.device("cpu"))  # the cells' keys need their data's fingerprints
     store = ResultStore(plan.run.out)
     records = []

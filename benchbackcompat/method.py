@@ -8,7 +8,7 @@ compared for each matrix entry).
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
@@ -19,13 +19,15 @@ from torch import Tensor, nn
 
 from benchbackcompat.metrics.retrieval import cosine_similarity
 from benchbackcompat.models.network import Network, build_network
+from benchbackcompat.seeds import derive_seed
 
 if TYPE_CHECKING:
-    from benchbackcompat.config import ScenarioBase, TrainConfig
+    from benchbackcompat.config import ScenarioBase, TrainConfig, Trait
     from benchbackcompat.data.arrays import ImageArrays
     from benchbackcompat.scenarios.steps import Step
 
 Similarity = Callable[[Tensor, Tensor], Tensor]
+Embedder = Callable[[nn.Module, "ImageArrays"], Tensor]
 
 
 class MethodParams(BaseModel):
@@ -64,6 +66,29 @@ class StepContext:
     image_size: int
     incoming: Network | None = None  # frozen copy of the model pretrained elsewhere that this step starts from (IAM-CL2R)
     seed: int = 0  # the cell's seed, for methods that draw their own initialisations
+    embedder: Embedder | None = None  # set by the engine: batched feature extraction on the training device
+
+    def embed(self, model: nn.Module, arrays: ImageArrays) -> Tensor:
+        """Embeddings (``model.embed``, unnormalised, float32) of every image of ``arrays``, without augmentation."""
+        if self.embedder is None:
+            raise RuntimeError("StepContext.embed: this context has no embedder (the engine sets one for every step)")
+        return self.embedder(model, arrays)
+
+    def clock(self) -> tuple[int, int]:
+        """(batches per epoch, batches of the whole step), as the training loop counts them."""
+        n_memory = len(self.memory) if (self.step.replay and self.memory is not None) else 0
+        per_epoch = batches_per_epoch(len(self.train_data), n_memory, self.train.batch_size)
+        return per_epoch, per_epoch * self.train.epochs
+
+    def derived_seed(self, *keys: object) -> int:
+        """A seed derived from the cell's seed and ``keys`` (stable across processes)."""
+        return derive_seed(self.seed, *keys)
+
+
+def batches_per_epoch(n_new: int, n_memory: int, batch_size: int) -> int:
+    """Batches of one epoch: full batches of the new data, or with a replay memory (n_new + n_memory) // size."""
+    size = min(batch_size, n_new + n_memory)
+    return max(1, (n_new + n_memory) // size) if n_memory else n_new // size
 
 
 class Method:
@@ -81,6 +106,7 @@ class Method:
     Params: ClassVar[type[MethodParams]] = MethodParams
     standard_steps: ClassVar[Literal["first", "all", "none"]] = "first"
     head: ClassVar[str] = "linear"
+    requires: ClassVar[tuple[Trait, ...]] = ()  # scenario traits the method needs (ScenarioBase.traits), in order
 
     def __init__(self, params: MethodParams | None = None) -> None:
         self.params = params if params is not None else self.Params()
@@ -88,8 +114,10 @@ class Method:
 
     # --- scenarios -------------------------------------------------------------------------
     def unsupported_reason(self, scenario: ScenarioBase) -> str | None:
-        """None if the method can run the scenario, else why not (the cell is reported as not applicable)."""
-        return None
+        """None if the method can run the scenario, else why not (the cell is reported as not applicable).
+        Default: the first trait of ``requires`` that the scenario lacks, in the scenario's words."""
+        missing = [trait for trait in self.requires if trait not in scenario.traits]
+        return scenario.lacks(missing[0], self.name) if missing else None
 
     # --- models ----------------------------------------------------------------------------
     def build_model(self, ctx: StepContext, backbone: str, num_classes: int) -> Network:
@@ -103,21 +131,31 @@ class Method:
             in_chans=ctx.train_data.images.shape[1],
         )
 
-    def initialise(self, model: Network, source: Network, ctx: StepContext) -> None:
-        """Start ``model`` from ``source``: from the previous model every matching tensor is copied
-        (a grown classifier keeps the old rows); from a pretrained model all but its classifier,
-        whose classes are the pretraining pool's."""
-        skip = ("head.",) if ctx.step.init == "pretrained" else ()
-        copy_matching_weights(model, source, skip=skip)
+    def initialise(self, model: Network, source: Network | None, ctx: StepContext) -> None:
+        """The one place where a step's freshly built model gets its starting weights. ``source`` is what the
+        scenario's initialisation names: the previous model (every matching tensor is copied; a grown
+        classifier keeps the old rows), a pretrained model (all but its classifier, whose classes are the
+        pretraining pool's), or None (scratch: the seeded initialisation is kept)."""
+        if source is not None:
+            skip = ("head.",) if ctx.step.init == "pretrained" else ()
+            copy_matching_weights(model, source, skip=skip)
 
     # --- training --------------------------------------------------------------------------
-    def before_step(self, model: Network, ctx: StepContext) -> None:
-        """Work before training a step (class statistics of the old model, synthesised rows, ...)."""
+    def before_step(self, model: Network, ctx: StepContext) -> Sequence[nn.Module]:
+        """Work before training a step (class statistics of the old model, synthesised rows, ...). Returns the
+        step's own trainable modules (a discriminator, learnable radii, ...): the engine trains them with the
+        model for this step only, and they are not part of the stored model."""
+        return ()
+
+    def classify(self, model: Network, batch: Batch, ctx: StepContext) -> tuple[Any, Tensor]:
+        """The model's output on a batch and its classification loss (default: cross-entropy on the logits)."""
+        out = model(batch.images)
+        return out, F.cross_entropy(out.logits, batch.labels)
 
     def loss(self, model: Network, batch: Batch, ctx: StepContext) -> dict[str, Tensor]:
-        """Loss terms of a batch; ``"loss"`` is the total that is minimised, the others are logged."""
-        out = model(batch.images)
-        ce = F.cross_entropy(out.logits, batch.labels)
+        """Loss terms of a batch; ``"loss"`` is the total that is minimised, the others are logged.
+        Default: the classification loss alone."""
+        _, ce = self.classify(model, batch, ctx)
         return {"loss": ce, "ce": ce}
 
     def after_step(self, model: Network, ctx: StepContext) -> None:
@@ -156,10 +194,40 @@ class Method:
         return {"name": self.name, "params": self.params.model_dump(mode="json")}
 
 
+class CompatibilityMethod(Method):
+    """A method that adds compatibility terms to the classification loss once there is something to be
+    compatible with: subclasses implement :meth:`compatibility_terms`, the one thing each paper adds."""
+
+    def aligns(self, batch: Batch, ctx: StepContext) -> bool:
+        """Whether this batch gets the compatibility terms (default: when the step has an old model)."""
+        return ctx.old_model is not None
+
+    def compatibility_terms(self, model: Network, out: Any, batch: Batch, ctx: StepContext, ce: Tensor) -> dict[str, Tensor]:
+        """``"loss"``, the total minimised (the classification loss ``ce`` combined with the paper's terms, in
+        the paper's form), and the terms to log; ``out`` is what :meth:`classify` returned."""
+        raise NotImplementedError(f"{type(self).__name__} must implement compatibility_terms")
+
+    def loss(self, model: Network, batch: Batch, ctx: StepContext) -> dict[str, Tensor]:
+        """The classification loss alone before there is an old model (or when :meth:`aligns` says no),
+        else with :meth:`compatibility_terms`."""
+        out, ce = self.classify(model, batch, ctx)
+        if not self.aligns(batch, ctx):
+            return {"loss": ce, "ce": ce}
+        terms = self.compatibility_terms(model, out, batch, ctx, ce)
+        return {"loss": terms.pop("loss"), "ce": ce, **terms}
+
+
 class StandardMethod(Method):
     """Plain cross-entropy training: the shared old models and the references of P_com/P_up."""
 
     name = "standard"
+
+
+def match_size(features: Tensor, size: int) -> Tensor:
+    """Truncate or zero-pad features to ``size`` dimensions (openBCT), to compare models of different widths."""
+    if features.shape[1] >= size:
+        return features[:, :size]
+    return F.pad(features, (0, size - features.shape[1]))
 
 
 @torch.no_grad()

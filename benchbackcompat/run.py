@@ -124,6 +124,20 @@ def rerun_methods(plan: Plan, force: bool, rerun: list[str]) -> frozenset[str]:
     return frozenset(plan.methods) if force else frozenset(rerun)
 
 
+def run_shard(run: RunConfig, shard: str, rerun: frozenset[str] = frozenset()) -> list[dict[str, Any]]:
+    """The body of one job of an executor: shard ``I/N`` of the run's cells, computed in this process
+    (the methods in ``rerun`` recomputed, as ``--force``/``--rerun`` asked)."""
+    distributed.initialise_from_environment(run.device)
+    host = PluginHost()
+    plan = make_plan(run, host)
+    plan.rerun = rerun
+    plan.cells = select_shard(plan.cells, shard)
+    host.register_extensions()
+    records = execute(plan, host)
+    finals, _ = selected_cells(plan)  # grids: the selected settings, once their selection is complete
+    return records + (execute(plan, host, finals) if finals else [])
+
+
 def check_names(scenario: ScenarioBase) -> None:
     """Unknown dataset or backbone names fail with the known names (``timm:``/``torchvision:`` names are
     checked by their library)."""

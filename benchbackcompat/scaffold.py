@@ -32,8 +32,8 @@ from torch import Tensor
 
 import benchbackcompat
 from benchbackcompat.config import ScenarioBase
-from benchbackcompat.method import Batch, Method, MethodParams, StepContext
-from benchbackcompat.models.network import Network
+from benchbackcompat.method import Batch, CompatibilityMethod, Method, MethodParams, StepContext
+from benchbackcompat.models.network import Network, NetworkOutput
 
 
 class ${cls}Params(MethodParams):
@@ -42,27 +42,24 @@ class ${cls}Params(MethodParams):
     weight: float = Field(1.0, ge=0, description="weight of the compatibility term")
 
 
-class $cls(Method):
+class $cls(CompatibilityMethod):
     name = "$name"
     description = "cross-entropy + cosine distance to the frozen old model's features"
     Params = ${cls}Params
+    requires = ("trains",)  # scenario traits it needs: a model-zoo only evaluates already-trained models
 
     def unsupported_reason(self, scenario: ScenarioBase) -> str | None:
-        if scenario.kind == "model-zoo":
-            return "$name trains models; a model-zoo scenario only evaluates already-trained ones"
         if scenario.model.embedding_dim is None:
             return "$name compares old and new features directly; set model.embedding_dim so that their sizes match"
-        return None
+        return super().unsupported_reason(scenario)
 
-    def loss(self, model: Network, batch: Batch, ctx: StepContext) -> dict[str, Tensor]:
-        out = model(batch.images)
-        ce = F.cross_entropy(out.logits, batch.labels)
-        if ctx.old_model is None:  # the first model has nothing to be compatible with
-            return {"loss": ce, "ce": ce}
+    def compatibility_terms(self, model: Network, out: NetworkOutput, batch: Batch, ctx: StepContext,
+                            ce: Tensor) -> dict[str, Tensor]:
+        """Called once there is an old model (the first model trains with cross-entropy ``ce`` alone)."""
         with torch.no_grad():  # the old model is frozen
             old = ctx.old_model.embed(batch.images)
         compat = 1 - F.cosine_similarity(out.features.float(), old.float(), dim=1).mean()
-        return {"loss": ce + self.params.weight * compat, "ce": ce, "compat": compat}
+        return {"loss": ce + self.params.weight * compat, "compat": compat}
 
 
 @benchbackcompat.hookimpl

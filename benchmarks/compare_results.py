@@ -3,7 +3,7 @@
     python benchmarks/compare_results.py results-before results-after
 
 Cells are matched by label (scenario/method/seedN), so a change of cell key (configuration hashing) is not a
-difference. Reads ``cells/*/record.json`` directly, independent of the store's code. Exit status 1 on any
+difference; a NaN equals null (records store a NaN as null since JSON became strict). Reads ``cells/*/record.json`` directly, independent of the store's code. Exit status 1 on any
 difference, with one line per differing field.
 """
 from __future__ import annotations
@@ -24,8 +24,12 @@ def load(root: Path) -> dict[str, dict[str, Any]]:
     return records
 
 
+def is_missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and value != value)
+
+
 def differences(a: Any, b: Any, where: str) -> list[str]:
-    """Paths where two JSON values differ (floats compared exactly; NaN equals NaN)."""
+    """Paths where two JSON values differ (floats compared exactly; NaN equals NaN and null)."""
     if isinstance(a, dict) and isinstance(b, dict):
         out = [f"{where}.{k}: only in {'first' if k in a else 'second'}" for k in sorted(set(a) ^ set(b))]
         for key in sorted(set(a) & set(b)):
@@ -35,7 +39,7 @@ def differences(a: Any, b: Any, where: str) -> list[str]:
         if len(a) != len(b):
             return [f"{where}: length {len(a)} != {len(b)}"]
         return [d for i, (x, y) in enumerate(zip(a, b)) for d in differences(x, y, f"{where}[{i}]")]
-    if a == b or (isinstance(a, float) and isinstance(b, float) and a != a and b != b):
+    if a == b or (is_missing(a) and is_missing(b)):
         return []
     return [f"{where}: {a!r} != {b!r}"]
 
@@ -47,7 +51,8 @@ def main(first: str, second: str) -> int:
         for field in COMPARED:
             diffs += differences(a[label].get(field), b[label].get(field), f"{label} {field}")
     statuses: dict[str, int] = {}
-    for record in a.values():
+    for label in set(a) & set(b):
+        record = a[label]
         statuses[record["status"]] = statuses.get(record["status"], 0) + 1
     print(f"{len(set(a) & set(b))} cells compared ({', '.join(f'{n} {s}' for s, n in sorted(statuses.items()))}); "
           f"fields {', '.join(COMPARED)}: {len(diffs)} differences")

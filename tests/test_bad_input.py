@@ -21,7 +21,7 @@ from benchbackcompat.cli import main
 from benchbackcompat.config import SCENARIO_KINDS, NamedScenario, validate_model
 from benchbackcompat.data.registry import DatasetRequest, load_dataset
 from benchbackcompat.data.sources import check_member
-from benchbackcompat.engine.checkpoint import checksum_path, load_checkpoint, save_checkpoint
+from benchbackcompat.store.checkpoint import checksum_path, load_checkpoint, save_checkpoint
 from benchbackcompat.errors import BenchError, UnknownNameError
 from benchbackcompat.plugins import PluginHost
 from benchbackcompat.presets import load_preset, resolve_run

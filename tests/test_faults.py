@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from benchbackcompat.engine import faults
-from benchbackcompat.engine.checkpoint import checksum_path, load_checkpoint, save_checkpoint
+from benchbackcompat import faults
+from benchbackcompat.store.checkpoint import checksum_path, load_checkpoint, save_checkpoint
 from benchbackcompat.engine.evaluate import extract_features, score
 from benchbackcompat.errors import BenchError
 from benchbackcompat.store import ResultStore
@@ -38,7 +38,7 @@ SERVER = r"""
 import json, os, sys, traceback
 import benchbackcompat.run  # everything is imported once, before forking; the children compute
 from benchbackcompat.cli import main
-from benchbackcompat.engine import faults
+from benchbackcompat import faults
 
 for line in sys.stdin:
     job = json.loads(line)

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from benchbackcompat.engine.runner import summarise
+from benchbackcompat.metrics.summary import summarise
 from benchbackcompat.plugins import PluginHost
 from benchbackcompat.presets import resolve_run
 from benchbackcompat.run import execute, make_plan

@@ -178,3 +178,17 @@ def test_tau_out_of_range_is_a_user_error():
         average_accuracy_at(HOC7, 8)
     with pytest.raises(BenchError, match="tau"):
         average_compatibility_at(HOC7, 0)
+
+
+def test_summarise_a_full_sequence_by_hand():
+    from benchbackcompat.metrics import summarise
+
+    values = summarise([[50.0, 0.0, 0.0], [55.0, 60.0, 0.0], [40.0, 65.0, 70.0]])
+    assert values["AA"] == pytest.approx(340 / 6)  # mean of the six lower-triangle entries
+    assert values["AC"] == pytest.approx(2 / 3)  # 55 > 50 and 65 > 60 compatible, 40 > 50 not
+    assert values["ACA"] == pytest.approx((55 + 65) / 3)  # compatible entries over all three pairs
+    assert values["AA_curve"] == pytest.approx([50.0, 55.0, 340 / 6])
+    assert values["AC_curve"][0] is None and values["AC_curve"][1:] == pytest.approx([1.0, 2 / 3])
+    assert "cross" not in values
+    single = summarise([[50.0, 0.0], [45.0, 70.0]])
+    assert (single["self"], single["cross"], single["old_self"], single["AC"]) == (70.0, 45.0, 50.0, 0.0)

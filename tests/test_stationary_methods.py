@@ -179,7 +179,7 @@ def test_cores_initialisation_options():
         for step in (0, 1):
             ctx = context(scenario, 6, step=step, seed=3)
             model = method.build_model(ctx, "convnet-s", 6)
-            method.before_step(model, ctx)
+            method.initialise(model, None, ctx)
             weights[init, step] = model.projection.weight.clone()
     assert torch.equal(weights["same", 0], weights["same", 1])
     assert torch.equal(weights["random", 0], weights["same", 0])
@@ -188,6 +188,6 @@ def test_cores_initialisation_options():
     previous = CoReS().build_model(ctx, "convnet-s", 6)
     ctx.old_model = frozen_copy(previous)
     model = CoReS(CoresParams(init="fine-tune")).build_model(ctx, "convnet-s", 6)
-    CoReS(CoresParams(init="fine-tune")).before_step(model, ctx)
+    CoReS(CoresParams(init="fine-tune")).initialise(model, None, ctx)
     assert torch.equal(model.projection.weight, previous.projection.weight)
     assert CoReS().unsupported_reason(CL2R()) and CoReS().unsupported_reason(scenario) is None

@@ -20,7 +20,7 @@ from benchbackcompat.data.render import BACKGROUNDS, COLOURS, SHAPES, hash_keys,
 from benchbackcompat.errors import BenchError
 
 if TYPE_CHECKING:
-    from benchbackcompat.data.registry import DatasetRequest
+    from benchbackcompat.data.request import DatasetRequest
 
 RENDER_VERSION = 1  # bump when the rendering changes, to invalidate caches
 UNIVERSE: tuple[tuple[str, str, str], ...] = tuple(itertools.product(SHAPES, COLOURS, BACKGROUNDS))
@@ -83,12 +83,6 @@ def _layout(class_ids: Tensor, per_class: int, split: str) -> tuple[Tensor, Tens
     count = class_ids.numel()
     return (class_ids.repeat_interleave(per_class), torch.full((count * per_class,), SPLIT_CODES[split]),
             torch.arange(per_class).repeat(count), torch.arange(count).repeat_interleave(per_class))
-
-
-def render_classes(seed: int, class_ids: Tensor, per_class: int, split: str, image_size: int = 32) -> ImageArrays:
-    """Images 0..per_class-1 of each universe class in `class_ids` (class-major), labelled by position."""
-    ids, codes, index, labels = _layout(class_ids, per_class, split)
-    return ImageArrays(_render(seed, ids, codes, index, image_size), labels)
 
 
 def _settings(request: DatasetRequest) -> dict[str, int]:

@@ -22,7 +22,7 @@ from benchbackcompat.data.sources import FileTree, find_prefix, is_image, locate
 from benchbackcompat.errors import BenchError
 
 if TYPE_CHECKING:
-    from benchbackcompat.data.registry import DatasetRequest
+    from benchbackcompat.data.request import DatasetRequest
 
 FASHION_MNIST_ROOT = Path("/usr/share/datasets/fashion-mnist")
 FASHION_MNIST_CLASSES = ["T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker",

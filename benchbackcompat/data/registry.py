@@ -1,43 +1,18 @@
-"""The dataset registry: what a caller asks for (DatasetRequest) and the built-in datasets."""
+"""The dataset registry: the built-in datasets, loaded for a :class:`DatasetRequest`."""
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 import torch
 
 from benchbackcompat.data import loaders
 from benchbackcompat.data.arrays import DatasetBundle
 from benchbackcompat.data.embedded import load_embedded
+from benchbackcompat.data.request import DatasetRequest
 from benchbackcompat.errors import BenchError, UnknownNameError
 
-
-@dataclass(frozen=True)
-class DatasetRequest:
-    """What to load. Fields left None take the dataset's defaults (all images, native size)."""
-
-    cache_dir: Path  # where decoded uint8 arrays are cached
-    root: Path | None = None  # data root for real datasets (folder with the files or zips, or the zip)
-    num_classes: int | None = None  # keep the first N classes of the training pool
-    train_per_class: int | None = None  # keep the first N training images of each class (file order)
-    test_per_class: int | None = None
-    image_size: int | None = None  # embedded: render size (default 32); real: resize to this if set
-    seed: int = 0  # embedded: rendering seed
-    open_classes: int | None = None  # embedded: size of the open-set pool
-    pretrain_classes: int | None = None  # embedded: size of the pretraining pool
-    download: bool = True  # torchvision datasets may download when online
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "cache_dir", Path(self.cache_dir))
-        if self.root is not None:
-            object.__setattr__(self, "root", Path(self.root))
-        minimum = {"num_classes": 1, "train_per_class": 1, "test_per_class": 1, "image_size": 1,
-                   "open_classes": 0, "pretrain_classes": 0}
-        for name, least in minimum.items():
-            value = getattr(self, name)
-            if value is not None and value < least:
-                raise BenchError(f"dataset {name} must be >= {least}, got {value}")
+__all__ = ["DATASETS", "DatasetEntry", "DatasetRequest", "get_dataset", "load_dataset"]
 
 
 @dataclass(frozen=True)

@@ -1,11 +1,8 @@
-"""Device selection, seeds and mixed precision."""
+"""Device selection and mixed precision (seeds: :mod:`benchbackcompat.seeds`)."""
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import random
 
-import numpy as np
 import torch
 
 from benchbackcompat.errors import BenchError
@@ -22,23 +19,6 @@ def resolve_device(spec: str) -> torch.device:
     if device.type == "cuda" and not torch.cuda.is_available():
         raise BenchError("--device cuda was asked for but no CUDA GPU is available; use --device auto or cpu")
     return device
-
-
-def derive_seed(seed: int, *keys: object) -> int:
-    """A 63-bit seed derived from ``seed`` and ``keys`` (stable across processes, unlike ``hash``)."""
-    text = ":".join(str(k) for k in (seed, *keys))
-    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little") & (2**63 - 1)
-
-
-def seed_everything(seed: int) -> None:
-    """Seed Python, NumPy and torch (all devices)."""
-    random.seed(seed)
-    np.random.seed(seed % 2**32)
-    torch.manual_seed(seed)
-
-
-def generator(seed: int, device: torch.device | str = "cpu") -> torch.Generator:
-    return torch.Generator(device=device).manual_seed(seed)
 
 
 def autocast(device: torch.device, mode: str) -> contextlib.AbstractContextManager:

@@ -15,8 +15,9 @@ from torch import Tensor, nn
 
 from benchbackcompat.data.arrays import ImageArrays
 from benchbackcompat.data.augment import normalise
-from benchbackcompat.engine.device import autocast, derive_seed, generator
-from benchbackcompat.engine.faults import fault_point, halve_on_oom
+from benchbackcompat.engine.device import autocast
+from benchbackcompat.seeds import derive_seed, generator
+from benchbackcompat.faults import fault_point, halve_on_oom
 from benchbackcompat.method import Method
 from benchbackcompat.metrics import outcomes, retrieval
 from benchbackcompat.scenarios.data import ScenarioData

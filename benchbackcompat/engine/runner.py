@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import datetime
 import logging
-import math
 import os
 import platform
 import time
@@ -18,18 +17,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-import numpy as np
 import torch
 
 from benchbackcompat import __version__
 from benchbackcompat.config import NamedScenario, ScenarioBase, config_hash
 from benchbackcompat.data.arrays import ImageArrays
 from benchbackcompat.engine import distributed
-from benchbackcompat.engine.device import derive_seed, seed_everything
 from benchbackcompat.engine.evaluate import (
     ModelFeatures,
     chance_level,
     evaluate_matrices,
+    extract_features,
     model_features,
 )
 from benchbackcompat.engine.train import Acceleration, DivergedError, train_model
@@ -37,10 +35,12 @@ from benchbackcompat.identity import RESULTS_VERSION, source_hash, source_packag
 from benchbackcompat.interrupts import describe, must_propagate
 from benchbackcompat.method import Method, StepContext, frozen_copy
 from benchbackcompat.metrics import compatibility as cm
+from benchbackcompat.metrics.summary import summarise
 from benchbackcompat.models.network import Network
 from benchbackcompat.models.zoo import create_zoo_model
 from benchbackcompat.scenarios.data import ScenarioData, select_memory
 from benchbackcompat.scenarios.steps import Step, build_steps
+from benchbackcompat.seeds import derive_seed, seed_everything
 from benchbackcompat.store import ResultStore
 
 CELL_FORMAT = 2
@@ -105,7 +105,7 @@ def versions(plugin_versions: dict[str, str]) -> dict[str, Any]:
     import timm
     import torchvision
 
-    from benchbackcompat.report.provenance import project_commit
+    from benchbackcompat.store.provenance import project_commit
 
     return {
         "benchbackcompat": __version__,
@@ -151,7 +151,14 @@ class CellRunner:
             device=self.device, old_model=old_model,
             train_data=train_data if train_data is not None else self.data.step_data(step, self.cell.seed),
             memory=memory, mean=self.data.mean, std=self.data.std, image_size=self.data.image_size, seed=self.cell.seed,
+            embedder=self.embedder(train_cfg or self.scenario.train_config(step.index)),
         )
+
+    def embedder(self, train_cfg) -> Callable[[torch.nn.Module, ImageArrays], torch.Tensor]:
+        """``StepContext.embed``: plain embeddings (``model.embed``) in evaluation batches on the device."""
+        return lambda model, arrays: extract_features(model, Method(), arrays, mean=self.data.mean, std=self.data.std,
+                                                      batch_size=train_cfg.eval_batch_size, device=self.device,
+                                                      amp=train_cfg.amp)
 
     def fresh_model(self, method: Method, ctx: StepContext, backbone: str, num_classes: int, init_index: int) -> Network:
         """A new model whose initial weights depend only on the seed and ``init_index``."""
@@ -167,9 +174,9 @@ class CellRunner:
             if self.observer is not None:
                 self.observer(cell=self.cell.label, step=step, epoch=epoch, values=values)
 
-        method.before_step(model, ctx)
+        step_modules = [module.to(self.device) for module in method.before_step(model, ctx) or ()]
         history = train_model(model, method, ctx, seed=seed, observer=observe, desc=f"{self.cell.label} {tag}",
-                              acceleration=self.acceleration)
+                              acceleration=self.acceleration, step_modules=step_modules)
         method.after_step(model, ctx)
         return history
 
@@ -267,12 +274,11 @@ class CellRunner:
             else:
                 model = self.fresh_model(self.method, ctx, step.backbone, step.seen_classes,
                                          0 if step.init == "same-as-first" else step.index)
-                if step.init == "previous" and models:
-                    self.method.initialise(model, models[-1], ctx)
-                elif step.init == "pretrained":
-                    incoming = self.pretrained_model(step)
-                    self.method.initialise(model, incoming, ctx)
-                    ctx.incoming = frozen_copy(incoming)
+                source = models[-1] if step.init == "previous" and models else None
+                if step.init == "pretrained":
+                    source = self.pretrained_model(step)
+                    ctx.incoming = frozen_copy(source)
+                self.method.initialise(model, source, ctx)
                 history = self.train(self.method, model, ctx, tag=f"step-{step.index}")
             if step.replay or getattr(self.scenario, "memory_per_class", 0) > 0:
                 per_class = getattr(self.scenario, "memory_per_class", 0)
@@ -379,34 +385,6 @@ def standard_recipe(method: Method) -> Method:
     recipe.similarity = method.similarity
     recipe.pair_features = method.pair_features
     return recipe
-
-
-def summarise(C: list[list[float]]) -> dict[str, Any]:
-    """AC, AA, ACA of a matrix (T >= 2), plus self/cross for a single update and the curves AA_curve and
-    AC_curve ([AA_tau] and [AC_tau] for tau = 1..T on the leading tau x tau blocks).
-
-    An entry that cannot be computed (NaN, e.g. feature sizes that differ after an architecture
-    replacement) makes every metric whose block contains it None (not computable), never 0; the
-    blocks before it keep their AC_tau/AA_tau (IAM-CL2R Table VII)."""
-    M = np.asarray(C, dtype=np.float64)
-    T = len(M)
-
-    def on_block(metric, tau: int) -> float | None:
-        block = M[:tau, :tau]
-        if np.isnan(block[np.tril_indices(tau)]).any():
-            return None
-        value = metric(block)
-        return None if math.isnan(value) else value
-
-    values: dict[str, Any] = {"AA": on_block(cm.average_accuracy, T)}
-    if T >= 2:
-        values["AC"] = on_block(cm.average_compatibility, T)
-        values["ACA"] = on_block(cm.average_compatibility_accuracy, T)
-        values["AA_curve"] = [on_block(cm.average_accuracy, tau) for tau in range(1, T + 1)]
-        values["AC_curve"] = [on_block(cm.average_compatibility, tau) for tau in range(1, T + 1)]
-    if T == 2:
-        values.update(self=C[1][1], cross=C[1][0], old_self=C[0][0])
-    return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in values.items()}
 
 
 def unsupported(method: Method, scenario: ScenarioBase) -> str | None:

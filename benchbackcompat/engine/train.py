@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -13,10 +13,11 @@ from tqdm.auto import tqdm
 from benchbackcompat.config import TrainConfig
 from benchbackcompat.data.augment import augment
 from benchbackcompat.engine import distributed
-from benchbackcompat.engine.device import autocast, generator
-from benchbackcompat.engine.faults import fault_point, is_out_of_memory
+from benchbackcompat.engine.device import autocast
+from benchbackcompat.seeds import generator
+from benchbackcompat.faults import fault_point, is_out_of_memory
 from benchbackcompat.errors import BenchError
-from benchbackcompat.method import Batch, Method, StepContext
+from benchbackcompat.method import Batch, Method, StepContext, batches_per_epoch
 
 EpochObserver = Callable[[int, dict[str, float]], None]
 
@@ -122,11 +123,6 @@ def _cycled(order: Tensor, length: int) -> Tensor:
     return order.repeat(math.ceil(length / len(order)))[:length]
 
 
-def batches_per_epoch(n_new: int, n_memory: int, batch_size: int) -> int:
-    size = min(batch_size, n_new + n_memory)
-    return max(1, (n_new + n_memory) // size) if n_memory else n_new // size
-
-
 @dataclass(frozen=True)
 class Acceleration:
     """Speed options that leave the method's arithmetic unchanged (up to rounding)."""
@@ -150,8 +146,10 @@ def train_model(
     observer: EpochObserver | None = None,
     desc: str = "train",
     acceleration: Acceleration = Acceleration(),
+    step_modules: Sequence[nn.Module] = (),
 ) -> list[dict[str, float]]:
-    """Train ``model`` in place for ``ctx.train.epochs`` epochs; returns the per-epoch means of the loss terms."""
+    """Train ``model`` in place for ``ctx.train.epochs`` epochs; returns the per-epoch means of the loss terms.
+    ``step_modules`` (a method's adapters, discriminators, ...) are trained with it, after its parameters."""
     cfg, device = ctx.train, ctx.device
     if acceleration.channels_last:
         model.to(memory_format=torch.channels_last)
@@ -159,20 +157,22 @@ def train_model(
         model.backbone.compile()  # in place: parameter names (and checkpoints) are unchanged
         try:
             return train_model.__wrapped__(model, method, ctx, seed=seed, observer=observer, desc=desc,
+                                           step_modules=step_modules,
                                            acceleration=Acceleration(acceleration.channels_last, False))
         finally:
             model.backbone._compiled_call_impl = None  # evaluation and frozen copies use the plain module
     data, memory = ctx.train_data, ctx.memory
     n_memory = len(memory) if (ctx.step.replay and memory is not None) else 0
     per_epoch = batches_per_epoch(len(data), n_memory, cfg.batch_size)
-    distributed.prepare_model(model)  # SyncBatchNorm across ranks on CUDA (in place)
-    optimizer = make_optimizer(model, cfg)
+    trainable = nn.ModuleList([model, *step_modules]) if step_modules else model
+    distributed.prepare_model(trainable)  # SyncBatchNorm across ranks on CUDA (in place)
+    optimizer = make_optimizer(trainable, cfg)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda it: lr_factor(cfg, it, per_epoch))
     gen = generator(seed)
     aug_gen = generator(seed + 1, device)
     history: list[dict[str, float]] = []
     last_finite: float | None = None
-    model.train()
+    trainable.train()
     epochs = tqdm(range(cfg.epochs), desc=desc, unit="epoch", leave=False, dynamic_ncols=True, disable=not distributed.is_main())
     for epoch in epochs:
         sums: dict[str, float] = {}
@@ -197,7 +197,7 @@ def train_model(
                 raise DivergedError(ctx.step.index, epoch, b, last_finite)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
-            distributed.average_gradients(model)
+            distributed.average_gradients(trainable)
             optimizer.step()
             scheduler.step()
             last_finite = float(loss.detach())

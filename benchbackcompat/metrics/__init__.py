@@ -29,6 +29,7 @@ from benchbackcompat.metrics.retrieval import (
     sample_verification_pairs,
     template_top1,
 )
+from benchbackcompat.metrics.summary import summarise
 
 __all__ = [
     "Similarity",
@@ -53,6 +54,7 @@ __all__ = [
     "p_up",
     "pair_verification",
     "sample_verification_pairs",
+    "summarise",
     "template_top1",
     "update_gain",
 ]

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-SINGLE_UPDATE_KINDS = ("ext-data", "ext-class", "new-arch", "both")
+from benchbackcompat.config import SINGLE_UPDATE_KINDS
+
 
 
 @dataclass(frozen=True)

@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-import subprocess
 from collections.abc import Iterable
-from pathlib import Path
 from typing import Any
 
 from benchbackcompat.report.markdown import escape
+from benchbackcompat.store.provenance import project_commit  # noqa: F401  (its home until the store took it)
 
 VERSION_KEYS = ("benchbackcompat", "python", "torch", "torchvision", "timm")
 
@@ -22,19 +21,6 @@ def render_date() -> str:
     epoch = os.environ.get("SOURCE_DATE_EPOCH")
     now = dt.datetime.fromtimestamp(int(epoch), dt.UTC) if epoch else dt.datetime.now(dt.UTC)
     return now.strftime("%Y-%m-%d")
-
-
-def project_commit(root: Path | None = None) -> str | None:
-    """The git commit of the project checkout (``+dirty`` if modified), or None outside a git checkout."""
-    cwd = root or Path(__file__).resolve().parents[2]
-    try:
-        sha = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=cwd, capture_output=True, text=True,
-                             timeout=10, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=cwd, capture_output=True,
-                               text=True, timeout=10, check=True).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return f"{sha}+dirty" if dirty else sha
 
 
 def _distinct(values: Iterable[Any]) -> str:

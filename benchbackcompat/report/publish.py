@@ -12,8 +12,9 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchbackcompat.engine.checkpoint import atomic_write_bytes
+from benchbackcompat.store.checkpoint import atomic_write_bytes
 from benchbackcompat.report import figures
+from benchbackcompat.config import KIND_MEASURES
 from benchbackcompat.errors import BenchError
 from benchbackcompat.presets import resolve_run
 from benchbackcompat.report.aggregate import CHANCE_FACTOR, MIN_UPDATE_GAIN, Table, build_tables, flatten
@@ -26,16 +27,6 @@ from benchbackcompat.report.provenance import header_markdown, provenance
 from benchbackcompat.report.selection import selection_markdown
 from benchbackcompat.report.tables import Footnotes, table_markdown
 
-KIND_MEASURES = {
-    "ext-data": "one update, more data of the same classes",
-    "ext-class": "one update, new classes added",
-    "new-arch": "one update, a new architecture on the same data",
-    "both": "one update, new classes and a new architecture",
-    "multi-step": "a sequence of T models trained from scratch on growing class sets",
-    "cl2r": "continual learning: fine-tuning on class increments with a replay memory",
-    "iam-cl2r": "continual learning from models pretrained elsewhere, replaced by better ones at given tasks",
-    "model-zoo": "a sequence of already-trained models (no training)",
-}
 SINGLE_MEASURES = ("whether queries of the new model can search the gallery indexed by the old model (cross vs the old "
                    "self-test, P_com) and what compatibility costs the new model (self, P_up)")
 MULTI_MEASURES = ("how compatible every later model is with every earlier gallery (AC), the accuracy over all "

@@ -10,10 +10,10 @@ from torch import Tensor
 from benchbackcompat.config import DataConfig, ScenarioBase, ValidationSplit
 from benchbackcompat.data.arrays import DatasetBundle, ImageArrays
 from benchbackcompat.data.registry import DatasetRequest, check_not_degenerate, load_dataset
-from benchbackcompat.engine.device import derive_seed, generator
 from benchbackcompat.errors import BenchError
 from benchbackcompat.identity import tensor_fingerprint
 from benchbackcompat.scenarios.steps import Step
+from benchbackcompat.seeds import derive_seed, generator
 
 SINGLE_SET_PROTOCOLS = ("loo", "verification")  # one evaluation set, encoded by both models
 

@@ -95,10 +95,9 @@ def build_steps(scenario: ScenarioBase, num_classes: int) -> list[Step]:
         ]
     if isinstance(scenario, MultiStep):
         stops = equal_increments(num_classes, scenario.num_models)
-        init = {"scratch": "scratch", "same-as-first": "same-as-first", "previous": "previous"}[scenario.init]
         replay = scenario.memory_per_class > 0  # new classes + replay memory instead of all classes so far
         return [
-            Step(t, (stops[t - 1] if replay and t else 0, stop), stop, 1.0, backbone, "scratch" if t == 0 else init,
+            Step(t, (stops[t - 1] if replay and t else 0, stop), stop, 1.0, backbone, "scratch" if t == 0 else scenario.init,
                  replay=replay and t > 0)
             for t, stop in enumerate(stops)
         ]

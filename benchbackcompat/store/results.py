@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from benchbackcompat.engine.checkpoint import atomic_write_bytes, load_checkpoint, log, save_checkpoint
+from benchbackcompat.store.checkpoint import atomic_write_bytes, load_checkpoint, log, save_checkpoint
 from benchbackcompat.store.locks import file_lock
 
 RECORD_FORMAT = 1

@@ -20,9 +20,9 @@ from benchbackcompat.testing.conformance import (
     check_method,
     installed_methods,
 )
-from benchbackcompat.testing.scenarios import tiny_scenario, tiny_scenarios
+from benchbackcompat.testing.scenarios import tiny_scenario
 
 __all__ = [
     "CheckResult", "Conformance", "ConformanceError", "ConformanceReport", "check_method", "installed_methods",
-    "tiny_scenario", "tiny_scenarios",
+    "tiny_scenario",
 ]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from benchbackcompat.config import SCENARIO_KINDS, NamedScenario, ScenarioBase
+from benchbackcompat.config import NamedScenario
 
 DATA: dict[str, Any] = {
     "name": "embedded", "num_classes": 6, "train_per_class": 16, "test_per_class": 4,
@@ -42,11 +42,6 @@ def tiny_scenario(kind: str) -> NamedScenario:
     """The tiny scenario of ``kind`` (named after it)."""
     table = {"kind": kind, "data": DATA, "train": TRAIN, "model": MODEL, **KIND_OPTIONS[kind]}
     return NamedScenario.model_validate({"name": kind, "config": table})
-
-
-def tiny_scenarios() -> dict[str, ScenarioBase]:
-    """Every scenario kind, tiny."""
-    return {kind: tiny_scenario(kind).config for kind in SCENARIO_KINDS}
 
 
 def representative_kinds(supported: list[str]) -> list[str]:

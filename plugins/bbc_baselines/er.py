@@ -7,20 +7,14 @@ the memory; the learnable classifier grows with the new classes. No old-model te
 from __future__ import annotations
 
 import benchbackcompat
-from benchbackcompat.config import ScenarioBase
 from benchbackcompat.method import Method
 
-REPLAY_KINDS = ("cl2r", "iam-cl2r")
 
 
 class ExperienceReplay(Method):
     name = "er"
+    requires = ("incremental",)
     description = "fine-tuning with cross-entropy and a replay memory (the CL2R/IAM-CL2R ER baseline)"
-
-    def unsupported_reason(self, scenario: ScenarioBase) -> str | None:
-        if scenario.kind not in REPLAY_KINDS:
-            return f"er fine-tunes with a replay memory; it runs in {', '.join(REPLAY_KINDS)}, not {scenario.kind}"
-        return None
 
 
 @benchbackcompat.hookimpl

@@ -6,14 +6,14 @@ feature truncated or zero-padded to the old size when they differ).
 """
 from __future__ import annotations
 
-import torch.nn.functional as F
 from typing import Any, ClassVar
 
+import torch.nn.functional as F
 from pydantic import Field
 from torch import Tensor
 
 import benchbackcompat
-from benchbackcompat.method import Batch, Method, MethodParams, StepContext, old_unit_features
+from benchbackcompat.method import Batch, CompatibilityMethod, Method, MethodParams, StepContext, match_size, old_unit_features
 from benchbackcompat.models.network import Network
 
 
@@ -24,27 +24,16 @@ class L2Params(MethodParams):
     grid: ClassVar[dict[str, list[Any]]] = {"weight": [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0]}
 
 
-def match_size(features: Tensor, size: int) -> Tensor:
-    """Truncate or zero-pad features to ``size`` dimensions (openBCT)."""
-    if features.shape[1] >= size:
-        return features[:, :size]
-    return F.pad(features, (0, size - features.shape[1]))
-
-
-class L2(Method):
+class L2(CompatibilityMethod):
     name = "l2"
     description = "cross-entropy + squared L2 distance to the frozen old model's normalised features (BCT's L2 baseline)"
     Params = L2Params
 
-    def loss(self, model: Network, batch: Batch, ctx: StepContext) -> dict[str, Tensor]:
-        out = model(batch.images)
-        ce = F.cross_entropy(out.logits, batch.labels)
-        if ctx.old_model is None:
-            return {"loss": ce, "ce": ce}
+    def compatibility_terms(self, model: Network, out, batch: Batch, ctx: StepContext, ce: Tensor) -> dict[str, Tensor]:
         old = old_unit_features(ctx, batch.images)
         new = F.normalize(match_size(out.features.float(), old.shape[1]), dim=1)
         distance = (new - old).pow(2).sum(dim=1).mean()
-        return {"loss": ce + self.params.weight * distance, "ce": ce, "l2": distance}
+        return {"loss": ce + self.params.weight * distance, "l2": distance}
 
 
 @benchbackcompat.hookimpl

@@ -25,20 +25,8 @@ from pydantic import Field
 from torch import Tensor, nn
 
 import benchbackcompat
-from bbc_baselines.l2 import match_size
-from bbc_compat.common import (
-    attach_auxiliary,
-    auxiliary,
-    available_data,
-    class_means,
-    detach_auxiliary,
-    embed_all,
-    grad_reverse,
-    no_training_reason,
-    total_iterations,
-)
-from benchbackcompat.config import ScenarioBase
-from benchbackcompat.method import Batch, Method, MethodParams, StepContext, old_unit_features
+from bbc_compat.common import available_data, class_means, grad_reverse
+from benchbackcompat.method import Batch, CompatibilityMethod, Method, MethodParams, StepContext, match_size, old_unit_features
 from benchbackcompat.models.network import Network
 
 
@@ -102,42 +90,42 @@ def adversarial_loss(disc: nn.Module, new_unit: Tensor, old_unit: Tensor, alpha:
     return F.nll_loss(log_probs[:n], new_target) + F.nll_loss(log_probs[n:], old_target)
 
 
-class AdvBCT(Method):
+class AdvBCT(CompatibilityMethod):
     name = "advbct"
+    requires = ("trains",)
     description = "CE + elastic-boundary compatibility + old/new discriminator with gradient reversal (Pan et al. 2023)"
     Params = AdvBCTParams
     meta: tuple[Tensor, Tensor, Tensor] | None = None  # old centres, r_max, valid classes
     iteration = 0
+    trainable: nn.Module | None = None  # the step's elastic weights and discriminator
 
-    def unsupported_reason(self, scenario: ScenarioBase) -> str | None:
-        return no_training_reason(self.name, scenario)
-
-    def before_step(self, model: Network, ctx: StepContext) -> None:
-        self.meta, self.iteration = None, 0
+    def before_step(self, model: Network, ctx: StepContext) -> list[nn.Module]:
+        """The old classes' boundaries; the elastic weights and the discriminator, trained for this step only."""
+        self.meta, self.iteration, self.trainable = None, 0, None
         if ctx.old_model is None:
-            return
+            return []
         data = available_data(ctx)
-        features = embed_all(ctx.old_model, data, ctx)
+        features = ctx.embed(ctx.old_model, data)
         self.meta = boundary_meta(features, data.labels, ctx.step.seen_classes, self.params.iqr_factor)
         module = nn.Module()
         module.elastic = nn.Parameter(torch.empty(ctx.step.seen_classes).uniform_(-1, 1))
         module.discriminator = discriminator(self.meta[0].shape[1])
-        attach_auxiliary(model, module)
+        self.trainable = module
+        return [module]
 
-    def loss(self, model: Network, batch: Batch, ctx: StepContext) -> dict[str, Tensor]:
-        out = model(batch.images)
-        ce = F.cross_entropy(out.logits, batch.labels)
-        if self.meta is None:
-            return {"loss": ce, "ce": ce}
-        per_epoch, total = total_iterations(ctx)
+    def aligns(self, batch: Batch, ctx: StepContext) -> bool:
+        return self.meta is not None
+
+    def compatibility_terms(self, model: Network, out, batch: Batch, ctx: StepContext, ce: Tensor) -> dict[str, Tensor]:
+        per_epoch, total = ctx.clock()
         epoch, progress = self.iteration // per_epoch + 1, self.iteration / total
         self.iteration += 1
         centres, r_max, valid = self.meta
-        aux = auxiliary(model)
+        aux = self.trainable
         new_unit = F.normalize(match_size(out.features.float(), centres.shape[1]), dim=1)
         radius = elastic_radius(r_max, aux.elastic, self.params.threshold)
         comp = compatibility_loss(new_unit, batch.labels, centres, radius, valid)
-        terms = {"ce": ce, "compatibility": comp}
+        terms = {"compatibility": comp}
         total_loss = ce + comp
         if self.params.adversarial:
             old_unit = old_unit_features(ctx, batch.images)
@@ -145,9 +133,6 @@ class AdvBCT(Method):
             total_loss = total_loss + adv * (ctx.train.epochs - epoch + 1) / ctx.train.epochs
             terms["adversarial"] = adv
         return {"loss": total_loss, **terms}
-
-    def after_step(self, model: Network, ctx: StepContext) -> None:
-        detach_auxiliary(model)
 
 
 @benchbackcompat.hookimpl

@@ -22,10 +22,8 @@ from pydantic import Field
 from torch import Tensor
 
 import benchbackcompat
-from bbc_baselines.l2 import match_size
-from bbc_compat.common import available_data, class_means, embed_all, no_training_reason
-from benchbackcompat.config import ScenarioBase
-from benchbackcompat.method import Batch, Method, MethodParams, StepContext
+from bbc_compat.common import available_data, class_means
+from benchbackcompat.method import Batch, CompatibilityMethod, Method, MethodParams, StepContext, match_size
 from benchbackcompat.models.network import Network
 
 
@@ -55,7 +53,7 @@ def old_classifier(old_model: Network, ctx: StepContext, num_classes: int, synth
     if synthesis == "none" or num_classes <= len(weight):
         return weight, bias
     data = available_data(ctx)
-    means, _ = class_means(embed_all(old_model, data, ctx), data.labels, num_classes)
+    means, _ = class_means(ctx.embed(old_model, data), data.labels, num_classes)
     extra, extra_bias = means[len(weight):], torch.zeros(num_classes - len(weight), device=bias.device)
     if synthesis == "scaled-mean":
         extra = F.normalize(extra, dim=1) * weight.norm(dim=1).mean()
@@ -73,27 +71,24 @@ def influence_loss(new_features: Tensor, labels: Tensor, weight: Tensor, bias: T
     return F.cross_entropy(logits, labels[covered])
 
 
-class BCT(Method):
+class BCT(CompatibilityMethod):
     name = "bct"
+    requires = ("trains",)
     description = "cross-entropy + influence loss of the frozen old classifier on the new features (Shen et al. 2020)"
     Params = BCTParams
     old_head: tuple[Tensor, Tensor] | None = None  # (weight, bias) of the old classifier for the current step
-
-    def unsupported_reason(self, scenario: ScenarioBase) -> str | None:
-        return no_training_reason(self.name, scenario)
 
     def before_step(self, model: Network, ctx: StepContext) -> None:
         self.old_head = None
         if ctx.old_model is not None and ctx.old_model.head is not None:
             self.old_head = old_classifier(ctx.old_model, ctx, ctx.step.seen_classes, self.params.synthesis)
 
-    def loss(self, model: Network, batch: Batch, ctx: StepContext) -> dict[str, Tensor]:
-        out = model(batch.images)
-        ce = F.cross_entropy(out.logits, batch.labels)
-        if self.old_head is None:
-            return {"loss": ce, "ce": ce}
+    def aligns(self, batch: Batch, ctx: StepContext) -> bool:
+        return self.old_head is not None
+
+    def compatibility_terms(self, model: Network, out, batch: Batch, ctx: StepContext, ce: Tensor) -> dict[str, Tensor]:
         influence = influence_loss(out.features, batch.labels, *self.old_head)
-        return {"loss": ce + self.params.weight * influence, "ce": ce, "influence": influence}
+        return {"loss": ce + self.params.weight * influence, "influence": influence}
 
 
 @benchbackcompat.hookimpl

@@ -1,32 +1,12 @@
-"""Shared pieces of the compatibility methods (no hookimpl): scenario support, the old model's
-features and class statistics, gradient reversal, auxiliary trainable modules, training progress."""
+"""Shared pieces of the compatibility methods (no hookimpl): the old model's
+features and class statistics, gradient reversal, starting from the old model."""
 from __future__ import annotations
 
 import torch
 from torch import Tensor, nn
 
-from benchbackcompat.config import ScenarioBase
 from benchbackcompat.data.arrays import ImageArrays
-from benchbackcompat.engine.evaluate import extract_features
-from benchbackcompat.engine.train import batches_per_epoch
-from benchbackcompat.method import Method, StepContext, copy_matching_weights
-
-AUXILIARY = "compat_auxiliary"  # attribute of the model holding a method's extra trainable modules during a step
-
-
-def no_training_reason(name: str, scenario: ScenarioBase) -> str | None:
-    """Every method here trains the new model; a model zoo has nothing to train."""
-    if scenario.kind == "model-zoo":
-        return f"{name} trains each new model with a compatibility loss; model-zoo models are not trained"
-    return None
-
-
-def fine_tuning_reason(name: str, scenario: ScenarioBase) -> str | None:
-    """Methods that start the new model from the old one need the same architecture."""
-    archs = getattr(scenario, "architectures", None)
-    if scenario.kind in ("new-arch", "both") and archs and len(set(archs)) > 1:
-        return f"{name} fine-tunes the old model, but {scenario.kind} changes the architecture ({archs[0]} -> {archs[1]})"
-    return no_training_reason(name, scenario)
+from benchbackcompat.method import StepContext, copy_matching_weights
 
 
 def available_data(ctx: StepContext) -> ImageArrays:
@@ -35,12 +15,6 @@ def available_data(ctx: StepContext) -> ImageArrays:
         return ctx.train_data
     return ImageArrays(torch.cat([ctx.train_data.images, ctx.memory.images]),
                        torch.cat([ctx.train_data.labels, ctx.memory.labels]))
-
-
-def embed_all(model: nn.Module, arrays: ImageArrays, ctx: StepContext) -> Tensor:
-    """Unnormalised features of ``model`` on every image (no augmentation), float32."""
-    return extract_features(model, Method(), arrays, mean=ctx.mean, std=ctx.std,
-                            batch_size=ctx.train.eval_batch_size, device=ctx.device, amp=ctx.train.amp)
 
 
 def class_means(features: Tensor, labels: Tensor, num_classes: int) -> tuple[Tensor, Tensor]:
@@ -67,29 +41,8 @@ def grad_reverse(x: Tensor, alpha: float = 1.0) -> Tensor:
     return _GradientReversal.apply(x, alpha)
 
 
-def attach_auxiliary(model: nn.Module, module: nn.Module) -> None:
-    """Register ``module`` on ``model`` for one step, so that the step's optimiser trains it too."""
-    model.add_module(AUXILIARY, module.to(next(model.parameters()).device))
-
-
-def detach_auxiliary(model: nn.Module) -> nn.Module | None:
-    """Remove (and return) the auxiliary module, so the stored model keeps its plain layout."""
-    return model._modules.pop(AUXILIARY, None)
-
-
-def auxiliary(model: nn.Module) -> nn.Module:
-    return model._modules[AUXILIARY]
-
-
-def total_iterations(ctx: StepContext) -> tuple[int, int]:
-    """(batches per epoch, batches of the whole step), as the training loop counts them."""
-    n_memory = len(ctx.memory) if (ctx.step.replay and ctx.memory is not None) else 0
-    per_epoch = batches_per_epoch(len(ctx.train_data), n_memory, ctx.train.batch_size)
-    return per_epoch, per_epoch * ctx.train.epochs
-
-
 def start_from_old(model: nn.Module, ctx: StepContext) -> None:
     """Fine-tuning methods start every update from the old model, whatever the scenario's initialisation
-    (the runner already does so for ``previous``; a pretrained replacement is kept)."""
+    (``Method.initialise`` already copies it for ``previous``; a pretrained replacement is kept)."""
     if ctx.old_model is not None and ctx.step.init in ("scratch", "same-as-first"):
         copy_matching_weights(model, ctx.old_model)

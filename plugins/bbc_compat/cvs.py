@@ -22,10 +22,8 @@ from pydantic import Field
 from torch import Tensor
 
 import benchbackcompat
-from bbc_baselines.l2 import match_size
-from bbc_compat.common import available_data, class_means, embed_all, no_training_reason
-from benchbackcompat.config import ScenarioBase
-from benchbackcompat.method import Batch, Method, MethodParams, StepContext, old_unit_features
+from bbc_compat.common import available_data, class_means
+from benchbackcompat.method import Batch, CompatibilityMethod, Method, MethodParams, StepContext, match_size, old_unit_features
 from benchbackcompat.models.network import Network, build_network
 
 SCALE = 1 / 0.05  # cosine classifier scale (temperature 0.05); fixed, so the shared old model is well defined
@@ -58,15 +56,13 @@ def centre_distillation(new_unit: Tensor, labels: Tensor, centres: Tensor) -> Te
     return (centres[labels[keep]] - new_unit[keep]).pow(2).sum(dim=1).mean()
 
 
-class CVS(Method):
+class CVS(CompatibilityMethod):
     name = "cvs"
+    requires = ("trains",)
     description = "cosine CE + old/new hardest-negative triplet + distillation to previous class centres (Wan et al. 2022)"
     Params = CVSParams
     head = "cosine"
     centres: Tensor | None = None  # previous gallery's class centres for the current step
-
-    def unsupported_reason(self, scenario: ScenarioBase) -> str | None:
-        return no_training_reason(self.name, scenario)
 
     def build_model(self, ctx: StepContext, backbone: str, num_classes: int) -> Network:
         return build_network(
@@ -80,20 +76,19 @@ class CVS(Method):
         if ctx.old_model is not None and ctx.old_model.head is not None:
             data = available_data(ctx)
             old_classes = ctx.old_model.head.num_classes
-            unit = F.normalize(embed_all(ctx.old_model, data, ctx), dim=1)
+            unit = F.normalize(ctx.embed(ctx.old_model, data), dim=1)
             self.centres = class_means(unit, data.labels, max(old_classes, ctx.step.seen_classes))[0][:old_classes]
 
-    def loss(self, model: Network, batch: Batch, ctx: StepContext) -> dict[str, Tensor]:
-        out = model(batch.images)
-        ce = F.cross_entropy(out.logits, batch.labels)
-        if self.centres is None:
-            return {"loss": ce, "ce": ce}
+    def aligns(self, batch: Batch, ctx: StepContext) -> bool:
+        return self.centres is not None
+
+    def compatibility_terms(self, model: Network, out, batch: Batch, ctx: StepContext, ce: Tensor) -> dict[str, Tensor]:
         old_unit = old_unit_features(ctx, batch.images)
         new_unit = F.normalize(match_size(out.features.float(), old_unit.shape[1]), dim=1)
         triplet = hardest_negative_triplet(new_unit, old_unit, batch.labels, self.params.margin)
         distill = centre_distillation(new_unit, batch.labels, self.centres)
         total = ce + self.params.triplet_weight * triplet + self.params.distill_weight * distill
-        return {"loss": total, "ce": ce, "triplet": triplet, "distillation": distill}
+        return {"loss": total, "triplet": triplet, "distillation": distill}
 
 
 @benchbackcompat.hookimpl

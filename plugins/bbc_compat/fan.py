@@ -17,8 +17,7 @@ from pydantic import Field
 from torch import Tensor, nn
 
 import benchbackcompat
-from bbc_compat.common import available_data, embed_all, no_training_reason
-from benchbackcompat.config import ScenarioBase
+from bbc_compat.common import available_data
 from benchbackcompat.errors import BenchError
 from benchbackcompat.method import Method, MethodParams, StepContext, frozen_copy
 from benchbackcompat.models.network import Network
@@ -67,17 +66,15 @@ def train_adapter(old: Tensor, new: Tensor, labels: Tensor, head: nn.Module | No
 
 class FAN(Method):
     name = "fan"
+    requires = ("trains",)
     description = "cross-entropy models; old gallery features mapped by chained feature-adaptation networks (Iscen et al. 2020)"
     Params = FANParams
-
-    def unsupported_reason(self, scenario: ScenarioBase) -> str | None:
-        return no_training_reason(self.name, scenario)
 
     def after_step(self, model: Network, ctx: StepContext) -> None:
         if ctx.old_model is None:
             return
         data = available_data(ctx)
-        old, new = embed_all(ctx.old_model, data, ctx), embed_all(model, data, ctx)
+        old, new = ctx.embed(ctx.old_model, data), ctx.embed(model, data)
         head = frozen_copy(model.head).float() if model.head is not None else None
         with torch.enable_grad():
             weights = train_adapter(old, new, data.labels, head, self.params)

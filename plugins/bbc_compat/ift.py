@@ -7,20 +7,18 @@ whose batches are half replay memory, this is the ER baseline.
 from __future__ import annotations
 
 import benchbackcompat
-from bbc_compat.common import fine_tuning_reason, start_from_old
-from benchbackcompat.config import ScenarioBase
+from bbc_compat.common import start_from_old
 from benchbackcompat.method import Method, StepContext
 from benchbackcompat.models.network import Network
 
 
 class IncrementalFineTuning(Method):
     name = "ift"
+    requires = ("trains", "same-architecture")
     description = "fine-tune the previous model with cross-entropy, no compatibility term (CoReS's IFT)"
 
-    def unsupported_reason(self, scenario: ScenarioBase) -> str | None:
-        return fine_tuning_reason(self.name, scenario)
-
-    def before_step(self, model: Network, ctx: StepContext) -> None:
+    def initialise(self, model: Network, source: Network | None, ctx: StepContext) -> None:
+        super().initialise(model, source, ctx)
         start_from_old(model, ctx)
 
 

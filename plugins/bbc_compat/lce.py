@@ -18,11 +18,9 @@ from pydantic import Field
 from torch import Tensor
 
 import benchbackcompat
-from bbc_baselines.l2 import match_size
-from bbc_compat.common import available_data, class_means, embed_all, no_training_reason
-from benchbackcompat.config import ScenarioBase
-from benchbackcompat.method import Batch, Method, MethodParams, StepContext
-from benchbackcompat.models.network import Network
+from bbc_compat.common import available_data, class_means
+from benchbackcompat.method import Batch, CompatibilityMethod, Method, MethodParams, StepContext, match_size
+from benchbackcompat.models.network import Network, NetworkOutput
 
 
 class LCEParams(MethodParams):
@@ -65,32 +63,34 @@ def boundary_loss(features: Tensor, labels: Tensor, centres: Tensor, cos_min: Te
     return F.relu(cos_min[y] - (unit * centres[y]).sum(dim=1)).mean()
 
 
-class LCE(Method):
+class LCE(CompatibilityMethod):
     name = "lce"
+    requires = ("trains",)
     description = "ArcFace + class-weight alignment to old centres + angular boundary (Meng et al. 2021, official variant)"
     Params = LCEParams
     head = "cosine"
     stats: tuple[Tensor, Tensor, Tensor] | None = None  # old centres, minimum cosines, classes present
 
-    def unsupported_reason(self, scenario: ScenarioBase) -> str | None:
-        return no_training_reason(self.name, scenario)
-
     def before_step(self, model: Network, ctx: StepContext) -> None:
         self.stats = None
         if ctx.old_model is not None:
             data = available_data(ctx)
-            self.stats = old_class_statistics(embed_all(ctx.old_model, data, ctx), data.labels, ctx.step.seen_classes)
+            self.stats = old_class_statistics(ctx.embed(ctx.old_model, data), data.labels, ctx.step.seen_classes)
 
-    def loss(self, model: Network, batch: Batch, ctx: StepContext) -> dict[str, Tensor]:
+    def classify(self, model: Network, batch: Batch, ctx: StepContext) -> tuple[NetworkOutput, Tensor]:
+        """ArcFace: the angular margin on the target logit, then cross-entropy."""
         out = model(batch.images)
-        ce = F.cross_entropy(arcface_logits(out.logits, batch.labels, model.head.scale, self.params.margin), batch.labels)
-        if self.stats is None:
-            return {"loss": ce, "ce": ce}
+        return out, F.cross_entropy(arcface_logits(out.logits, batch.labels, model.head.scale, self.params.margin), batch.labels)
+
+    def aligns(self, batch: Batch, ctx: StepContext) -> bool:
+        return self.stats is not None
+
+    def compatibility_terms(self, model: Network, out, batch: Batch, ctx: StepContext, ce: Tensor) -> dict[str, Tensor]:
         centres, cos_min, present = self.stats
         align = alignment_loss(model.head.weight, centres, present)
         boundary = boundary_loss(out.features, batch.labels, centres, cos_min, present)
         total = ce + self.params.alignment_weight * align + self.params.boundary_weight * boundary
-        return {"loss": total, "ce": ce, "alignment": align, "boundary": boundary}
+        return {"loss": total, "alignment": align, "boundary": boundary}
 
 
 @benchbackcompat.hookimpl

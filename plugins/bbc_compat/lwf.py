@@ -14,9 +14,8 @@ from pydantic import Field
 from torch import Tensor
 
 import benchbackcompat
-from bbc_compat.common import fine_tuning_reason, start_from_old
-from benchbackcompat.config import ScenarioBase
-from benchbackcompat.method import Batch, Method, MethodParams, StepContext
+from bbc_compat.common import start_from_old
+from benchbackcompat.method import Batch, CompatibilityMethod, Method, MethodParams, StepContext
 from benchbackcompat.models.network import Network
 
 
@@ -32,26 +31,24 @@ def distillation_loss(new_logits: Tensor, old_logits: Tensor, temperature: float
     return -(target * log_probs).sum(dim=1).mean()
 
 
-class LwF(Method):
+class LwF(CompatibilityMethod):
     name = "lwf"
+    requires = ("trains", "same-architecture")
     description = "fine-tuning + distillation of the old model's logits on the old classes (Li & Hoiem 2017)"
     Params = LwFParams
 
-    def unsupported_reason(self, scenario: ScenarioBase) -> str | None:
-        return fine_tuning_reason(self.name, scenario)
-
-    def before_step(self, model: Network, ctx: StepContext) -> None:
+    def initialise(self, model: Network, source: Network | None, ctx: StepContext) -> None:
+        super().initialise(model, source, ctx)
         start_from_old(model, ctx)
 
-    def loss(self, model: Network, batch: Batch, ctx: StepContext) -> dict[str, Tensor]:
-        out = model(batch.images)
-        ce = F.cross_entropy(out.logits, batch.labels)
-        if ctx.old_model is None or ctx.old_model.head is None:
-            return {"loss": ce, "ce": ce}
+    def aligns(self, batch: Batch, ctx: StepContext) -> bool:
+        return ctx.old_model is not None and ctx.old_model.head is not None
+
+    def compatibility_terms(self, model: Network, out, batch: Batch, ctx: StepContext, ce: Tensor) -> dict[str, Tensor]:
         with torch.no_grad():
             old_logits = ctx.old_model(batch.images).logits
         distill = distillation_loss(out.logits, old_logits, self.params.temperature)
-        return {"loss": ce + self.params.weight * distill, "ce": ce, "distillation": distill}
+        return {"loss": ce + self.params.weight * distill, "distillation": distill}
 
 
 @benchbackcompat.hookimpl

@@ -16,8 +16,7 @@ from pydantic import Field
 from torch import Tensor
 
 from benchbackcompat import geometry
-from benchbackcompat.config import ModelZoo, ScenarioBase
-from benchbackcompat.method import Batch, Method, MethodParams, Similarity, StepContext
+from benchbackcompat.method import Batch, CompatibilityMethod, Method, MethodParams, Similarity, StepContext
 from benchbackcompat.models.lorentz import LorentzNetwork
 from benchbackcompat.models.registry import create_backbone
 
@@ -35,14 +34,10 @@ class LorentzMethod(Method):
     references (old and unaligned new models) of P_com / P_up."""
 
     name = "lorentz-standard"
+    requires = ("trains",)
     description = "Lorentz hybrid encoder + Lorentz MLR, cross-entropy only"
     Params: ClassVar[type[MethodParams]] = LorentzParams
     head = "lorentz-mlr"
-
-    def unsupported_reason(self, scenario: ScenarioBase) -> str | None:
-        if isinstance(scenario, ModelZoo):
-            return "a model-zoo holds already-trained Euclidean models; Lorentz methods train their own"
-        return None
 
     def model_identity(self) -> dict[str, Any]:
         return {k: getattr(self.params, k) for k in LorentzParams.model_fields}
@@ -89,19 +84,20 @@ class HBCTParams(LorentzParams):
     min_radius: float = Field(0.1, gt=0, description="entailment cone minimum radius epsilon")
 
 
-class HBCTBase(LorentzMethod):
+class HBCTBase(LorentzMethod, CompatibilityMethod):
     """HBCT's objective; ``entailment`` switches L_entail (off for the ablation)."""
 
     Params = HBCTParams
     entailment: ClassVar[bool] = True
 
-    def loss(self, model: LorentzNetwork, batch: Batch, ctx: StepContext) -> dict[str, Tensor]:
+    def classify(self, model: LorentzNetwork, batch: Batch, ctx: StepContext) -> tuple[Tensor, Tensor]:
+        """The new embedding on the hyperboloid and the Lorentz MLR cross-entropy."""
+        h_new = geometry.expmap0(model.tangent(batch.images), self.params.curvature)
+        return h_new, F.cross_entropy(model.head(h_new), batch.labels)
+
+    def compatibility_terms(self, model: LorentzNetwork, h_new: Tensor, batch: Batch, ctx: StepContext,
+                            ce: Tensor) -> dict[str, Tensor]:
         p = self.params
-        z_new = model.tangent(batch.images)
-        h_new = geometry.expmap0(z_new, p.curvature)
-        ce = F.cross_entropy(model.head(h_new), batch.labels)
-        if ctx.old_model is None:
-            return {"loss": ce, "ce": ce}
         with torch.no_grad():
             z_old = ctx.old_model.tangent(batch.images)
             h_old = geometry.expmap0(z_old, p.curvature)
@@ -115,4 +111,4 @@ class HBCTBase(LorentzMethod):
                 align = align + p.entail_weight * entail
                 terms["entail"] = entail
             total = ce + p.lam * align
-        return {"loss": total, "ce": ce, **terms}
+        return {"loss": total, **terms}

@@ -19,7 +19,7 @@ from torch import Tensor
 
 import benchbackcompat
 from benchbackcompat.errors import BenchError
-from benchbackcompat.method import Batch, Method, MethodParams, StepContext, old_unit_features
+from benchbackcompat.method import Batch, CompatibilityMethod, Method, MethodParams, StepContext, old_unit_features
 from benchbackcompat.models.network import Network
 
 
@@ -43,23 +43,19 @@ def hot_refresh_loss(new: Tensor, old: Tensor, labels: Tensor, tau: float) -> Te
     return (denominator - positive).mean()
 
 
-class HotRefresh(Method):
+class HotRefresh(CompatibilityMethod):
     name = "hot-refresh"
     description = "cross-entropy + cosine contrastive alignment to the old model, old and new other-class negatives"
     Params = HotRefreshParams
 
-    def loss(self, model: Network, batch: Batch, ctx: StepContext) -> dict[str, Tensor]:
-        out = model(batch.images)
-        ce = F.cross_entropy(out.logits, batch.labels)
-        if ctx.old_model is None:
-            return {"loss": ce, "ce": ce}
+    def compatibility_terms(self, model: Network, out, batch: Batch, ctx: StepContext, ce: Tensor) -> dict[str, Tensor]:
         old = old_unit_features(ctx, batch.images)
         new = F.normalize(out.features.float(), dim=1)
         if new.shape[1] != old.shape[1]:
             raise BenchError(f"hot-refresh needs equal feature sizes (old {old.shape[1]}, new {new.shape[1]}); "
                              "set model.embedding_dim")
         contrast = hot_refresh_loss(new, old, batch.labels, self.params.tau)
-        return {"loss": ce + self.params.weight * contrast, "ce": ce, "contrast": contrast}
+        return {"loss": ce + self.params.weight * contrast, "contrast": contrast}
 
 
 @benchbackcompat.hookimpl

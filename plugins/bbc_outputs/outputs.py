@@ -17,11 +17,9 @@ from pydantic import Field
 from torch import Tensor, nn
 
 from bbc_outputs.projection import simplex_features, tie_exact_cosine
-from benchbackcompat.config import ScenarioBase
 from benchbackcompat.method import Method, MethodParams, Similarity, StepContext
 from benchbackcompat.models.network import Network, build_network
 
-INCREMENTAL_KINDS = ("cl2r", "iam-cl2r")
 
 
 class OutputParams(MethodParams):
@@ -46,6 +44,7 @@ class OutputFeatures(Method):
     """Base of PSP and LSP: ``softmax`` and ``center`` select the variant."""
 
     Params = OutputParams
+    requires = ("cumulative",)
     standard_steps = "all"
     softmax: bool = True
 
@@ -56,12 +55,6 @@ class OutputFeatures(Method):
     @property
     def center(self) -> bool:
         return True
-
-    def unsupported_reason(self, scenario: ScenarioBase) -> str | None:
-        if scenario.kind in INCREMENTAL_KINDS or getattr(scenario, "memory_per_class", 0) > 0:
-            return (f"{self.name} trains every model alone on all classes seen so far; this {scenario.kind} scenario "
-                    "trains on new classes and a replay memory")
-        return None
 
     def build_model(self, ctx: StepContext, backbone: str, num_classes: int) -> Network:
         model = build_network(backbone, num_classes=num_classes, head="linear", embedding_dim=ctx.scenario.model.embedding_dim,

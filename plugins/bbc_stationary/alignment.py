@@ -10,7 +10,7 @@ from pydantic import Field
 from torch import Tensor
 
 from benchbackcompat.config import CL2R, IAMCL2R
-from benchbackcompat.method import Batch, MethodParams, StepContext
+from benchbackcompat.method import Batch, CompatibilityMethod, MethodParams, StepContext
 from benchbackcompat.models.network import Network, NetworkOutput
 from bbc_stationary.common import frozen_reference
 
@@ -56,13 +56,17 @@ def hoc_alignment(old: Tensor, new: Tensor, labels: Tensor, rho: float, negative
     return (torch.logsumexp(denominator, dim=1) - positive).mean()
 
 
-def hoc_loss(params: HocTerms, ce: Tensor, out: NetworkOutput, batch: Batch, ctx: StepContext) -> dict[str, Tensor]:
+class HocAlignment(CompatibilityMethod):
     """L_HOC = lambda * CE + (1 - lambda) * L_iNCE(new, frozen reference) (Eq. 3); CE alone when there is no
-    reference (a first step trained from scratch)."""
-    reference: Network | None = frozen_reference(ctx)
-    if reference is None:
-        return {"loss": ce, "ce": ce}
-    with torch.no_grad():
-        old = reference.embed(batch.images)
-    nce = hoc_alignment(old, out.features, batch.labels, protocol_rho(params.rho, ctx), params.negatives)
-    return {"loss": params.lam * ce + (1 - params.lam) * nce, "ce": ce, "nce": nce}
+    reference (a first step trained from scratch). ``params`` is a :class:`HocTerms`."""
+
+    def aligns(self, batch: Batch, ctx: StepContext) -> bool:
+        return frozen_reference(ctx) is not None
+
+    def compatibility_terms(self, model: Network, out: NetworkOutput, batch: Batch, ctx: StepContext,
+                            ce: Tensor) -> dict[str, Tensor]:
+        params = self.params
+        with torch.no_grad():
+            old = frozen_reference(ctx).embed(batch.images)
+        nce = hoc_alignment(old, out.features, batch.labels, protocol_rho(params.rho, ctx), params.negatives)
+        return {"loss": params.lam * ce + (1 - params.lam) * nce, "nce": nce}

@@ -12,7 +12,7 @@ from torch import Tensor
 from benchbackcompat.config import IAMCL2R, ScenarioBase
 from benchbackcompat.errors import BenchError
 from benchbackcompat.method import Batch, Method, MethodParams, StepContext
-from benchbackcompat.models.network import Network, build_network
+from benchbackcompat.models.network import Network, NetworkOutput, build_network
 
 
 class FixedParams(MethodParams):
@@ -83,10 +83,9 @@ class FixedHeadMethod(Method):
     def stationary_ce(self, logits: Tensor, model: Network, batch: Batch, ctx: StepContext) -> Tensor:
         return F.cross_entropy(logits, self.targets(model, batch, ctx))
 
-    def loss(self, model: Network, batch: Batch, ctx: StepContext) -> dict[str, Tensor]:
+    def classify(self, model: Network, batch: Batch, ctx: StepContext) -> tuple[NetworkOutput, Tensor]:
         out = model(batch.images)
-        ce = self.stationary_ce(out.logits, model, batch, ctx)
-        return {"loss": ce, "ce": ce}
+        return out, self.stationary_ce(out.logits, model, batch, ctx)
 
     def reference(self) -> Method:
         """Cross-entropy with this method's fixed head and labels left to right: the models pretrained

@@ -13,13 +13,10 @@ import torch
 from pydantic import Field
 
 import benchbackcompat
-from benchbackcompat.config import ScenarioBase
-from benchbackcompat.engine.device import derive_seed
 from benchbackcompat.method import Method, StepContext, copy_matching_weights
 from benchbackcompat.models.network import Network
 from bbc_stationary.common import FixedHeadMethod, FixedParams
 
-CUMULATIVE_KINDS = ("ext-data", "ext-class", "new-arch", "both", "multi-step")
 
 
 class CoresParams(FixedParams):
@@ -31,23 +28,18 @@ class CoresParams(FixedParams):
 
 class CoReS(FixedHeadMethod):
     name = "cores"
+    requires = ("trains", "cumulative")
     description = "d-Simplex fixed classifier, cross-entropy over all pre-allocated classes, same initialisation (CoReS)"
     Params = CoresParams
 
-    def unsupported_reason(self, scenario: ScenarioBase) -> str | None:
-        if scenario.kind not in CUMULATIVE_KINDS or getattr(scenario, "memory_per_class", 0) > 0:
-            return (f"cores trains every model on all the data seen so far; it runs in {', '.join(CUMULATIVE_KINDS)} "
-                    "without a replay memory")
-        return None
-
-    def before_step(self, model: Network, ctx: StepContext) -> None:
-        """Set the initial weights the ``init`` option asks for (whatever the scenario's own init did)."""
+    def initialise(self, model: Network, source: Network | None, ctx: StepContext) -> None:
+        """The initial weights the ``init`` option asks for, whatever the scenario's initialisation."""
         if self.params.init == "fine-tune" and ctx.old_model is not None:
             copy_matching_weights(model, ctx.old_model)
             return
         draw = 0 if self.params.init == "same" else ctx.step.index
         with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(derive_seed(ctx.seed, "cores-init", draw))
+            torch.manual_seed(ctx.derived_seed("cores-init", draw))
             initial = self.build_model(ctx, ctx.step.backbone, ctx.step.seen_classes)
         model.load_state_dict(initial.state_dict())
 

@@ -15,13 +15,11 @@ from pydantic import Field
 from torch import Tensor
 
 import benchbackcompat
-from benchbackcompat.config import ScenarioBase
-from benchbackcompat.method import Batch, Method, StepContext
-from benchbackcompat.models.network import Network
+from benchbackcompat.method import Batch, CompatibilityMethod, Method, StepContext
+from benchbackcompat.models.network import Network, NetworkOutput
 from bbc_stationary.common import FixedHeadMethod, FixedParams, frozen_reference
 
 
-REPLAY_KINDS = ("cl2r", "iam-cl2r")
 
 
 class FDParams(FixedParams):
@@ -33,29 +31,24 @@ def distillation_weight(base: float, ctx: StepContext) -> float:
     return base * math.sqrt((stop - start) / start) if start > 0 else 0.0
 
 
-class DSimplexFD(FixedHeadMethod):
+class DSimplexFD(FixedHeadMethod, CompatibilityMethod):
     name = "dsimplex-fd"
+    requires = ("replay",)
     description = "d-Simplex fixed classifier + feature distillation on replayed samples (CL2R's d-Simplex-FD)"
     Params = FDParams
 
-    def unsupported_reason(self, scenario: ScenarioBase) -> str | None:
-        if scenario.kind not in REPLAY_KINDS and getattr(scenario, "memory_per_class", 0) == 0:
-            return (f"dsimplex-fd distils on replayed samples; it runs in {', '.join(REPLAY_KINDS)} or with a replay "
-                    f"memory (memory_per_class > 0), not {scenario.kind} without one")
-        return None
+    def aligns(self, batch: Batch, ctx: StepContext) -> bool:
+        """Only batches with replayed samples are distilled, towards the frozen reference."""
+        return frozen_reference(ctx) is not None and bool(batch.from_memory.any())
 
-    def loss(self, model: Network, batch: Batch, ctx: StepContext) -> dict[str, Tensor]:
-        out = model(batch.images)
-        ce = self.stationary_ce(out.logits, model, batch, ctx)
-        reference = frozen_reference(ctx)
-        if reference is None or not bool(batch.from_memory.any()):
-            return {"loss": ce, "ce": ce}
+    def compatibility_terms(self, model: Network, out: NetworkOutput, batch: Batch, ctx: StepContext,
+                            ce: Tensor) -> dict[str, Tensor]:
         replayed = batch.from_memory
         with torch.no_grad():
-            old = reference.embed(batch.images[replayed])
+            old = frozen_reference(ctx).embed(batch.images[replayed])
         fd = (1 - F.cosine_similarity(out.features[replayed].float(), old.float(), dim=1)).mean()
         weight = distillation_weight(self.params.base_weight, ctx)
-        return {"loss": ce + weight * fd, "ce": ce, "fd": fd}
+        return {"loss": ce + weight * fd, "fd": fd}
 
 
 @benchbackcompat.hookimpl

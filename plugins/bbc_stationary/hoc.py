@@ -7,12 +7,9 @@ replacement tasks of IAM-CL2R.
 """
 from __future__ import annotations
 
-from torch import Tensor
-
 import benchbackcompat
-from benchbackcompat.method import Batch, Method, StepContext
-from benchbackcompat.models.network import Network
-from bbc_stationary.alignment import HocTerms, hoc_loss
+from benchbackcompat.method import Method
+from bbc_stationary.alignment import HocAlignment, HocTerms
 from bbc_stationary.common import FixedHeadMethod, FixedParams
 
 
@@ -20,14 +17,10 @@ class HocParams(FixedParams, HocTerms):
     pass
 
 
-class DSimplexHOC(FixedHeadMethod):
+class DSimplexHOC(FixedHeadMethod, HocAlignment):
     name = "hoc"
     description = "d-Simplex fixed classifier + higher-order (InfoNCE) alignment to the frozen old model (d-Simplex-HOC)"
     Params = HocParams
-
-    def loss(self, model: Network, batch: Batch, ctx: StepContext) -> dict[str, Tensor]:
-        out = model(batch.images)
-        return hoc_loss(self.params, self.stationary_ce(out.logits, model, batch, ctx), out, batch, ctx)
 
 
 @benchbackcompat.hookimpl

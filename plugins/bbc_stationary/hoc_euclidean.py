@@ -7,13 +7,9 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-import torch.nn.functional as F
-from torch import Tensor
-
 import benchbackcompat
-from benchbackcompat.method import Batch, Method, StepContext
-from benchbackcompat.models.network import Network
-from bbc_stationary.alignment import HocTerms, hoc_loss
+from benchbackcompat.method import Method
+from bbc_stationary.alignment import HocAlignment, HocTerms
 
 
 class EuclideanHocParams(HocTerms):
@@ -23,14 +19,10 @@ class EuclideanHocParams(HocTerms):
     grid: ClassVar[dict[str, list[Any]]] = {"lam": [0.1, 0.3, 0.5, 0.7, 0.9], "rho": [2.0, 1.0]}
 
 
-class EuclideanHOC(Method):
+class EuclideanHOC(HocAlignment):
     name = "hoc-euclidean"
     description = "learnable classifier + higher-order (InfoNCE) alignment to the frozen old model (HOC without the d-Simplex)"
     Params = EuclideanHocParams
-
-    def loss(self, model: Network, batch: Batch, ctx: StepContext) -> dict[str, Tensor]:
-        out = model(batch.images)
-        return hoc_loss(self.params, F.cross_entropy(out.logits, batch.labels), out, batch, ctx)
 
 
 @benchbackcompat.hookimpl

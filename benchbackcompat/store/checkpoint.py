@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from benchbackcompat.engine.faults import fault_point
+from benchbackcompat.faults import fault_point
 from benchbackcompat.errors import BenchError
 
 log = logging.getLogger("benchbackcompat")
