@@ -1,7 +1,8 @@
-"""Command line: ``benchbackcompat run | list | show | leaderboard | validate | new-method``."""
+"""Command line: ``benchbackcompat run | list | describe | show | compare | export | leaderboard | validate | new-method``."""
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 import time
@@ -20,8 +21,18 @@ def _seeds(text: str) -> list[int]:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from benchbackcompat import __version__
+
     parser = argparse.ArgumentParser(prog="benchbackcompat", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    logging_options = argparse.ArgumentParser(add_help=False)
+    logging_options.add_argument("-v", "--verbose", action="count", default=0, help="more log lines (debug)")
+    logging_options.add_argument("-q", "--quiet", action="store_true", help="warnings and errors only")
+    logging_options.add_argument("--log-file", type=Path, help="also write the log to this file (with time stamps)")
+    logging_options.add_argument("--progress", action=argparse.BooleanOptionalAction,
+                                 help="progress bars (default: only when stderr is a terminal)")
     sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser = functools.partial(sub.add_parser, parents=[logging_options])  # every command takes them
 
     run = sub.add_parser("run", help="train, evaluate and print the leaderboard")
     run.add_argument("--scenario", required=True, help="comma-separated scenario names of the preset (or 'all')")
@@ -70,14 +81,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from benchbackcompat import logs
+
     args = build_parser().parse_args(argv)
+    logs.configure(-1 if args.quiet else args.verbose, args.log_file, args.progress)
     try:
         return COMMANDS[args.command](args)
     except BenchError as error:
-        print(f"error: {error}", file=sys.stderr)
+        logs.log.error(str(error))
         return 2
     except KeyboardInterrupt:
-        print("interrupted: finished steps are saved; run the same command again to resume", file=sys.stderr)
+        logs.log.error("interrupted: finished steps are saved; run the same command again to resume")
         return 130
 
 
@@ -86,6 +100,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from benchbackcompat.presets import resolve_run, split_list
     from benchbackcompat.report import leaderboard_tables
     from benchbackcompat.engine import distributed
+    from benchbackcompat.logs import log
     from benchbackcompat.run import execute, make_plan, run_summary, select_shard
 
     data: dict = {}
@@ -123,7 +138,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         return 0
     print(leaderboard_tables(records))
     summary, code = run_summary(records, time.perf_counter() - started, run.out)
-    print(summary, file=sys.stderr)
+    (log.warning if code else log.info)(summary)  # failed or diverged cells stay visible under -q
     return code
 
 

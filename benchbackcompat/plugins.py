@@ -97,7 +97,7 @@ class PluginHost:
             except Exception as error:  # a broken logger must not break the run
                 self._unregister(name)
                 logging.getLogger(GROUP).warning(
-                    f"warning: observer {entry.name!r} disabled: " + f"{type(error).__name__}: {error}".splitlines()[0])
+                    f"observer {entry.name!r} disabled: " + f"{type(error).__name__}: {error}".splitlines()[0])
                 continue
             registered.append(entry.name)
         return registered

@@ -1,21 +1,22 @@
 """Plan and execute a run: every (scenario, seed, method) cell, skipping finished ones."""
 from __future__ import annotations
 
+import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
-from tqdm.auto import tqdm
 
 from benchbackcompat.config import RunConfig, ScenarioBase
 from benchbackcompat.data.registry import get_dataset
 from benchbackcompat.engine import distributed
-from benchbackcompat.engine.device import resolve_device
-from benchbackcompat.engine.runner import Cell, run_cell, worker_name
+from benchbackcompat.engine.device import availability_line, resolve_device
+from benchbackcompat.engine.runner import Cell, device_name, run_cell, worker_name
 from benchbackcompat.engine.train import Acceleration
 from benchbackcompat.errors import BenchError, UnknownNameError
+from benchbackcompat.logs import log, progress_bar
 from benchbackcompat.method import Method
 from benchbackcompat.models.registry import BACKBONES, TIMM_PREFIX, list_backbones
 from benchbackcompat.plugins import PluginHost
@@ -56,7 +57,8 @@ class Plan:
 
 def make_plan(run: RunConfig, host: PluginHost) -> Plan:
     """Validate everything that can be validated before training: methods, hyperparameters, dataset and
-    backbone names, steps."""
+    backbone names, steps, the device."""
+    resolve_device(run.device)
     methods = {name: host.create_method(name, run.method_params.get(name, {})) for name in run.methods}
     host.register_extensions()
     for named in run.scenarios:
@@ -87,7 +89,7 @@ def check_names(scenario: ScenarioBase) -> None:
 def run_summary(records: list[dict[str, Any]], seconds: float, out: Path) -> tuple[str, int]:
     """The end-of-run summary and the exit code: 1 when any cell failed or diverged, else 0."""
     counts = Counter(r["status"] for r in records)
-    lines = [f"\n{len(records)} cells in {seconds:.1f} s ({', '.join(f'{n} {s}' for s, n in sorted(counts.items()))}); "
+    lines = [f"{len(records)} cells in {seconds:.1f} s ({', '.join(f'{n} {s}' for s, n in sorted(counts.items()))}); "
              f"results in {out}"]
     for record in records:
         if record["status"] != "finished":
@@ -111,6 +113,7 @@ def execute(plan: Plan, host: PluginHost) -> list[dict[str, Any]]:
     store = distributed.RankStore(run.out) if distributed.active() else ResultStore(run.out)
     host.load_observers(run.out)  # loggers (TensorBoard, ...) of entry point group benchbackcompat.observers
     device = resolve_device(run.device)
+    log.info(f"device {device_name(device)} ({availability_line()})")
     plugin_versions = {name: _plugin_version(host, name) for name in run.methods}
     records: dict[str, dict[str, Any]] = {}
     data_cache: dict[str, Any] = {}
@@ -119,6 +122,8 @@ def execute(plan: Plan, host: PluginHost) -> list[dict[str, Any]]:
         existing = store.record(cell.key)  # another process may have finished it meanwhile
         if existing is not None:
             return existing
+        log.info(f"cell {cell.label} (key {cell.key}): started")
+        started = time.perf_counter()
         config = cell.scenario.config
         data_key = config.data.model_dump_json() + config.protocol + config.eval_split
         if data_key not in data_cache:
@@ -130,6 +135,8 @@ def execute(plan: Plan, host: PluginHost) -> list[dict[str, Any]]:
                           acceleration=Acceleration.resolve(run.channels_last, run.compile, device))
         if record["status"] == "finished":
             host.manager.hook.bbc_on_cell_finished(record=record)
+        reason = f" ({record['reason']})" if record.get("reason") else ""
+        log.info(f"cell {cell.label}: {record['status']}{reason} in {time.perf_counter() - started:.1f} s")
         return record
 
     pending = []
@@ -139,21 +146,21 @@ def execute(plan: Plan, host: PluginHost) -> list[dict[str, Any]]:
             pending.append(cell)
         else:
             records[cell.key] = existing
-    progress = tqdm(total=len(pending), desc="cells", unit="cell", dynamic_ncols=True,
-                    disable=not pending or not distributed.is_main())
+    if len(pending) < len(plan.cells):
+        log.info(f"{len(plan.cells) - len(pending)} of {len(plan.cells)} cells already finished in {run.out}: skipped")
     elsewhere = []
-    for cell in pending:
-        with store.cell_lock(cell.key, blocking=False) as mine:
-            if not mine:
-                elsewhere.append(cell)
-                continue
-            records[cell.key] = run_one(cell)
-        progress.update()
-    for cell in elsewhere:  # running in another process: wait for it (or run it, if that process died)
-        with store.cell_lock(cell.key):
-            records[cell.key] = run_one(cell)
-        progress.update()
-    progress.close()
+    with progress_bar(total=len(pending), desc="cells", unit="cell", disable=not pending or not distributed.is_main()) as progress:
+        for cell in pending:
+            with store.cell_lock(cell.key, blocking=False) as mine:
+                if not mine:
+                    elsewhere.append(cell)
+                    continue
+                records[cell.key] = run_one(cell)
+            progress.update()
+        for cell in elsewhere:  # running in another process: wait for it (or run it, if that process died)
+            with store.cell_lock(cell.key):
+                records[cell.key] = run_one(cell)
+            progress.update()
     if device.type == "cuda":
         torch.cuda.empty_cache()
     return [records[cell.key] for cell in plan.cells]

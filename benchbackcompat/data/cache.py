@@ -12,6 +12,7 @@ import torch
 
 from benchbackcompat.data.arrays import DatasetBundle, ImageArrays
 from benchbackcompat.errors import BenchError
+from benchbackcompat.logs import log
 
 FORMAT_VERSION = 1
 
@@ -58,9 +59,12 @@ def cached(cache_dir: Path, name: str, key: dict[str, Any], build: Callable[[], 
     path = cache_path(cache_dir, name, key)
     if path.is_file():
         try:
-            return load_bundle(path)
+            bundle = load_bundle(path)
+            log.info(f"dataset {name}: cache hit {path}")
+            return bundle
         except (OSError, RuntimeError, EOFError, KeyError, ValueError):
-            pass
+            log.warning(f"dataset cache {path} cannot be read; rebuilding it")
+    log.info(f"dataset {name}: no cache yet, building {path}")
     bundle = build()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -29,6 +29,7 @@ from benchbackcompat.engine.evaluate import (
     model_features,
 )
 from benchbackcompat.engine.train import Acceleration, DivergedError, train_model
+from benchbackcompat.logs import log
 from benchbackcompat.method import Method, StepContext, frozen_copy
 from benchbackcompat.metrics import compatibility as cm
 from benchbackcompat.models.network import Network
@@ -89,6 +90,8 @@ def worker_name() -> str:
 def device_name(device: torch.device) -> str:
     if device.type == "cuda":
         return torch.cuda.get_device_name(device)
+    if device.type == "mps":
+        return f"mps ({platform.machine()})"
     return f"cpu ({torch.get_num_threads()} threads, {platform.processor() or platform.machine()})"
 
 
@@ -147,9 +150,10 @@ class CellRunner:
         ctx = self.context(step, None, None, train_cfg, train_data)
         classes = num_classes or step.seen_classes
         model = self.fresh_model(recipe, ctx, step.backbone, classes, init_index=step.index)
-        return self.stored_or_trained(key, model, lambda: self.train(recipe, model, ctx, tag=f"{kind}-{step.index}"))
+        return self.stored_or_trained(key, model, lambda: self.train(recipe, model, ctx, tag=f"{kind}-{step.index}"),
+                                      f"{kind} model of step {step.index}")
 
-    def stored_or_trained(self, key: str, model: Network, train: Callable[[], object]) -> Network:
+    def stored_or_trained(self, key: str, model: Network, train: Callable[[], object], what: str = "model") -> Network:
         """Shared model ``key``: loaded from the store, or trained by ``train()`` and stored; under the
         model's lock, so that concurrent processes train it once."""
         self.shared.append(key)
@@ -158,9 +162,12 @@ class CellRunner:
             saved = self.store.load(path, self.device)
             if saved is not None:
                 model.load_state_dict(saved["model"])
+                log.info(f"  shared {what}: loaded from {path}")
                 return model.eval()
+            started = time.perf_counter()
             train()
             self.store.save(path, {"model": model.state_dict()})
+        log.info(f"  shared {what}: trained in {time.perf_counter() - started:.1f} s, stored in {path}")
         return model.eval()
 
     def pretrained_model(self, step: Step) -> Network:
@@ -186,7 +193,7 @@ class CellRunner:
             seed_everything(seed)
             train_model(model, recipe, ctx, seed=seed, desc=f"{self.cell.label} pretrained-{spec.index}")
 
-        return self.stored_or_trained(key, model, pretrain)
+        return self.stored_or_trained(key, model, pretrain, f"{spec.num_classes}-class pretrained model")
 
     # --- the steps -------------------------------------------------------------------------
     def is_standard(self, step: Step) -> bool:
@@ -198,6 +205,7 @@ class CellRunner:
         curves: dict[int, list[dict[str, float]]] = {}
         timings: list[float] = []
         memory_index = torch.zeros(0, dtype=torch.long)
+        saved = 0  # steps loaded from the checkpoints of an earlier run
         for step in self.steps:
             started = time.perf_counter()
             if step.init == "zoo":  # already trained elsewhere: rebuilt from its weights, never checkpointed
@@ -217,7 +225,12 @@ class CellRunner:
                 self.shared.extend(checkpoint.get("shared", []))
                 models.append(model.eval())
                 timings.append(float(checkpoint["seconds"]))
+                saved += 1
                 continue
+            if saved:
+                log.info(f"resuming {self.cell.label} at step {step.index} of {len(self.steps)} "
+                         f"({saved} finished steps loaded from {self.store.cell_dir(self.cell.key)})")
+                saved = 0
             if self.is_standard(step):
                 model, history = self.shared_model(standard_recipe(self.method), step, "standard"), []
             else:
@@ -242,6 +255,9 @@ class CellRunner:
             curves[step.index] = history
             timings.append(seconds)
             models.append(model.eval())
+            log.info(f"  {self.cell.label} step {step.index} of {len(self.steps)}: {step_summary(history)}, {seconds:.1f} s")
+        if saved:
+            log.info(f"resuming {self.cell.label}: all {len(self.steps)} steps were saved by an earlier run; evaluating")
         return models, curves, timings
 
     def zoo_model(self, step: Step) -> Network:
@@ -306,6 +322,15 @@ class CellRunner:
         for values in metrics.values():
             values["p_com"] = cm.p_com(values["cross"], values["reference_old_self"], values["reference_self"])
             values["p_up"] = cm.p_up(values["self"], values["reference_self"])
+
+
+def step_summary(history: list[dict[str, float]]) -> str:
+    """``2 epochs, loss 3.1 -> 2.7, lr 0.05 -> 0.0012`` (per-epoch means), or where a shared model came from."""
+    if not history:
+        return "the shared standard model"
+    first, last = history[0], history[-1]
+    return (f"{len(history)} epochs, loss {first.get('loss', math.nan):.4g} -> {last.get('loss', math.nan):.4g}, "
+            f"lr {first.get('lr', math.nan):.4g} -> {last.get('lr', math.nan):.4g}")
 
 
 def standard_recipe(method: Method) -> Method:

@@ -8,7 +8,6 @@ from dataclasses import dataclass
 
 import torch
 from torch import Tensor, nn
-from tqdm.auto import tqdm
 
 from benchbackcompat.config import TrainConfig
 from benchbackcompat.data.augment import augment
@@ -16,6 +15,7 @@ from benchbackcompat.engine import distributed
 from benchbackcompat.engine.device import autocast, generator
 from benchbackcompat.engine.faults import fault_point, is_out_of_memory
 from benchbackcompat.errors import BenchError
+from benchbackcompat.logs import progress_bar
 from benchbackcompat.method import Batch, Method, StepContext
 
 EpochObserver = Callable[[int, dict[str, float]], None]
@@ -160,7 +160,7 @@ def train_model(
     history: list[dict[str, float]] = []
     last_finite: float | None = None
     model.train()
-    epochs = tqdm(range(cfg.epochs), desc=desc, unit="epoch", leave=False, dynamic_ncols=True, disable=not distributed.is_main())
+    epochs = progress_bar(range(cfg.epochs), desc=desc, unit="epoch", leave=False, disable=not distributed.is_main())
     for epoch in epochs:
         sums: dict[str, float] = {}
         count = 0
@@ -185,14 +185,14 @@ def train_model(
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             distributed.average_gradients(model)
+            sums["lr"] = sums.get("lr", 0.0) + optimizer.param_groups[0]["lr"]  # the rate this batch is trained at
             optimizer.step()
             scheduler.step()
             last_finite = float(loss.detach())
             for key, value in terms.items():
                 sums[key] = sums.get(key, 0.0) + float(value.detach())
             count += 1
-        means = {k: v / max(count, 1) for k, v in sums.items()}
-        means["lr"] = optimizer.param_groups[0]["lr"]
+        means = {k: v / max(count, 1) for k, v in sums.items()}  # lr: the mean rate of the epoch's batches
         history.append(means)
         epochs.set_postfix(loss=f"{means.get('loss', float('nan')):.3f}")
         if observer is not None:

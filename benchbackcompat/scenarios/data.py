@@ -12,6 +12,7 @@ from benchbackcompat.data.arrays import DatasetBundle, ImageArrays
 from benchbackcompat.data.registry import DatasetRequest, load_dataset
 from benchbackcompat.engine.device import derive_seed, generator
 from benchbackcompat.errors import BenchError
+from benchbackcompat.logs import log
 from benchbackcompat.scenarios.steps import Step
 
 SINGLE_SET_PROTOCOLS = ("loo", "verification")  # one evaluation set, encoded by both models
@@ -104,6 +105,8 @@ def load_scenario_data(scenario: ScenarioBase, cache_dir: Path, device: torch.de
         query, gallery = _open_set(cfg, bundle, cache_dir)
         if scenario.protocol in SINGLE_SET_PROTOCOLS:
             gallery = None
+    log.info(f"data {bundle.name}: {bundle.num_classes} classes, {len(train)} training, {len(query)} query"
+             + (f", {len(gallery)} gallery" if gallery is not None else "") + f" images on {device}")
     return ScenarioData(
         train=train.to(device),
         query=query.to(device),

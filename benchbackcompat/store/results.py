@@ -43,7 +43,7 @@ class ResultStore:
         if path not in self.reported:
             self.reported.add(path)
             problem = "does not match its checksum (truncated or corrupted)" if isinstance(record, dict) else "cannot be read"
-            log.warning(f"warning: result {path} {problem}; ignoring it (a run recomputes the cell)")
+            log.warning(f"result {path} {problem}; ignoring it (a run recomputes the cell)")
         return None
 
     def write_record(self, key: str, record: dict[str, Any]) -> Path:
