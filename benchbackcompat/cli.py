@@ -60,6 +60,11 @@ def build_parser() -> argparse.ArgumentParser:
     listing = sub.add_parser("list", help="list what is available")
     listing.add_argument("what", choices=LISTABLE)
     listing.add_argument("--preset", default="quick")
+    listing.add_argument("--params", action="store_true", help="with `list methods`: every method's hyperparameters")
+
+    describe = sub.add_parser("describe", help="a method's hyperparameters (type, default, range), scenarios and paper")
+    describe.add_argument("method", help="method name (see `list methods`)")
+    describe.add_argument("--preset", default="quick", help="preset whose scenarios are checked for support")
 
     show = sub.add_parser("show", help="print a cell's compatibility matrix and metrics")
     show.add_argument("cell", nargs="?", help="cell key (a prefix is enough) or label scenario/method/seedN; omit to list cells")
@@ -124,7 +129,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         plan.cells = select_shard(plan.cells, args.shard)
     host.register_extensions()
     if args.dry_run:
-        print(json.dumps(run.model_dump(mode="json"), indent=2))
+        resolved = {name: method.params.model_dump(mode="json") for name, method in plan.methods.items()}
+        print(json.dumps({**run.model_dump(mode="json"), "method_params": resolved}, indent=2))
         print(plan.describe())
         return 0
     started = time.perf_counter()
@@ -152,7 +158,13 @@ def cmd_list(args: argparse.Namespace) -> int:
         host.load_all()
         rows = [[name, "available", cls.description] for name, cls in sorted(host.methods().items())]
         rows += [[name, "unavailable", failure.error] for name, failure in sorted(host.failures.items())]
-        print(tabulate(rows, headers=["method", "status", "description"], tablefmt="github"))
+        if args.params:
+            from benchbackcompat.describe import parameter_rows
+
+            rows = [[name, status, "; ".join(f"{p['name']}={p['default']}" for p in parameter_rows(host.methods()[name].Params))
+                     if status == "available" else text] for name, status, text in rows]
+        print(tabulate(rows, headers=["method", "status", "hyperparameters (defaults; `describe METHOD` for more)"
+                                      if args.params else "description"], tablefmt="github"))
     elif args.what == "scenarios":
         from benchbackcompat.presets import load_preset
 
@@ -175,6 +187,18 @@ def cmd_list(args: argparse.Namespace) -> int:
         if args.what == "backbones":
             rows.append(["timm:<name>", "any timm model by name, e.g. timm:vit_base_patch16_224"])
         print(tabulate(rows, headers=[args.what[:-1], "description"], tablefmt="github"))
+    return 0
+
+
+def cmd_describe(args: argparse.Namespace) -> int:
+    from benchbackcompat.describe import describe_method
+    from benchbackcompat.plugins import PluginHost
+    from benchbackcompat.presets import load_preset, resolve_run
+
+    method = PluginHost().method_class(args.method)
+    scenarios = resolve_run(preset=args.preset, scenarios=list(load_preset(args.preset)["scenarios"]),
+                            methods=[args.method]).scenarios
+    print(describe_method(args.method, method, scenarios, args.preset))
     return 0
 
 
@@ -255,7 +279,7 @@ def cmd_new_method(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"run": cmd_run, "list": cmd_list, "show": cmd_show, "leaderboard": cmd_leaderboard, "validate": cmd_validate,
+COMMANDS = {"run": cmd_run, "list": cmd_list, "describe": cmd_describe, "show": cmd_show, "leaderboard": cmd_leaderboard, "validate": cmd_validate,
             "new-method": cmd_new_method}
 
 if __name__ == "__main__":

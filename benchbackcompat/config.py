@@ -247,7 +247,7 @@ def format_validation_error(error: ValidationError, where: str) -> str:
         loc = ".".join(str(p) for p in item["loc"])
         message = item["msg"]
         if item["type"] == "extra_forbidden":
-            message = "unknown key (check the spelling; see `benchbackcompat run --dry-run` for the valid fields)"
+            message = "unknown key (check the spelling; see `benchbackcompat describe METHOD` for a method's hyperparameters and `run --dry-run` for the resolved values)"
         elif item["type"] == "literal_error":
             message = message.replace("Input should be", "allowed:")
         parts.append(f"{loc}: {message}")
