@@ -70,6 +70,16 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("cell", nargs="?", help="cell key (a prefix is enough) or label scenario/method/seedN; omit to list cells")
     show.add_argument("--results", type=Path, default=Path("results"))
 
+    compare = sub.add_parser("compare", help="two results directories side by side: differences per method and scenario")
+    compare.add_argument("a", type=Path, help="results directory A")
+    compare.add_argument("b", type=Path, help="results directory B")
+    compare.add_argument("--statistics", default="AC,AA,ACA,old_self,self,cross,p_com,p_up",
+                         help="comma-separated statistics to compare (default: %(default)s)")
+
+    export = sub.add_parser("export", help="results as a table file (.csv or .parquet) plus a table of matrix entries")
+    export.add_argument("out", type=Path, help="file to write, e.g. results.parquet (the matrix entries go to NAME-matrix.parquet)")
+    export.add_argument("--results", type=Path, action="append", help="results directory (repeatable; default ./results)")
+
     board = sub.add_parser("leaderboard", help="render the leaderboard from stored results (no training)")
     board.add_argument("--results", type=Path, action="append",
                        help="results directory (repeatable, merged; on a duplicate cell the first listed wins; default ./results)")
@@ -101,9 +111,19 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from benchbackcompat.report import leaderboard_tables
+
+    records, code = run_cells(args)
+    if records:
+        print(leaderboard_tables(records))
+    return code
+
+
+def run_cells(args: argparse.Namespace) -> tuple[list[dict], int]:
+    """Plan and execute ``run``'s cells; returns their records (none for --dry-run and on the other ranks of a
+    data-parallel run) and the exit code (1 when a cell failed or diverged)."""
     from benchbackcompat.plugins import PluginHost
     from benchbackcompat.presets import resolve_run, split_list
-    from benchbackcompat.report import leaderboard_tables
     from benchbackcompat.engine import distributed
     from benchbackcompat.logs import log
     from benchbackcompat.run import execute, make_plan, run_summary, select_shard
@@ -132,7 +152,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         resolved = {name: method.params.model_dump(mode="json") for name, method in plan.methods.items()}
         print(json.dumps({**run.model_dump(mode="json"), "method_params": resolved}, indent=2))
         print(plan.describe())
-        return 0
+        return [], 0
     started = time.perf_counter()
     if args.executor == "inline":
         records = execute(plan, host)
@@ -141,11 +161,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         records = submit(args, plan)
     if not distributed.is_main():
-        return 0
-    print(leaderboard_tables(records))
+        return [], 0
     summary, code = run_summary(records, time.perf_counter() - started, run.out)
     (log.warning if code else log.info)(summary)  # failed or diverged cells stay visible under -q
-    return code
+    return records, code
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -235,6 +254,23 @@ def cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_compare(args: argparse.Namespace) -> int:
+    from benchbackcompat.compare import compare_results, render
+    from benchbackcompat.presets import split_list
+
+    table, notes = compare_results(args.a, args.b, tuple(split_list(args.statistics)))
+    print(render(table, notes, str(args.a), str(args.b)))
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from benchbackcompat.api import export_results
+
+    written = export_results(args.results or [Path("results")], args.out)
+    print("wrote " + " and ".join(str(path) for path in written))
+    return 0
+
+
 def cmd_leaderboard(args: argparse.Namespace) -> int:
     from benchbackcompat.report import leaderboard_tables
     from benchbackcompat.report.merge import read_results
@@ -279,7 +315,7 @@ def cmd_new_method(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"run": cmd_run, "list": cmd_list, "describe": cmd_describe, "show": cmd_show, "leaderboard": cmd_leaderboard, "validate": cmd_validate,
+COMMANDS = {"run": cmd_run, "list": cmd_list, "describe": cmd_describe, "compare": cmd_compare, "export": cmd_export, "show": cmd_show, "leaderboard": cmd_leaderboard, "validate": cmd_validate,
             "new-method": cmd_new_method}
 
 if __name__ == "__main__":

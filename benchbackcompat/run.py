@@ -1,7 +1,12 @@
-"""Plan and execute a run: every (scenario, seed, method) cell, skipping finished ones."""
+"""Plan and execute a run: every (scenario, seed, method) cell, skipping finished ones.
+
+The module is callable: ``benchbackcompat.run(scenario=..., methods=...)`` is :func:`benchbackcompat.api.run`
+(the package attribute ``run`` is this module once it is imported, so the function is reached through it)."""
 from __future__ import annotations
 
+import sys
 import time
+import types
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -182,3 +187,13 @@ def _plugin_version(host: PluginHost, name: str) -> str:
     if entry is None or entry.dist is None:
         return "unknown"
     return f"{entry.dist.name} {entry.dist.version}"
+
+
+class _CallableModule(types.ModuleType):
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        from benchbackcompat.api import run
+
+        return run(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule
