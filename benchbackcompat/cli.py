@@ -229,16 +229,21 @@ def cmd_show(args: argparse.Namespace) -> int:
 
     store = ResultStore(args.results)
     records = list(store.records())
+    partial = [{"key": key, "label": _planned_label(store, key), "status": "partial",
+                "reason": f"steps {', '.join(map(str, steps))} saved; run the same command again to resume"}
+               for key, steps in store.partial_cells().items()]
     if not args.cell:
-        rows = [[r["key"], r["label"], r["status"]] for r in records]
+        rows = [[r["key"], r["label"], r["status"] + (f" ({r['reason'].split(';')[0]})" if r["status"] == "partial" else "")]
+                for r in records + partial]
         print(tabulate(rows, headers=["key", "cell", "status"], tablefmt="github") if rows else f"no results in {args.results}")
         return 0
+    records += partial
     matches = [r for r in records if r["key"].startswith(args.cell) or r["label"] == args.cell]
     if len(matches) != 1:
         known = ", ".join(r["label"] for r in records) or "(none)"
         raise BenchError(f"{len(matches)} cells match {args.cell!r} in {args.results}; give a longer key or one of: {known}")
     record = matches[0]
-    print(f"{record['label']}  key {record['key']}  status {record['status']}  device {record.get('device')}")
+    print(f"{record['label']}  key {record['key']}  status {record['status']}  device {record.get('device', 'unknown')}")
     if record["status"] != "finished":
         print(record.get("reason", ""))
         return 0
@@ -269,6 +274,14 @@ def cmd_export(args: argparse.Namespace) -> int:
     written = export_results(args.results or [Path("results")], args.out)
     print("wrote " + " and ".join(str(path) for path in written))
     return 0
+
+
+def _planned_label(store, key: str) -> str:
+    """The label of a cell that has no record yet, from its ``cell.json`` when the run wrote one."""
+    try:
+        return json.loads((store.cell_dir(key) / "cell.json").read_text())["label"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return "(label not recorded)"
 
 
 def cmd_leaderboard(args: argparse.Namespace) -> int:

@@ -88,3 +88,18 @@ def test_run_api_takes_the_cli_options_and_rejects_unknown_ones(tmp_path):
         benchbackcompat.run(scenario="ext-class", methods="l2", epochs=3)
     frame = benchbackcompat.run(scenario="ext-class", methods="l2", dry_run=True, out=tmp_path)
     assert frame.empty and list(frame.columns)[-3:] == ["metric", "statistic", "value"]
+
+
+def test_show_lists_interrupted_cells_with_their_saved_steps(tmp_path, capsys):
+    root = store(tmp_path, record("l2", 0, 30.0))
+    interrupted = ResultStore(tmp_path).cell_dir("feedbeef00000000")
+    interrupted.mkdir(parents=True)
+    for step in (0, 1):
+        (interrupted / f"step-{step}.pt").write_bytes(b"")
+    (interrupted / "cell.json").write_text('{"label": "multi-step/hoc/seed0"}')
+    assert main(["show", "--results", root]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert any("| feedbeef00000000 | multi-step/hoc/seed0 | partial (steps 0, 1 saved) |" in line for line in lines)
+    assert any("| ext-class/l2/seed0 " in line and "finished" in line for line in lines)
+    assert main(["show", "multi-step/hoc/seed0", "--results", root]) == 0
+    assert "steps 0, 1 saved; run the same command again to resume" in capsys.readouterr().out

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -59,6 +60,15 @@ class ResultStore:
             record = self.record(path.parent.name)
             if record is not None:
                 yield record
+
+    def partial_cells(self) -> dict[str, list[int]]:
+        """Cells without a usable record that have finished steps (interrupted runs): key -> saved step indices."""
+        partial = {}
+        for folder in sorted(p for p in (self.root / "cells").glob("*") if p.is_dir()):
+            steps = sorted(int(m.group(1)) for path in folder.glob("step-*.pt") if (m := re.fullmatch(r"step-(\d+)\.pt", path.name)))
+            if steps and self.record(folder.name) is None:
+                partial[folder.name] = steps
+        return partial
 
     def find(self, prefix: str) -> list[dict[str, Any]]:
         return [r for r in self.records() if r["key"].startswith(prefix)]
