@@ -124,7 +124,7 @@ def export_results(path: Paths, out: str | Path) -> list[Path]:
 
 def cli_arguments(options: Mapping[str, Any]) -> list[str]:
     """``benchbackcompat run`` arguments from keyword options: ``no_share=True`` -> ``--no-share``,
-    ``seeds=[0, 1]`` -> ``--seeds 0,1``, ``set={"train.epochs": 2}`` -> ``--set train.epochs=2``."""
+    ``seeds=[0, 1]`` -> ``--seeds 0,1``, ``set={"train.epochs": 2}`` -> ``--set train.epochs=2``, ``verbose=2`` -> ``-v -v``."""
     argv: list[str] = []
     for name, value in options.items():
         flag = "--" + name.replace("_", "-")
@@ -132,6 +132,8 @@ def cli_arguments(options: Mapping[str, Any]) -> list[str]:
             continue
         if value is True:
             argv.append(flag)
+        elif name == "verbose":  # a counted flag: verbose=2 -> -v -v
+            argv += [flag] * int(value)
         elif name in REPEATABLE:
             pairs = value.items() if isinstance(value, Mapping) else (str(v).split("=", 1) for v in value)
             for key, item in pairs:

@@ -81,8 +81,8 @@ def test_run_api_takes_the_cli_options_and_rejects_unknown_ones(tmp_path):
     from benchbackcompat.api import cli_arguments
 
     assert cli_arguments({"scenario": "ext-class", "methods": ["l2", "hoc"], "seeds": [0, 1], "no_share": True,
-                          "dry_run": False, "set": {"train.epochs": 2, "pretrain_classes": [4, 8]}}) == [
-        "--scenario", "ext-class", "--methods", "l2,hoc", "--seeds", "0,1", "--no-share",
+                          "dry_run": False, "verbose": 2, "set": {"train.epochs": 2, "pretrain_classes": [4, 8]}}) == [
+        "--scenario", "ext-class", "--methods", "l2,hoc", "--seeds", "0,1", "--no-share", "--verbose", "--verbose",
         "--set", "train.epochs=2", "--set", "pretrain_classes=[4, 8]"]
     with pytest.raises(BenchError, match="invalid arguments for benchbackcompat.run"):
         benchbackcompat.run(scenario="ext-class", methods="l2", epochs=3)
