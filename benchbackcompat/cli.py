@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import logging
 import sys
 import time
 from pathlib import Path
@@ -143,6 +144,8 @@ def run_cells(args: argparse.Namespace) -> tuple[list[dict], int]:
     if args.channels_last or args.compile:
         run = run.model_copy(update={"channels_last": args.channels_last or run.channels_last, "compile": args.compile})
     distributed.initialise_from_environment(run.device)  # under torchrun: one rank of a data-parallel cell
+    if not distributed.is_main():
+        log.setLevel(max(log.level, logging.WARNING))  # one rank reports the cells
     host = PluginHost()
     plan = make_plan(run, host)
     if args.shard:
