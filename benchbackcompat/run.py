@@ -118,7 +118,7 @@ def execute(plan: Plan, host: PluginHost) -> list[dict[str, Any]]:
     store = distributed.RankStore(run.out) if distributed.active() else ResultStore(run.out)
     host.load_observers(run.out)  # loggers (TensorBoard, ...) of entry point group benchbackcompat.observers
     device = resolve_device(run.device)
-    log.info(f"device {device_name(device)} ({availability_line()})")
+    log.info(f"device: {device_name(device)}; {availability_line()}")
     plugin_versions = {name: _plugin_version(host, name) for name in run.methods}
     records: dict[str, dict[str, Any]] = {}
     data_cache: dict[str, Any] = {}
