@@ -9,6 +9,7 @@ redirected log holds no carriage returns or escape sequences.
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from collections.abc import Iterable
 from pathlib import Path
@@ -46,7 +47,7 @@ def configure(verbosity: int = 0, log_file: Path | None = None, progress: bool |
 
     ``verbosity``: -1 warnings and errors only (``-q``), 0 one line per cell and step (default),
     1 and more adds debug lines (``-v``). ``log_file`` receives every line at the chosen level with
-    a time stamp. ``progress``: None draws bars only when stderr is a terminal."""
+    a time stamp. ``progress``: None draws bars only when stderr is a terminal (and ``TQDM_DISABLE`` is unset)."""
     level = logging.WARNING if verbosity < 0 else logging.INFO if verbosity == 0 else logging.DEBUG
     for handler in list(log.handlers):
         log.removeHandler(handler)
@@ -60,7 +61,8 @@ def configure(verbosity: int = 0, log_file: Path | None = None, progress: bool |
         file.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
         log.addHandler(file)
     log.setLevel(level)
-    _bars["enabled"] = sys.stderr.isatty() if progress is None else progress
+    on_terminal = sys.stderr.isatty() and os.environ.get("TQDM_DISABLE", "") in ("", "0", "false", "False")
+    _bars["enabled"] = on_terminal if progress is None else progress
 
 
 def bars_enabled() -> bool:
