@@ -46,8 +46,10 @@ def test_redirected_run_logs_plain_lines_with_cells_data_steps_and_resume(tmp_pa
     (cell / "step-1.pt").unlink()
     log_file = tmp_path / "run.log"
     assert main(["run", "--scenario", "ext-class", "--methods", "l2", "--out", str(tmp_path), *TINY,
-                 "--log-file", str(log_file)]) == 0
-    assert re.search(r"INFO resuming ext-class/l2/seed0 at step 1 of 2 \(1 finished steps loaded from ", log_file.read_text())
+                 "--log-file", str(log_file), "-v"]) == 0
+    text = log_file.read_text()
+    assert re.search(r"INFO resuming ext-class/l2/seed0 at step 1 of 2 \(1 finished steps loaded from ", text)
+    assert re.search(r"DEBUG ext-class/l2/seed0 step-1 epoch 2/2: lr 0.05, loss ", text)  # -v: one line per epoch
 
 
 def test_errors_are_one_line_each_and_bars_follow_one_switch(tmp_path, capsys):

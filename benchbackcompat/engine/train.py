@@ -15,7 +15,7 @@ from benchbackcompat.engine import distributed
 from benchbackcompat.engine.device import autocast, generator
 from benchbackcompat.engine.faults import fault_point, is_out_of_memory
 from benchbackcompat.errors import BenchError
-from benchbackcompat.logs import progress_bar
+from benchbackcompat.logs import log, progress_bar
 from benchbackcompat.method import Batch, Method, StepContext
 
 EpochObserver = Callable[[int, dict[str, float]], None]
@@ -195,6 +195,7 @@ def train_model(
         means = {k: v / max(count, 1) for k, v in sums.items()}  # lr: the mean rate of the epoch's batches
         history.append(means)
         epochs.set_postfix(loss=f"{means.get('loss', float('nan')):.3f}")
+        log.debug(f"{desc} epoch {epoch + 1}/{cfg.epochs}: " + ", ".join(f"{k} {v:.4g}" for k, v in means.items()))
         if observer is not None:
             observer(epoch, means)
     model.eval()
