@@ -1,4 +1,4 @@
-"""Command line: ``benchbackcompat run | list | describe | show | compare | export | leaderboard | validate | new-method``."""
+"""Command line: ``benchbackcompat run | list | describe | status | show | compare | export | leaderboard | validate | new-method``."""
 from __future__ import annotations
 
 import argparse
@@ -46,6 +46,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--device", help="auto (default), cpu or cuda")
     run.add_argument("--set", dest="assignments", action="append", default=[], metavar="KEY=VALUE",
                      help="override a scenario field (train.epochs=2) or a method hyperparameter (methods.l2.weight=3)")
+    run.add_argument("--force", action="store_true", help="recompute every cell of the plan, even finished ones")
+    run.add_argument("--rerun", metavar="METHOD[,METHOD]", default="",
+                     help="recompute the cells of these methods, even finished ones")
+    run.add_argument("--lock-timeout", type=float, metavar="SECONDS",
+                     help="give up waiting for a cell or model that another process holds (default: wait)")
     run.add_argument("--dry-run", action="store_true", help="print the resolved configuration and the planned steps")
     run.add_argument("--no-share", action="store_true",
                      help="train every model inside its own cell (no models shared across methods; for comparisons)")
@@ -66,6 +71,9 @@ def build_parser() -> argparse.ArgumentParser:
     describe = sub.add_parser("describe", help="a method's hyperparameters (type, default, range), scenarios and paper")
     describe.add_argument("method", help="method name (see `list methods`)")
     describe.add_argument("--preset", default="quick", help="preset whose scenarios are checked for support")
+
+    status = sub.add_parser("status", help="list finished, partial, pending, failed and stale cells of a results directory")
+    status.add_argument("--results", type=Path, default=Path("results"))
 
     show = sub.add_parser("show", help="print a cell's compatibility matrix and metrics")
     show.add_argument("cell", nargs="?", help="cell key (a prefix is enough) or label scenario/method/seedN; omit to list cells")
@@ -98,17 +106,24 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     from benchbackcompat import logs
+    from benchbackcompat.interrupts import watching
 
     args = build_parser().parse_args(argv)
     logs.configure(-1 if args.quiet else args.verbose, args.log_file, args.progress)
     try:
-        return COMMANDS[args.command](args)
+        with watching():  # a real Ctrl-C stops the run; a KeyboardInterrupt raised by plugin code fails its cell
+            return COMMANDS[args.command](args)
     except BenchError as error:
         logs.log.error(str(error))
         return 2
     except KeyboardInterrupt:
         logs.log.error("interrupted: finished steps are saved; run the same command again to resume")
         return 130
+    except OSError as error:  # a full or read-only disk, a missing folder: one line naming the path
+        where = f" {error.filename}" if error.filename else ""
+        logs.log.error(f"cannot access{where}: {error.strerror or error}; check the path, its permissions and the free "
+                       "space")
+        return 2
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -127,7 +142,7 @@ def run_cells(args: argparse.Namespace) -> tuple[list[dict], int]:
     from benchbackcompat.presets import resolve_run, split_list
     from benchbackcompat.engine import distributed
     from benchbackcompat.logs import log
-    from benchbackcompat.run import execute, make_plan, run_summary, select_shard
+    from benchbackcompat.run import execute, make_plan, rerun_methods, run_summary, select_shard
 
     data: dict = {}
     if args.dataset:
@@ -141,6 +156,10 @@ def run_cells(args: argparse.Namespace) -> tuple[list[dict], int]:
     )
     if args.no_share:
         run = run.model_copy(update={"share_models": False})
+    if args.lock_timeout is not None:
+        if args.lock_timeout <= 0:
+            raise BenchError(f"--lock-timeout {args.lock_timeout:g}: expected a positive number of seconds")
+        run = run.model_copy(update={"lock_timeout": args.lock_timeout})
     if args.channels_last or args.compile:
         run = run.model_copy(update={"channels_last": args.channels_last or run.channels_last, "compile": args.compile})
     distributed.initialise_from_environment(run.device)  # under torchrun: one rank of a data-parallel cell
@@ -148,6 +167,7 @@ def run_cells(args: argparse.Namespace) -> tuple[list[dict], int]:
         log.setLevel(max(log.level, logging.WARNING))  # one rank reports the cells
     host = PluginHost()
     plan = make_plan(run, host)
+    plan.rerun = rerun_methods(plan, args.force, split_list(args.rerun))
     if args.shard:
         plan.cells = select_shard(plan.cells, args.shard)
     host.register_extensions()
@@ -173,6 +193,7 @@ def run_cells(args: argparse.Namespace) -> tuple[list[dict], int]:
 def cmd_list(args: argparse.Namespace) -> int:
     from tabulate import tabulate
 
+    from benchbackcompat.logs import log
     from benchbackcompat.plugins import PluginHost
 
     host = PluginHost()
@@ -180,6 +201,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         host.load_all()
         rows = [[name, "available", cls.description] for name, cls in sorted(host.methods().items())]
         rows += [[name, "unavailable", failure.error] for name, failure in sorted(host.failures.items())]
+        rows += [[name, "conflict", why] for name, why in sorted(host.conflicts.items())]
         if args.params:
             from benchbackcompat.describe import parameter_rows
 
@@ -187,6 +209,10 @@ def cmd_list(args: argparse.Namespace) -> int:
                      if status == "available" else text] for name, status, text in rows]
         print(tabulate(rows, headers=["method", "status", "hyperparameters (defaults; `describe METHOD` for more)"
                                       if args.params else "description"], tablefmt="github"))
+        for why in host.conflicts.values():
+            log.error(why)
+        if host.conflicts:
+            return 2
     elif args.what == "scenarios":
         from benchbackcompat.presets import load_preset
 
@@ -224,6 +250,13 @@ def cmd_describe(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_status(args: argparse.Namespace) -> int:
+    from benchbackcompat.status import render_status
+
+    print(render_status(args.results))
+    return 0
+
+
 def cmd_show(args: argparse.Namespace) -> int:
     from tabulate import tabulate
 
@@ -232,7 +265,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
     store = ResultStore(args.results)
     records = list(store.records())
-    partial = [{"key": key, "label": _planned_label(store, key), "status": "partial",
+    partial = [{"key": key, "label": (store.cell_entry(key) or {}).get("label", "(label not recorded)"), "status": "partial",
                 "reason": f"steps {', '.join(map(str, steps))} saved; run the same command again to resume"}
                for key, steps in store.partial_cells().items()]
     if not args.cell:
@@ -279,14 +312,6 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
-def _planned_label(store, key: str) -> str:
-    """The label of a cell that has no record yet, from its ``cell.json`` when the run wrote one."""
-    try:
-        return json.loads((store.cell_dir(key) / "cell.json").read_text())["label"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return "(label not recorded)"
-
-
 def cmd_leaderboard(args: argparse.Namespace) -> int:
     from benchbackcompat.report import leaderboard_tables
     from benchbackcompat.report.merge import read_results
@@ -331,7 +356,8 @@ def cmd_new_method(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"run": cmd_run, "list": cmd_list, "describe": cmd_describe, "compare": cmd_compare, "export": cmd_export, "show": cmd_show, "leaderboard": cmd_leaderboard, "validate": cmd_validate,
+COMMANDS = {"run": cmd_run, "list": cmd_list, "describe": cmd_describe, "status": cmd_status, "show": cmd_show,
+            "compare": cmd_compare, "export": cmd_export, "leaderboard": cmd_leaderboard, "validate": cmd_validate,
             "new-method": cmd_new_method}
 
 if __name__ == "__main__":

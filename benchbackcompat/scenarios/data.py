@@ -9,10 +9,11 @@ from torch import Tensor
 
 from benchbackcompat.config import DataConfig, ScenarioBase
 from benchbackcompat.data.arrays import DatasetBundle, ImageArrays
-from benchbackcompat.data.registry import DatasetRequest, load_dataset
+from benchbackcompat.data.registry import DatasetRequest, check_not_degenerate, load_dataset
 from benchbackcompat.engine.device import derive_seed, generator
 from benchbackcompat.errors import BenchError
 from benchbackcompat.logs import log
+from benchbackcompat.identity import tensor_fingerprint
 from benchbackcompat.scenarios.steps import Step
 
 SINGLE_SET_PROTOCOLS = ("loo", "verification")  # one evaluation set, encoded by both models
@@ -31,6 +32,7 @@ class ScenarioData:
     image_size: int
     num_classes: int
     name: str
+    fingerprint: str = ""  # SHA-256 of the images and labels above (content, not path): part of cell keys
 
     def step_data(self, step: Step, seed: int) -> ImageArrays:
         """Images of the classes ``step.classes``; a seeded random ``data_fraction`` of them if below 1."""
@@ -92,7 +94,9 @@ def _reorder(arrays: ImageArrays, order: Tensor) -> ImageArrays:
 def load_scenario_data(scenario: ScenarioBase, cache_dir: Path, device: torch.device) -> ScenarioData:
     """Load the scenario's datasets (decoded once, cached as uint8) and move them to ``device``."""
     cfg = scenario.data
-    bundle: DatasetBundle = load_dataset(cfg.name, _request(cfg, cache_dir))
+    request = _request(cfg, cache_dir)
+    bundle: DatasetBundle = load_dataset(cfg.name, request)
+    check_not_degenerate(cfg.name, bundle, request)
     train, test = bundle.splits["train"], bundle.splits["test"]
     if cfg.class_order_seed is not None:
         order = torch.randperm(bundle.num_classes, generator=generator(cfg.class_order_seed))
@@ -105,18 +109,23 @@ def load_scenario_data(scenario: ScenarioBase, cache_dir: Path, device: torch.de
         query, gallery = _open_set(cfg, bundle, cache_dir)
         if scenario.protocol in SINGLE_SET_PROTOCOLS:
             gallery = None
+    pretrain = bundle.splits.get("pretrain")
+    sets = (train, query, gallery, pretrain)
+    fingerprint = tensor_fingerprint([t for s in sets for t in ((s.images, s.labels) if s else (None, None))],
+                                     extra=(bundle.mean, bundle.std, bundle.num_classes))
     log.info(f"data {bundle.name}: {bundle.num_classes} classes, {len(train)} training, {len(query)} query"
              + (f", {len(gallery)} gallery" if gallery is not None else "") + f" images on {device}")
     return ScenarioData(
         train=train.to(device),
         query=query.to(device),
         gallery=gallery.to(device) if gallery is not None else None,
-        pretrain=bundle.splits["pretrain"].to(device) if "pretrain" in bundle.splits else None,
+        pretrain=pretrain.to(device) if pretrain is not None else None,
         mean=bundle.mean,
         std=bundle.std,
         image_size=bundle.image_size,
         num_classes=bundle.num_classes,
         name=bundle.name,
+        fingerprint=fingerprint,
     )
 
 
