@@ -52,16 +52,23 @@ class DataConfig(StrictModel):
     pretrain_classes: int | None = Field(None, ge=2)
     seed: int = Field(0, description="rendering seed of the embedded dataset")
     class_order_seed: int | None = Field(None, description="shuffle the class order with this seed; None keeps label order")
+    order_by_seed: bool = Field(
+        False, description="each seed of a run shuffles the class order with its own seed (sets class_order_seed), "
+        "so seeds vary which classes each model sees as well as the initialisation and data subsets"
+    )
     validation: ValidationSplit | None = Field(
         None, description="selection runs only: train on the training data minus this split, evaluate on it (never the test set)"
     )
 
     @model_serializer(mode="wrap")
     def _omit_unset_validation(self, handler: Any) -> dict[str, Any]:
-        """Without a validation split the dump (and so every key hashed from it) is what it was before the field existed."""
+        """Without a validation split (or order_by_seed) the dump, and so every key hashed from it, is what it was
+        before the field existed."""
         data = handler(self)
         if data.get("validation") is None:
             data.pop("validation", None)
+        if not data.get("order_by_seed", True):
+            data.pop("order_by_seed", None)
         return data
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from benchbackcompat.config import RunConfig, ScenarioBase
+from benchbackcompat.config import NamedScenario, RunConfig, ScenarioBase
 from benchbackcompat.data.registry import get_dataset
 from benchbackcompat.engine import distributed
 from benchbackcompat.engine.device import availability_line, resolve_device
@@ -108,9 +108,18 @@ def make_plan(run: RunConfig, host: PluginHost) -> Plan:
             if name in grids and unsupported(methods[name], named.config) is None:
                 searches.append(make_search(run, named, name, grids[name], points[name], codes[name]))
             else:
-                cells += [Cell(named, name, methods[name].params.model_dump(mode="json"), seed, run.preset, codes[name])
+                cells += [Cell(seeded(named, seed), name, methods[name].params.model_dump(mode="json"), seed, run.preset, codes[name])
                           for seed in dict.fromkeys(run.seeds)]
     return Plan(run, methods, [c for search in searches for c in search.cells] + cells, searches)
+
+
+def seeded(named: NamedScenario, seed: int) -> NamedScenario:
+    """The scenario as cells of ``seed`` run it: with ``data.order_by_seed`` its class order is drawn from the seed."""
+    data = named.config.data
+    if not data.order_by_seed:
+        return named
+    config = named.config.model_copy(update={"data": data.model_copy(update={"class_order_seed": seed})})
+    return named.model_copy(update={"config": config})
 
 
 def rerun_methods(plan: Plan, force: bool, rerun: list[str]) -> frozenset[str]:

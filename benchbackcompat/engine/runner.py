@@ -28,7 +28,8 @@ from benchbackcompat.engine import distributed
 from benchbackcompat.engine.device import derive_seed, seed_everything
 from benchbackcompat.engine.evaluate import (
     ModelFeatures,
-    compatibility_matrices,
+    chance_level,
+    evaluate_matrices,
     model_features,
 )
 from benchbackcompat.engine.train import Acceleration, DivergedError, train_model
@@ -331,19 +332,22 @@ class CellRunner:
             return {"status": "finished"}
         eval_started = time.perf_counter()
         features = [self.features(self.method, m, t) for t, m in enumerate(models)]
-        matrices, notes = compatibility_matrices(
+        evaluation = evaluate_matrices(
             self.method, features, self.data, self.scenario.protocol, self.scenario.metrics, self.cell.seed,
             self.scenario.verification_pairs,
         )
-        metrics = {m: summarise(C) for m, C in matrices.items()}
+        metrics = {m: summarise(C) for m, C in evaluation.matrices.items()}
+        outcomes: dict[str, dict[str, Any]] = {m: {"C": entries} for m, entries in evaluation.outcomes.items()}
         if self.scenario.single_update:
-            self.add_update_metrics(metrics)
+            self.add_update_metrics(metrics, outcomes)
         return {
             "status": "finished",
             "steps": [s.to_dict() for s in self.steps],
             "metrics": metrics,
-            "matrices": matrices,
-            "notes": notes,
+            "matrices": evaluation.matrices,
+            "outcomes": outcomes,
+            "chance": {m: chance_level(m, self.scenario.protocol, self.data) for m in self.scenario.metrics},
+            "notes": evaluation.notes,
             "curves": {str(k): v for k, v in curves.items()},
             "shared_models": sorted(set(self.shared)),
             "timings": {"steps_s": step_seconds, "eval_s": time.perf_counter() - eval_started,
@@ -355,17 +359,19 @@ class CellRunner:
         recipe = standard_recipe(self.method.reference())
         return recipe, [self.shared_model(recipe, step, "standard") for step in self.steps]
 
-    def add_update_metrics(self, metrics: dict[str, dict[str, float]]) -> None:
+    def add_update_metrics(self, metrics: dict[str, dict[str, float]], outcomes: dict[str, dict[str, Any]]) -> None:
         """P_com and P_up (HBCT Eqs. 14-15) against reference models of the method's own geometry:
-        the old model and the independently trained new model of ``method.reference()``."""
+        the old model and the independently trained new model of ``method.reference()`` (their self-tests'
+        per-query outcomes go to ``outcomes[metric][name]``)."""
         recipe, references = self.reference_models()
         reference_features = [self.features(recipe, m, t) for t, m in enumerate(references)]
         for index, name in ((0, "reference_old_self"), (1, "reference_self")):
             feats = [reference_features[index]]
-            matrices, _ = compatibility_matrices(recipe, feats, self.data, self.scenario.protocol,
-                                                 self.scenario.metrics, self.cell.seed, self.scenario.verification_pairs)
-            for metric, C in matrices.items():
+            evaluation = evaluate_matrices(recipe, feats, self.data, self.scenario.protocol, self.scenario.metrics,
+                                           self.cell.seed, self.scenario.verification_pairs)
+            for metric, C in evaluation.matrices.items():
                 metrics[metric][name] = C[0][0]
+                outcomes[metric][name] = evaluation.outcomes[metric][0][0]
         for values in metrics.values():
             values["p_com"] = cm.p_com(values["cross"], values["reference_old_self"], values["reference_self"])
             values["p_up"] = cm.p_up(values["self"], values["reference_self"])
