@@ -12,6 +12,7 @@ from typing import Any
 import torch
 
 from benchbackcompat.errors import BenchError
+from benchbackcompat.logs import log
 from benchbackcompat.run import Plan, assign_fingerprints, run_shard
 
 
@@ -45,7 +46,7 @@ def submit(plan: Plan, executor_name: str, jobs: int | None = None, parameters: 
         raise BenchError(f"--executor-param: {error}".splitlines()[0]) from None
     shards = [f"{i}/{count}" for i in range(count)]
     submitted = executor.map_array(run_shard, [plan.run] * count, shards, [plan.rerun] * count)
-    print(f"submitted {len(submitted)} {executor_name} jobs (logs in {plan.run.out / 'jobs'}); waiting for them")
+    log.info(f"submitted {len(submitted)} {executor_name} jobs (logs in {plan.run.out / 'jobs'}); waiting for them")
     problems = {}
     for job, shard in zip(submitted, shards):
         try:

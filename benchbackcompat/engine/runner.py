@@ -31,6 +31,7 @@ from benchbackcompat.engine.evaluate import (
     model_features,
 )
 from benchbackcompat.engine.train import Acceleration, DivergedError, train_model
+from benchbackcompat.logs import log
 from benchbackcompat.identity import RESULTS_VERSION, source_hash, source_packages
 from benchbackcompat.interrupts import describe, must_propagate
 from benchbackcompat.method import Method, StepContext, frozen_copy
@@ -126,6 +127,8 @@ def worker_name() -> str:
 def device_name(device: torch.device) -> str:
     if device.type == "cuda":
         return torch.cuda.get_device_name(device)
+    if device.type == "mps":
+        return f"mps ({platform.machine()})"
     return f"cpu ({torch.get_num_threads()} threads, {platform.processor() or platform.machine()})"
 
 
@@ -193,14 +196,15 @@ class CellRunner:
         ctx = self.context(step, None, None, train_cfg, train_data)
         classes = num_classes or step.seen_classes
         model = self.fresh_model(recipe, ctx, step.backbone, classes, init_index=step.index)
-        return self.stored_or_trained(key, model, lambda: self.train(recipe, model, ctx, tag=f"{kind}-{step.index}"))
+        return self.stored_or_trained(key, model, lambda: self.train(recipe, model, ctx, tag=f"{kind}-{step.index}"),
+                                      f"{kind} model of step {step.index}")
 
     def data_and_code(self, recipe: Method) -> dict[str, Any]:
         """The parts of a shared model's key that stand for its data (content, not path) and its code."""
         return {"data": keyed_config(self.scenario)["data"], "data_sha256": self.data.fingerprint,
                 "results_version": RESULTS_VERSION, "build_code": getattr(recipe, "build_code", None) or build_code_hash(recipe)}
 
-    def stored_or_trained(self, key: str, model: Network, train: Callable[[], object]) -> Network:
+    def stored_or_trained(self, key: str, model: Network, train: Callable[[], object], what: str = "model") -> Network:
         """Shared model ``key``: loaded from the store, or trained by ``train()`` and stored; under the
         model's lock, so that concurrent processes train it once."""
         self.shared.append(key)
@@ -209,9 +213,12 @@ class CellRunner:
             saved = self.store.load(path, self.device)
             if saved is not None:
                 model.load_state_dict(saved["model"])
+                log.info(f"  shared {what}: loaded from {path}")
                 return model.eval()
+            started = time.perf_counter()
             train()
             self.store.save(path, {"model": model.state_dict()})
+        log.info(f"  shared {what}: trained in {time.perf_counter() - started:.1f} s, stored in {path}")
         return model.eval()
 
     def pretrained_model(self, step: Step) -> Network:
@@ -237,7 +244,7 @@ class CellRunner:
             seed_everything(seed)
             train_model(model, recipe, ctx, seed=seed, desc=f"{self.cell.label} pretrained-{spec.index}")
 
-        return self.stored_or_trained(key, model, pretrain)
+        return self.stored_or_trained(key, model, pretrain, f"{spec.num_classes}-class pretrained model")
 
     # --- the steps -------------------------------------------------------------------------
     def is_standard(self, step: Step) -> bool:
@@ -249,6 +256,7 @@ class CellRunner:
         curves: dict[int, list[dict[str, float]]] = {}
         timings: list[float] = []
         memory_index = torch.zeros(0, dtype=torch.long)
+        saved = 0  # steps loaded from the checkpoints of an earlier run
         for step in self.steps:
             started = time.perf_counter()
             if step.init == "zoo":  # already trained elsewhere: rebuilt from its weights, never checkpointed
@@ -268,7 +276,12 @@ class CellRunner:
                 self.shared.extend(checkpoint.get("shared", []))
                 models.append(model.eval())
                 timings.append(float(checkpoint["seconds"]))
+                saved += 1
                 continue
+            if saved:
+                log.info(f"resuming {self.cell.label} at step {step.index} of {len(self.steps)} "
+                         f"({saved} finished steps loaded from {self.store.cell_dir(self.cell.key)})")
+                saved = 0
             if self.is_standard(step):
                 model, history = self.shared_model(standard_recipe(self.method), step, "standard"), []
             else:
@@ -292,6 +305,9 @@ class CellRunner:
             curves[step.index] = history
             timings.append(seconds)
             models.append(model.eval())
+            log.info(f"  {self.cell.label} step {step.index} of {len(self.steps)}: {step_summary(history)}, {seconds:.1f} s")
+        if saved:
+            log.info(f"resuming {self.cell.label}: all {len(self.steps)} steps were saved by an earlier run; evaluating")
         return models, curves, timings
 
     def zoo_model(self, step: Step) -> Network:
@@ -367,6 +383,15 @@ class CellRunner:
             values["p_up"] = cm.p_up(values["self"], values["reference_self"])
 
 
+def step_summary(history: list[dict[str, float]]) -> str:
+    """``2 epochs, loss 3.1 -> 2.7, lr 0.05 -> 0.0012`` (per-epoch means), or where a shared model came from."""
+    if not history:
+        return "the shared standard model"
+    first, last = history[0], history[-1]
+    return (f"{len(history)} epochs, loss {first.get('loss', math.nan):.4g} -> {last.get('loss', math.nan):.4g}, "
+            f"lr {first.get('lr', math.nan):.4g} -> {last.get('lr', math.nan):.4g}")
+
+
 def standard_recipe(method: Method) -> Method:
     """Plain cross-entropy training with ``method``'s model, head and retrieval: its shared models."""
     recipe = Method()
@@ -404,7 +429,7 @@ def save_traceback(store: ResultStore, key: str) -> str | None:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(traceback.format_exc())
     except OSError as error:
-        log.warning(f"warning: cannot write {path} ({error.strerror or error}); the traceback is lost")
+        log.warning(f"cannot write {path} ({error.strerror or error}); the traceback is lost")
         return None
     return str(path)
 

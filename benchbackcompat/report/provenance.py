@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from benchbackcompat.report.markdown import escape
-from benchbackcompat.store.provenance import project_commit  # noqa: F401  (its home until the store took it)
+from benchbackcompat.store.provenance import project_commit, recorded_commit  # noqa: F401  (their home until the store took them)
 
 VERSION_KEYS = ("benchbackcompat", "python", "torch", "torchvision", "timm")
 
