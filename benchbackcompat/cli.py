@@ -1,8 +1,10 @@
-"""Command line: ``benchbackcompat run | list | status | show | leaderboard | validate | new-method``."""
+"""Command line: ``benchbackcompat run | list | describe | status | show | compare | export | leaderboard | validate | new-method``."""
 from __future__ import annotations
 
 import argparse
+import functools
 import json
+import logging
 import sys
 import time
 from dataclasses import replace
@@ -21,8 +23,18 @@ def _seeds(text: str) -> list[int]:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from benchbackcompat import __version__
+
     parser = argparse.ArgumentParser(prog="benchbackcompat", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    logging_options = argparse.ArgumentParser(add_help=False)
+    logging_options.add_argument("-v", "--verbose", action="count", default=0, help="more log lines (debug)")
+    logging_options.add_argument("-q", "--quiet", action="store_true", help="warnings and errors only")
+    logging_options.add_argument("--log-file", type=Path, help="also write the log to this file (with time stamps)")
+    logging_options.add_argument("--progress", action=argparse.BooleanOptionalAction,
+                                 help="progress bars (default: only when stderr is a terminal)")
     sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser = functools.partial(sub.add_parser, parents=[logging_options])  # every command takes them
 
     run = sub.add_parser("run", help="train, evaluate and print the leaderboard")
     run.add_argument("--scenario", required=True, help="comma-separated scenario names of the preset (or 'all')")
@@ -60,6 +72,11 @@ def build_parser() -> argparse.ArgumentParser:
     listing = sub.add_parser("list", help="list what is available")
     listing.add_argument("what", choices=LISTABLE)
     listing.add_argument("--preset", default="quick")
+    listing.add_argument("--params", action="store_true", help="with `list methods`: every method's hyperparameters")
+
+    describe = sub.add_parser("describe", help="a method's hyperparameters (type, default, range), scenarios and paper")
+    describe.add_argument("method", help="method name (see `list methods`)")
+    describe.add_argument("--preset", default="quick", help="preset whose scenarios are checked for support")
 
     status = sub.add_parser("status", help="list finished, partial, pending, failed and stale cells of a results directory")
     status.add_argument("--results", type=Path, default=Path("results"))
@@ -67,6 +84,16 @@ def build_parser() -> argparse.ArgumentParser:
     show = sub.add_parser("show", help="print a cell's compatibility matrix and metrics")
     show.add_argument("cell", nargs="?", help="cell key (a prefix is enough) or label scenario/method/seedN; omit to list cells")
     show.add_argument("--results", type=Path, default=Path("results"))
+
+    compare = sub.add_parser("compare", help="two results directories side by side: differences per method and scenario")
+    compare.add_argument("a", type=Path, help="results directory A")
+    compare.add_argument("b", type=Path, help="results directory B")
+    compare.add_argument("--statistics", default="AC,AA,ACA,old_self,self,cross,p_com,p_up",
+                         help="comma-separated statistics to compare (default: %(default)s)")
+
+    export = sub.add_parser("export", help="results as a table file (.csv or .parquet) plus a table of matrix entries")
+    export.add_argument("out", type=Path, help="file to write, e.g. results.parquet (the matrix entries go to NAME-matrix.parquet)")
+    export.add_argument("--results", type=Path, action="append", help="results directory (repeatable; default ./results)")
 
     board = sub.add_parser("leaderboard", help="render the leaderboard from stored results (no training)")
     board.add_argument("--results", type=Path, action="append",
@@ -85,30 +112,43 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from benchbackcompat import logs
     from benchbackcompat.interrupts import watching
 
     args = build_parser().parse_args(argv)
+    logs.configure(-1 if args.quiet else args.verbose, args.log_file, args.progress)
     try:
         with watching():  # a real Ctrl-C stops the run; a KeyboardInterrupt raised by plugin code fails its cell
             return COMMANDS[args.command](args)
     except BenchError as error:
-        print(f"error: {error}", file=sys.stderr)
+        logs.log.error(str(error))
         return 2
     except KeyboardInterrupt:
-        print("interrupted: finished steps are saved; run the same command again to resume", file=sys.stderr)
+        logs.log.error("interrupted: finished steps are saved; run the same command again to resume")
         return 130
     except OSError as error:  # a full or read-only disk, a missing folder: one line naming the path
         where = f" {error.filename}" if error.filename else ""
-        print(f"error: cannot access{where}: {error.strerror or error}; check the path, its permissions and the free "
-              "space", file=sys.stderr)
+        logs.log.error(f"cannot access{where}: {error.strerror or error}; check the path, its permissions and the free "
+                       "space")
         return 2
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from benchbackcompat.report import leaderboard_tables
+
+    records, code = run_cells(args)
+    if records:
+        print(leaderboard_tables(records))
+    return code
+
+
+def run_cells(args: argparse.Namespace) -> tuple[list[dict], int]:
+    """Plan and execute ``run``'s cells; returns their records (none for --dry-run and on the other ranks of a
+    data-parallel run) and the exit code (1 when a cell failed or diverged)."""
     from benchbackcompat.plugins import PluginHost
     from benchbackcompat.presets import resolve_run, split_list
-    from benchbackcompat.report import leaderboard_tables
     from benchbackcompat.engine import distributed
+    from benchbackcompat.logs import log
     from benchbackcompat.run import execute, make_plan, rerun_methods, run_summary, select_shard, selected_cells
 
     data: dict = {}
@@ -130,6 +170,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.channels_last or args.compile:
         run = run.model_copy(update={"channels_last": args.channels_last or run.channels_last, "compile": args.compile})
     distributed.initialise_from_environment(run.device)  # under torchrun: one rank of a data-parallel cell
+    if not distributed.is_main():
+        log.setLevel(max(log.level, logging.WARNING))  # one rank reports the cells
     host = PluginHost()
     plan = make_plan(run, host)
     plan.rerun = rerun_methods(plan, args.force, split_list(args.rerun))
@@ -137,9 +179,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         plan.cells = select_shard(plan.cells, args.shard)
     host.register_extensions()
     if args.dry_run:
-        print(json.dumps(run.model_dump(mode="json"), indent=2))
+        resolved = {name: method.params.model_dump(mode="json") for name, method in plan.methods.items()}
+        print(json.dumps({**run.model_dump(mode="json"), "method_params": resolved}, indent=2))
         print(plan.describe())
-        return 0
+        return [], 0
     started = time.perf_counter()
     if args.executor == "inline":
         records = execute(plan, host)
@@ -153,18 +196,18 @@ def cmd_run(args: argparse.Namespace) -> int:
     if finals:
         records += execute(plan, host, finals) if args.executor == "inline" else submit(args, replace(plan, cells=finals))
     if not distributed.is_main():
-        return 0
-    print(leaderboard_tables(records))
+        return [], 0
     for line in waiting:
-        print(f"grid {line}", file=sys.stderr)
+        log.info(f"grid {line}")
     summary, code = run_summary(records, time.perf_counter() - started, run.out)
-    print(summary, file=sys.stderr)
-    return code
+    (log.warning if code else log.info)(summary)  # failed or diverged cells stay visible under -q
+    return records, code
 
 
 def cmd_list(args: argparse.Namespace) -> int:
     from tabulate import tabulate
 
+    from benchbackcompat.logs import log
     from benchbackcompat.plugins import PluginHost
 
     host = PluginHost()
@@ -173,9 +216,15 @@ def cmd_list(args: argparse.Namespace) -> int:
         rows = [[name, "available", cls.description] for name, cls in sorted(host.methods().items())]
         rows += [[name, "unavailable", failure.error] for name, failure in sorted(host.failures.items())]
         rows += [[name, "conflict", why] for name, why in sorted(host.conflicts.items())]
-        print(tabulate(rows, headers=["method", "status", "description"], tablefmt="github"))
+        if args.params:
+            from benchbackcompat.describe import parameter_rows
+
+            rows = [[name, status, "; ".join(f"{p['name']}={p['default']}" for p in parameter_rows(host.methods()[name].Params))
+                     if status == "available" else text] for name, status, text in rows]
+        print(tabulate(rows, headers=["method", "status", "hyperparameters (defaults; `describe METHOD` for more)"
+                                      if args.params else "description"], tablefmt="github"))
         for why in host.conflicts.values():
-            print(f"error: {why}", file=sys.stderr)
+            log.error(why)
         if host.conflicts:
             return 2
     elif args.what == "scenarios":
@@ -203,6 +252,18 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_describe(args: argparse.Namespace) -> int:
+    from benchbackcompat.describe import describe_method
+    from benchbackcompat.plugins import PluginHost
+    from benchbackcompat.presets import load_preset, resolve_run
+
+    method = PluginHost().method_class(args.method)
+    scenarios = resolve_run(preset=args.preset, scenarios=list(load_preset(args.preset)["scenarios"]),
+                            methods=[args.method]).scenarios
+    print(describe_method(args.method, method, scenarios, args.preset))
+    return 0
+
+
 def cmd_status(args: argparse.Namespace) -> int:
     from benchbackcompat.status import render_status
 
@@ -218,16 +279,21 @@ def cmd_show(args: argparse.Namespace) -> int:
 
     store = ResultStore(args.results)
     records = list(store.records())
+    partial = [{"key": key, "label": (store.cell_entry(key) or {}).get("label", "(label not recorded)"), "status": "partial",
+                "reason": f"steps {', '.join(map(str, steps))} saved; run the same command again to resume"}
+               for key, steps in store.partial_cells().items()]
     if not args.cell:
-        rows = [[r["key"], r["label"], r["status"]] for r in records]
+        rows = [[r["key"], r["label"], r["status"] + (f" ({r['reason'].split(';')[0]})" if r["status"] == "partial" else "")]
+                for r in records + partial]
         print(tabulate(rows, headers=["key", "cell", "status"], tablefmt="github") if rows else f"no results in {args.results}")
         return 0
+    records += partial
     matches = [r for r in records if r["key"].startswith(args.cell) or r["label"] == args.cell]
     if len(matches) != 1:
         known = ", ".join(r["label"] for r in records) or "(none)"
         raise BenchError(f"{len(matches)} cells match {args.cell!r} in {args.results}; give a longer key or one of: {known}")
     record = matches[0]
-    print(f"{record['label']}  key {record['key']}  status {record['status']}  device {record.get('device')}")
+    print(f"{record['label']}  key {record['key']}  status {record['status']}  device {record.get('device', 'unknown')}")
     if record["status"] != "finished":
         print(record.get("reason", ""))
         return 0
@@ -240,6 +306,23 @@ def cmd_show(args: argparse.Namespace) -> int:
         print("  " + ", ".join(f"{k} {v:.3f}" if isinstance(v, float) else f"{k} {v}" for k, v in values.items()))
     print("\ntraining curves (per step: first -> last epoch, minimum)")
     print(curve_summary(record.get("curves", {})))
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from benchbackcompat.compare import compare_results, render
+    from benchbackcompat.presets import split_list
+
+    table, notes = compare_results(args.a, args.b, tuple(split_list(args.statistics)))
+    print(render(table, notes, str(args.a), str(args.b)))
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from benchbackcompat.api import export_results
+
+    written = export_results(args.results or [Path("results")], args.out)
+    print("wrote " + " and ".join(str(path) for path in written))
     return 0
 
 
@@ -290,7 +373,8 @@ def cmd_new_method(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"run": cmd_run, "list": cmd_list, "status": cmd_status, "show": cmd_show, "leaderboard": cmd_leaderboard, "validate": cmd_validate,
+COMMANDS = {"run": cmd_run, "list": cmd_list, "describe": cmd_describe, "status": cmd_status, "show": cmd_show,
+            "compare": cmd_compare, "export": cmd_export, "leaderboard": cmd_leaderboard, "validate": cmd_validate,
             "new-method": cmd_new_method}
 
 if __name__ == "__main__":

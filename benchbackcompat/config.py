@@ -52,16 +52,23 @@ class DataConfig(StrictModel):
     pretrain_classes: int | None = Field(None, ge=2)
     seed: int = Field(0, description="rendering seed of the embedded dataset")
     class_order_seed: int | None = Field(None, description="shuffle the class order with this seed; None keeps label order")
+    order_by_seed: bool = Field(
+        False, description="each seed of a run shuffles the class order with its own seed (sets class_order_seed), "
+        "so seeds vary which classes each model sees as well as the initialisation and data subsets"
+    )
     validation: ValidationSplit | None = Field(
         None, description="selection runs only: train on the training data minus this split, evaluate on it (never the test set)"
     )
 
     @model_serializer(mode="wrap")
     def _omit_unset_validation(self, handler: Any) -> dict[str, Any]:
-        """Without a validation split the dump (and so every key hashed from it) is what it was before the field existed."""
+        """Without a validation split (or order_by_seed) the dump, and so every key hashed from it, is what it was
+        before the field existed."""
         data = handler(self)
         if data.get("validation") is None:
             data.pop("validation", None)
+        if not data.get("order_by_seed", True):
+            data.pop("order_by_seed", None)
         return data
 
 
@@ -291,14 +298,16 @@ class RunConfig(StrictModel):
     lock_timeout: float | None = Field(default=None, gt=0)  # seconds to wait for another process's cell/model lock
 
 
-def format_validation_error(error: ValidationError, where: str) -> str:
-    """One line naming each bad field (dotted path) and what is allowed."""
+def format_validation_error(error: ValidationError, where: str, model: type[BaseModel] | None = None) -> str:
+    """One line naming each bad field (dotted path) and what is allowed (for an unknown key, the known ones)."""
     parts = []
     for item in error.errors():
         loc = ".".join(str(p) for p in item["loc"])
         message = item["msg"]
         if item["type"] == "extra_forbidden":
-            message = "unknown key (check the spelling; see `benchbackcompat run --dry-run` for the valid fields)"
+            known = _known_fields(model, item["loc"][:-1])
+            message = (f"unknown key (known: {', '.join(known)}" if known else "unknown key (check the spelling") + (
+                "; `benchbackcompat describe METHOD` lists a method's hyperparameters, `run --dry-run` the resolved values)")
         elif item["type"] == "literal_error":
             message = message.replace("Input should be", "allowed:")
         parts.append(f"{loc}: {message}")
@@ -311,7 +320,17 @@ def validate_model(model: type[BaseModel], data: dict[str, Any], where: str) -> 
     try:
         return model.model_validate(data)
     except ValidationError as error:
-        raise BenchError(format_validation_error(error, where)) from None
+        raise BenchError(format_validation_error(error, where, model)) from None
+
+
+def _known_fields(model: Any, loc: tuple[Any, ...]) -> list[str]:
+    """The field names of the (nested) model at ``loc``, or [] where the path is not a plain nested model."""
+    for part in loc:
+        field = model.model_fields.get(str(part)) if isinstance(model, type) and issubclass(model, BaseModel) else None
+        if field is None:
+            return []
+        model = field.annotation
+    return list(model.model_fields) if isinstance(model, type) and issubclass(model, BaseModel) else []
 
 
 def config_hash(payload: Any, length: int = 16) -> str:

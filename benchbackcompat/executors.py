@@ -11,13 +11,16 @@ import shutil
 from typing import Any
 
 from benchbackcompat.errors import BenchError
+from benchbackcompat.logs import log
 from benchbackcompat.run import Plan
 
 
 def run_shard(args: argparse.Namespace) -> int:
     """The body of one job: ``benchbackcompat run`` restricted to its shard, in this process."""
+    from benchbackcompat import logs
     from benchbackcompat.cli import cmd_run
 
+    logs.configure(-1 if args.quiet else args.verbose, args.log_file, progress=False)  # a job's log is a file
     return cmd_run(args)
 
 
@@ -51,7 +54,7 @@ def submit(args: argparse.Namespace, plan: Plan) -> list[dict[str, Any]]:
     shards = [argparse.Namespace(**{**vars(args), "executor": "inline", "shard": f"{i}/{count}", "jobs": None})
               for i in range(count)]
     jobs = executor.map_array(run_shard, shards)
-    print(f"submitted {len(jobs)} {args.executor} jobs (logs in {plan.run.out / 'jobs'}); waiting for them")
+    log.info(f"submitted {len(jobs)} {args.executor} jobs (logs in {plan.run.out / 'jobs'}); waiting for them")
     problems = {}
     for job, shard in zip(jobs, shards):
         try:

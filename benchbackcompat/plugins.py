@@ -105,7 +105,7 @@ class PluginHost:
                 if must_propagate(error):
                     raise
                 self._unregister(name)
-                logging.getLogger(GROUP).warning(f"warning: observer {entry.name!r} disabled: {describe(error)}")
+                logging.getLogger(GROUP).warning(f"observer {entry.name!r} disabled: {describe(error)}")
                 continue
             registered.append(entry.name)
         return registered
@@ -123,7 +123,7 @@ class PluginHost:
                 name = self.manager.get_name(impl.plugin) or impl.plugin_name
                 where = self._save_traceback(name)
                 self.manager.unregister(impl.plugin)
-                logging.getLogger(GROUP).warning(f"warning: observer {name!r} disabled: {hook} raised {describe(error)}"
+                logging.getLogger(GROUP).warning(f"observer {name!r} disabled: {hook} raised {describe(error)}"
                                                  + (f"; traceback in {where}" if where else ""))
 
     def _save_traceback(self, name: str) -> Path | None:

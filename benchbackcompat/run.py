@@ -1,7 +1,13 @@
-"""Plan and execute a run: every (scenario, seed, method) cell, skipping finished ones."""
+"""Plan and execute a run: every (scenario, seed, method) cell, skipping finished ones.
+
+The module is callable: ``benchbackcompat.run(scenario=..., methods=...)`` is :func:`benchbackcompat.api.run`
+(the package attribute ``run`` is this module once it is imported, so the function is reached through it)."""
 from __future__ import annotations
 
 import functools
+import sys
+import time
+import types
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -9,16 +15,16 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from tqdm.auto import tqdm
 
-from benchbackcompat.config import RunConfig, ScenarioBase
+from benchbackcompat.config import NamedScenario, RunConfig, ScenarioBase
 from benchbackcompat.data.registry import get_dataset
 from benchbackcompat.engine import distributed
-from benchbackcompat.engine.device import resolve_device
-from benchbackcompat.engine.runner import Cell, run_cell, unsupported, worker_name
+from benchbackcompat.engine.device import availability_line, resolve_device
+from benchbackcompat.engine.runner import Cell, device_name, run_cell, unsupported, worker_name
 from benchbackcompat.engine.train import Acceleration
 from benchbackcompat.errors import BenchError, UnknownNameError
 from benchbackcompat.identity import code_identity
+from benchbackcompat.logs import log, progress_bar
 from benchbackcompat.method import Method
 from benchbackcompat.models.registry import BACKBONES, TIMM_PREFIX, list_backbones
 from benchbackcompat.plugins import PluginHost
@@ -81,7 +87,8 @@ class Plan:
 
 def make_plan(run: RunConfig, host: PluginHost) -> Plan:
     """Validate everything that can be validated before training: methods, hyperparameters, dataset and
-    backbone names, steps."""
+    backbone names, steps, the device."""
+    resolve_device(run.device)
     methods = {name: host.create_method(name, run.method_params.get(name, {})) for name in dict.fromkeys(run.methods)}
     host.check_unique(list(methods))
     codes = {name: code_identity(type(method), within=Method) for name, method in methods.items()}
@@ -101,9 +108,18 @@ def make_plan(run: RunConfig, host: PluginHost) -> Plan:
             if name in grids and unsupported(methods[name], named.config) is None:
                 searches.append(make_search(run, named, name, grids[name], points[name], codes[name]))
             else:
-                cells += [Cell(named, name, methods[name].params.model_dump(mode="json"), seed, run.preset, codes[name])
+                cells += [Cell(seeded(named, seed), name, methods[name].params.model_dump(mode="json"), seed, run.preset, codes[name])
                           for seed in dict.fromkeys(run.seeds)]
     return Plan(run, methods, [c for search in searches for c in search.cells] + cells, searches)
+
+
+def seeded(named: NamedScenario, seed: int) -> NamedScenario:
+    """The scenario as cells of ``seed`` run it: with ``data.order_by_seed`` its class order is drawn from the seed."""
+    data = named.config.data
+    if not data.order_by_seed:
+        return named
+    config = named.config.model_copy(update={"data": data.model_copy(update={"class_order_seed": seed})})
+    return named.model_copy(update={"config": config})
 
 
 def rerun_methods(plan: Plan, force: bool, rerun: list[str]) -> frozenset[str]:
@@ -131,7 +147,7 @@ def check_names(scenario: ScenarioBase) -> None:
 def run_summary(records: list[dict[str, Any]], seconds: float, out: Path) -> tuple[str, int]:
     """The end-of-run summary and the exit code: 1 when any cell failed or diverged, else 0."""
     counts = Counter(r["status"] for r in records)
-    lines = [f"\n{len(records)} cells in {seconds:.1f} s ({', '.join(f'{n} {s}' for s, n in sorted(counts.items()))}); "
+    lines = [f"{len(records)} cells in {seconds:.1f} s ({', '.join(f'{n} {s}' for s, n in sorted(counts.items()))}); "
              f"results in {out}"]
     for record in records:
         if record["status"] != "finished":
@@ -158,6 +174,7 @@ def execute(plan: Plan, host: PluginHost, cells: list[Cell] | None = None) -> li
         store.remove_orphan_temporaries()  # from writes that a kill cut short
     host.load_observers(run.out)  # loggers (TensorBoard, ...) of entry point group benchbackcompat.observers
     device = resolve_device(run.device)
+    log.info(f"device: {device_name(device)}; {availability_line()}")
     plugin_versions = {name: _plugin_version(host, name) for name in run.methods}
     records: dict[str, dict[str, Any]] = {}
     cells = plan.cells if cells is None else cells
@@ -167,6 +184,8 @@ def execute(plan: Plan, host: PluginHost, cells: list[Cell] | None = None) -> li
         existing = store.record(cell.key)  # another process may have finished it meanwhile
         if existing is not None:
             return existing
+        log.info(f"cell {cell.label} (key {cell.key}): started")
+        started = time.perf_counter()
         progress.set_postfix_str(cell.label)
         kind = type(plan.methods[cell.method])
         method = kind(kind.Params.model_validate(cell.params))  # fresh state per cell, the cell's (grid point's) params
@@ -175,6 +194,8 @@ def execute(plan: Plan, host: PluginHost, cells: list[Cell] | None = None) -> li
                           acceleration=Acceleration.resolve(run.channels_last, run.compile, device))
         if record["status"] == "finished":
             host.notify("bbc_on_cell_finished", record=record)
+        reason = f" ({record['reason']})" if record.get("reason") else ""
+        log.info(f"cell {cell.label}: {record['status']}{reason} in {time.perf_counter() - started:.1f} s")
         return record
 
     pending = []
@@ -186,23 +207,23 @@ def execute(plan: Plan, host: PluginHost, cells: list[Cell] | None = None) -> li
                 store.write_cell_entry(cell.key, {"label": cell.label, "method": cell.method, "identity": cell.identity})
         else:
             records[cell.key] = existing
-    progress = tqdm(total=len(pending), desc="cells", unit="cell", dynamic_ncols=True,
-                    disable=not pending or not distributed.is_main())
+    if len(pending) < len(plan.cells):
+        log.info(f"{len(plan.cells) - len(pending)} of {len(plan.cells)} cells already finished in {run.out}: skipped")
     elsewhere = []
-    for cell in pending:
-        with store.cell_lock(cell.key, blocking=False) as mine:
-            if not mine:
-                elsewhere.append(cell)
-                continue
-            if cell.method in plan.rerun and distributed.is_main():
-                store.clear_cell(cell.key)
-            records[cell.key] = run_one(cell)
-        progress.update()
-    for cell in elsewhere:  # running in another process: wait for it (or run it, if that process died)
-        with store.cell_lock(cell.key):
-            records[cell.key] = run_one(cell)
-        progress.update()
-    progress.close()
+    with progress_bar(total=len(pending), desc="cells", unit="cell", disable=not pending or not distributed.is_main()) as progress:
+        for cell in pending:
+            with store.cell_lock(cell.key, blocking=False) as mine:
+                if not mine:
+                    elsewhere.append(cell)
+                    continue
+                if cell.method in plan.rerun and distributed.is_main():
+                    store.clear_cell(cell.key)
+                records[cell.key] = run_one(cell)
+            progress.update()
+        for cell in elsewhere:  # running in another process: wait for it (or run it, if that process died)
+            with store.cell_lock(cell.key):
+                records[cell.key] = run_one(cell)
+            progress.update()
     if device.type == "cuda":
         torch.cuda.empty_cache()
     return list({cell.key: records[cell.key] for cell in cells}.values())
@@ -257,3 +278,13 @@ def _plugin_version(host: PluginHost, name: str) -> str:
     if entry is None or entry.dist is None:
         return "unknown"
     return f"{entry.dist.name} {entry.dist.version}"
+
+
+class _CallableModule(types.ModuleType):
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        from benchbackcompat.api import run
+
+        return run(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule

@@ -290,7 +290,7 @@ def test_leaderboard_escapes_record_kinds_and_metric_names_and_skips_malformed_r
     pages = "".join(p.read_text() for p in (tmp_path / "board").glob("*.md"))
     assert "<img" not in pages and "&lt;img" in pages
     assert [r.getMessage() for r in caplog.records if "malformed" in r.getMessage()] == [
-        f"warning: skipping a malformed record in {tmp_path / 'results'} (cell {'f' * 16!r}): seed: Input should be a "
+        f"skipping a malformed record in {tmp_path / 'results'} (cell {'f' * 16!r}): seed: Input should be a "
         "valid integer"]
 
 

@@ -77,3 +77,21 @@ def test_dry_run_prints_configuration_and_steps(capsys, tmp_path):
     assert "step 1: classes [0, 20) x1, knows 20, convnet-m, init scratch" in out
     assert "er: not applicable" in out
     assert "step 6: classes [17, 20) x1, knows 20, convnet-s, init previous, replay" in out
+
+
+def test_cpu_preset_is_the_published_scale_and_its_seeds_vary_the_class_order():
+    from benchbackcompat.plugins import PluginHost
+    from benchbackcompat.presets import load_preset
+    from benchbackcompat.run import make_plan
+
+    names = list(load_preset("cpu")["scenarios"])
+    run = resolve_run(preset="cpu", scenarios=names, methods=["independent"], seeds=[0, 1])
+    configs = {s.name: s.config for s in run.scenarios}
+    assert all(c.data.num_classes is None or c.data.num_classes >= 50 for c in configs.values() if c.kind != "model-zoo")
+    assert {configs[n].kind for n in names if configs[n].data.name == "tinyimagenet"} == {"ext-class", "multi-step"}
+    assert configs["model-zoo"].pretrained is True  # the zoo is published only with real weights
+    plan = make_plan(run, PluginHost())
+    both = [c for c in plan.cells if c.scenario.name == "both"]
+    assert [c.scenario.config.data.class_order_seed for c in both] == [0, 1]  # so their configurations (keys) differ
+    quick = make_plan(resolve_run(preset="quick", scenarios=["both"], methods=["independent"], seeds=[0, 1]), PluginHost())
+    assert {c.scenario.config.data.class_order_seed for c in quick.cells} == {None}  # quick keeps the label order

@@ -56,13 +56,13 @@ def test_merge_rule_first_directory_wins_finished_beats_unfinished_never_double_
     assert main(["leaderboard", "--results", str(a), "--results", str(b)]) == 0
     out = capsys.readouterr()
     l2 = row(out.out, "### ext-class", "l2")
-    assert l2[3].startswith("**35.00 ± ") and l2[-1] == "3"  # cross of seeds 0, 1, 2: 33, 35, 37 (not 99, not 4 seeds)
+    assert l2[5].startswith("**35.00 ± ") and l2[-1] == "3"  # cross of seeds 0, 1, 2: 33, 35, 37 (not 99, not 4 seeds)
     unstable = row(out.out, "### ext-class", "unstable")
-    assert unstable[3].startswith("33.00") and unstable[-1] == "1"  # finished in b beats diverged in a
+    assert unstable[5].startswith("33.00") and unstable[-1] == "1"  # finished in b beats diverged in a
     assert "2 duplicate cells counted once" in out.err
     assert main(["leaderboard", "--results", str(b), "--results", str(a)]) == 0
     l2 = row(capsys.readouterr().out, "### ext-class", "l2")
-    assert l2[3].strip("*").startswith(f"{(99 + 35 + 37) / 3:.2f} ± ")  # now b is listed first: its seed 0 wins
+    assert l2[5].strip("*").startswith(f"{(99 + 35 + 37) / 3:.2f} ± ")  # now b is listed first: its seed 0 wins
 
 
 def test_merge_reports_discarded_duplicates():

@@ -14,7 +14,7 @@ import pytest
 
 from benchbackcompat.report import leaderboard_tables
 from benchbackcompat.report.aggregate import Row, Stat, Table, best_ids, build_tables, rank_rows
-from benchbackcompat.report.columns import Column, Statistic
+from benchbackcompat.report.columns import STATISTICS, Column, Statistic
 from benchbackcompat.report.exports import csv_export, json_export
 from benchbackcompat.report.figures import incompatible, matrices_figure, mean_matrix
 from benchbackcompat.report.markdown import escape, plain_label, slug
@@ -53,22 +53,27 @@ def footnotes(markdown: str) -> dict[str, str]:
 def test_single_update_table_matches_hand_computed_values(records):
     text = leaderboard_tables(records)
     rows = table_rows(text, "### ext-class")
-    assert rows["method"] == ["method", "rank", "self (cmc@1)", "cross (cmc@1)", "P_up (cmc@1)", "P_com (cmc@1)", "seeds"]
+    assert rows["method"] == ["method", "rank", "old self (cmc@1)", "ref self (cmc@1)", "self (cmc@1)", "cross (cmc@1)",
+                              "P_up (cmc@1)", "P_com (cmc@1)", "seeds"]
     sd = statistics.stdev
+    # the fixture stores no per-query outcomes, so cells show mean ± std over seeds
     # independent: self 40, 42; cross 10, 12; P_com (10-30)/(40-30) = -2 and (12-30)/(42-30) = -1.5
-    assert rows["independent"] == ["independent", "1", f"**41.00 ± {sd([40, 42]):.2f}**", f"11.00 ± {sd([10, 12]):.2f}",
+    assert rows["independent"] == ["independent", "2", "30.00 ± 0.00", f"41.00 ± {sd([40, 42]):.2f}",
+                                   f"**41.00 ± {sd([40, 42]):.2f}**", f"11.00 ± {sd([10, 12]):.2f}",
                                    "**0.000 ± 0.000**", f"-1.750 ± {sd([-2, -1.5]):.3f}", "2"]
-    # l2: P_up (38-40)/40, (36-42)/42; P_com (33-30)/10, (35-30)/12; ranks: independent (1+3+1+2)/4 = l2 (2+1+3+1)/4
+    # l2: P_up (38-40)/40, (36-42)/42; P_com (33-30)/10, (35-30)/12: the primary statistic, so rank 1
     p_up, p_com = [-2 / 40, -6 / 42], [3 / 10, 5 / 12]
-    assert rows["l2"] == ["l2", "1", "37.00 ± 1.41", "**34.00 ± 1.41**", f"{statistics.fmean(p_up):.3f} ± {sd(p_up):.3f}",
+    assert rows["l2"] == ["l2", "1", "30.00 ± 0.00", "41.00 ± 1.41", "37.00 ± 1.41", "**34.00 ± 1.41**",
+                          f"{statistics.fmean(p_up):.3f} ± {sd(p_up):.3f}",
                           f"**{statistics.fmean(p_com):.3f} ± {sd(p_com):.3f}**", "2"]
-    # flat: one seed (no std), P_com undefined (reference self = old self) -> "-" with a footnote
-    assert rows["flat"][:5] == ["flat", "3", "30.00", "31.00", "**0.000**"] and rows["flat"][6] == "1"
+    # flat: one seed (no std); reference self = old self, so P_com is "–" with the update it would divide by,
+    # and the row is not ranked (the others are ranked by P_com)
+    assert rows["flat"][:7] == ["flat", "-", "30.00", "30.00", "30.00", "31.00", "**0.000**"] and rows["flat"][8] == "1"
     notes = footnotes(text)
-    mark = re.search(r"-\[\^(\d+)\]", rows["flat"][5]).group(1)
-    assert "zero denominator" in notes[mark]
+    mark = re.search(r"–\[\^(\d+)\]", rows["flat"][7]).group(1)
+    assert "reference self − old self = 0.00 points" in notes[mark]
     # order: ranked rows by rank then name, unranked rows last
-    assert [r[0].split("[")[0] for r in list(rows.values())[1:]] == ["independent", "l2", "flat", escape(EVIL), "unstable"]
+    assert [r[0].split("[")[0] for r in list(rows.values())[1:]] == ["l2", "independent", escape(EVIL), "flat", "unstable"]
 
 
 def test_dash_and_nan_cells_carry_footnotes_saying_why(records):
@@ -77,10 +82,10 @@ def test_dash_and_nan_cells_carry_footnotes_saying_why(records):
     notes = footnotes(text)
     evil = rows[escape(EVIL)]
     assert evil[1] == "-" and evil[-1] == "0 of 1"
-    assert all(re.fullmatch(r"-\[\^\d+\]", c) for c in evil[2:6])
+    assert all(re.fullmatch(r"-\[\^\d+\]", c) for c in evil[2:8])
     assert "not-applicable: needs a \\*replay\\* memory \\| &lt;b>cl2r&lt;/b> only" in notes[evil[2][3:-1]]
     unstable = rows["unstable"]  # diverged runs show nan, as in the papers
-    assert all(re.fullmatch(r"nan\[\^\d+\]", c) for c in unstable[2:6])
+    assert all(re.fullmatch(r"nan\[\^\d+\]", c) for c in unstable[2:8])
     assert notes[unstable[2][5:-1]] == "unstable: diverged: the loss is nan at epoch 2"
 
 
@@ -105,10 +110,18 @@ def test_metric_direction_is_declared_not_assumed():
             for m, x, y in (("a", 1.0, 10.0), ("b", 2.0, 30.0), ("c", 3.0, 20.0))]
     table = Table("s", "multi-step", "d", "p", {}, "", [lower], rows)
     assert {table.rows[i].method for i in best_ids(table, lower)} == {"a"}
-    rank_rows(table)
-    assert [(r.method, r.rank) for r in table.rows] == [("a", 1), ("b", 2), ("c", 3)]
     table.columns = [higher]
     assert {table.rows[i].method for i in best_ids(table, higher)} == {"b"}
+
+
+def test_rank_follows_the_primary_statistic_then_the_tie_breaker():
+    ac, aa, aca = (Column("cmc@1", STATISTICS[key]) for key in ("AC", "AA", "ACA"))
+    values = (("a", 0.5, 40.0, 90.0), ("b", 1.0, 30.0, 10.0), ("c", 0.5, 45.0, 0.0))
+    rows = [Row(m, m, {}, [{"status": "finished", "seed": 0}],
+                cells={ac.id: Stat((x,)), aa.id: Stat((y,)), aca.id: Stat((z,))}) for m, x, y, z in values]
+    table = Table("s", "multi-step", "d", "p", {}, "", [ac, aa, aca], rows)
+    rank_rows(table)  # AC first (b), then AA breaks the tie of a and c; ACA plays no part
+    assert [(r.method, r.rank) for r in table.rows] == [("b", 1), ("c", 2), ("a", 3)]
 
 
 def test_escaping_of_plugin_provided_text():
@@ -146,7 +159,7 @@ def test_exports_hold_the_same_numbers(records):
     assert float(l2["cross"]["mean"]) == 34.0 and float(l2["p_com"]["mean"]) == pytest.approx((0.3 + 5 / 12) / 2)
     assert l2["cross"]["higher_is_better"] == "True" and l2["cross"]["n"] == "2" and l2["cross"]["rank"] == "1"
     flat = {r["statistic"]: r for r in rows if r["method"] == "flat"}
-    assert flat["p_com"]["mean"] == "" and flat["p_com"]["missing"] == "-" and "zero denominator" in flat["p_com"]["note"]
+    assert flat["p_com"]["mean"] == "" and flat["p_com"]["missing"] == "–" and "old self = 0.00" in flat["p_com"]["note"]
     data = json.loads(json_export(tables, {"date": "2000-01-01"}))
     hoc = next(r for t in data["tables"] if t["scenario"] == "multi-step" for r in t["rows"] if r["method"] == "hoc")
     assert hoc["cells"]["cmc@1:AC"]["values"] == [1.0, pytest.approx(2 / 3)] and hoc["seeds"] == [0, 1]

@@ -49,8 +49,8 @@ def test_two_concurrent_runs_on_one_directory_lose_and_duplicate_nothing(tmp_pat
 def test_local_executor_runs_one_job_per_shard(tmp_path, capsys):
     pytest.importorskip("submitit")
     assert main(["run", "--out", str(tmp_path), *RUN, "--executor", "local", "--jobs", "2"]) == 0
-    out = capsys.readouterr().out
-    assert "submitted 2 local jobs" in out and "| independent" in out and "| l2" in out
+    captured = capsys.readouterr()
+    assert "submitted 2 local jobs" in captured.err and "| independent" in captured.out and "| l2" in captured.out
     records = list(ResultStore(tmp_path).records())
     workers = {r["worker"] for r in records}
     assert len(records) == 4 and len(workers) == 2  # two job processes, none of them this one

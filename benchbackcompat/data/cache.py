@@ -8,7 +8,6 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import logging
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -18,6 +17,7 @@ import torch
 
 from benchbackcompat.data.arrays import DatasetBundle, ImageArrays
 from benchbackcompat.errors import BenchError
+from benchbackcompat.logs import log
 
 FORMAT_VERSION = 2  # 2: a .sha256 checksum beside each file
 
@@ -87,11 +87,14 @@ def cached(cache_dir: Path, name: str, key: dict[str, Any], build: Callable[[], 
     path = cache_path(cache_dir, name, key)
     if path.is_file():
         try:
-            return load_bundle(path)
+            bundle = load_bundle(path)
+            log.info(f"dataset {name}: cache hit {path}")
+            return bundle
         except Exception as error:  # damaged bytes make torch.load raise many kinds of errors
             why = str(error) if isinstance(error, ValueError) and str(error).startswith("it ") else \
                 f"it cannot be loaded ({type(error).__name__})"
-            logging.getLogger("benchbackcompat").warning(f"warning: dataset cache {path}: {why}; rebuilding it")
+            log.warning(f"dataset cache {path}: {why}; rebuilding it")
+    log.info(f"dataset {name}: no cache yet, building {path}")
     bundle = build()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

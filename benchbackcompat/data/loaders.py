@@ -20,6 +20,7 @@ from benchbackcompat.data.cache import cached, file_fingerprint
 from benchbackcompat.data.decode import decode_images, resize_images
 from benchbackcompat.data.sources import FileTree, find_prefix, is_image, locate, open_tree
 from benchbackcompat.errors import BenchError
+from benchbackcompat.logs import log
 
 if TYPE_CHECKING:
     from benchbackcompat.data.registry import DatasetRequest
@@ -94,6 +95,7 @@ def _imagefolder_files(tree: FileTree) -> tuple[list[str], Files]:
 def _load_tree(name: str, request: DatasetRequest, path: Path,
                parse: Callable[[FileTree], tuple[list[str], Files]]) -> DatasetBundle:
     tree = open_tree(path)
+    log.info(f"dataset {name}: source {path}")
 
     def build() -> DatasetBundle:
         class_names, files = parse(tree)
@@ -186,6 +188,7 @@ def _load_cifar(request: DatasetRequest, name: str, folder: str) -> DatasetBundl
             raise BenchError(f"{name} not found under {root} and download failed (offline?): {hint} "
                              f"({type(exc).__name__})") from exc
     source = [file_fingerprint(p) for p in sorted((root / folder).iterdir()) if p.is_file()]
+    log.info(f"dataset {name}: source {root / folder}")
 
     def build() -> DatasetBundle:
         try:

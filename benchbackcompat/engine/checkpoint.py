@@ -62,27 +62,27 @@ def load_checkpoint(path: Path, map_location: torch.device | str = "cpu") -> dic
         return None
     checksum = checksum_path(path)
     if not checksum.is_file():
-        log.warning(f"warning: checkpoint {path} has no checksum (its write was interrupted); recomputing it")
+        log.warning(f"checkpoint {path} has no checksum (its write was interrupted); recomputing it")
         return None
     data = path.read_bytes()
     if hashlib.sha256(data).hexdigest() != checksum.read_text(errors="replace").strip():
-        log.warning(f"warning: checkpoint {path} does not match its checksum (truncated or corrupted); recomputing it")
+        log.warning(f"checkpoint {path} does not match its checksum (truncated or corrupted); recomputing it")
         return None
     try:
         payload = torch.load(io.BytesIO(data), map_location=map_location, weights_only=True)
     except pickle.UnpicklingError as error:
         unsafe = re.search(r"GLOBAL ([\w.]+)", str(error))
         if unsafe is None:
-            log.warning(f"warning: checkpoint {path} cannot be read (not a torch checkpoint); recomputing it")
+            log.warning(f"checkpoint {path} cannot be read (not a torch checkpoint); recomputing it")
             return None
         raise BenchError(
             f"checkpoint {path} needs arbitrary unpickling (it references {unsafe.group(1)}), which is refused because "
             "loading it could run any code; delete it to recompute, or re-save it with tensors, numbers and strings only"
         ) from None
     except Exception as error:  # damaged bytes make torch.load raise many kinds of errors
-        log.warning(f"warning: checkpoint {path} cannot be read ({type(error).__name__}); recomputing it")
+        log.warning(f"checkpoint {path} cannot be read ({type(error).__name__}); recomputing it")
         return None
     if not isinstance(payload, dict):
-        log.warning(f"warning: checkpoint {path} holds a {type(payload).__name__}, not a dict; recomputing it")
+        log.warning(f"checkpoint {path} holds a {type(payload).__name__}, not a dict; recomputing it")
         return None
     return payload

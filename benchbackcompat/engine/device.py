@@ -11,16 +11,40 @@ import torch
 from benchbackcompat.errors import BenchError
 
 
+DEVICE_TYPES = ("cpu", "cuda", "mps")
+
+
+def availability() -> dict[str, bool]:
+    """Whether each supported device type can be used in this process."""
+    mps = getattr(torch.backends, "mps", None)
+    return {"cuda": torch.cuda.is_available(), "mps": bool(mps and mps.is_available()), "cpu": True}
+
+
+def availability_line() -> str:
+    """``cuda: available (1 device), mps: not available, cpu: available``."""
+    found = availability()
+    cuda = f"available ({torch.cuda.device_count()} devices)" if found["cuda"] else "not available"
+    return f"cuda: {cuda}, mps: {'available' if found['mps'] else 'not available'}, cpu: available"
+
+
 def resolve_device(spec: str) -> torch.device:
-    """``auto`` picks CUDA when available, else CPU; ``cuda`` without a GPU is an error."""
+    """``auto`` picks CUDA when available, else CPU; ``cuda``/``cuda:N``/``mps`` must be available (checked up
+    front, one line naming what this machine has)."""
     if spec == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     try:
         device = torch.device(spec)
     except RuntimeError:
-        raise BenchError(f"--device {spec!r} is not a device; use auto, cpu or cuda") from None
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise BenchError("--device cuda was asked for but no CUDA GPU is available; use --device auto or cpu")
+        raise BenchError(f"--device {spec!r} is not a device; use auto, {', '.join(DEVICE_TYPES)} (or cuda:N)") from None
+    if device.type not in DEVICE_TYPES:
+        raise BenchError(f"--device {spec!r}: device type {device.type!r} is not supported; "
+                         f"use auto, {', '.join(DEVICE_TYPES)} (or cuda:N)")
+    if not availability()[device.type]:
+        raise BenchError(f"--device {spec} was asked for but is not available here ({availability_line()}); "
+                         "use --device auto or cpu")
+    if device.type == "cuda" and device.index is not None and device.index >= torch.cuda.device_count():
+        raise BenchError(f"--device {spec}: this machine has {torch.cuda.device_count()} CUDA devices "
+                         f"(cuda:0 to cuda:{torch.cuda.device_count() - 1})")
     return device
 
 

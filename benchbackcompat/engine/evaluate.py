@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 from torch import Tensor, nn
 
@@ -17,7 +18,7 @@ from benchbackcompat.data.augment import normalise
 from benchbackcompat.engine.device import autocast, derive_seed, generator
 from benchbackcompat.engine.faults import fault_point, halve_on_oom
 from benchbackcompat.method import Method
-from benchbackcompat.metrics import retrieval
+from benchbackcompat.metrics import outcomes, retrieval
 from benchbackcompat.scenarios.data import ScenarioData
 
 
@@ -58,9 +59,10 @@ def model_features(model: nn.Module, method: Method, data: ScenarioData, *, batc
 def score(
     metric: str, protocol: str, query: Tensor, gallery: Tensor, data: ScenarioData, similarity, pairs: tuple | None,
     chunk_size: int = 4096,
-) -> float:
+) -> tuple[float, np.ndarray | None]:
     """One matrix entry: ``metric`` of ``query`` features against ``gallery`` features under ``protocol``,
-    scoring ``chunk_size`` queries at a time (halved and retried when the device runs out of memory)."""
+    scoring ``chunk_size`` queries at a time (halved and retried when the device runs out of memory).
+    Returns the score (%) and its per-query outcomes (hits or average precisions; None for verification)."""
     while True:
         try:
             return _score(metric, protocol, query, gallery, data, similarity, pairs, chunk_size)
@@ -71,32 +73,60 @@ def score(
 def _score(
     metric: str, protocol: str, query: Tensor, gallery: Tensor, data: ScenarioData, similarity, pairs: tuple | None,
     chunk_size: int,
-) -> float:
-    ql = data.query.labels
-    if protocol == "loo":
-        if metric.startswith("cmc@"):
-            k = int(metric[4:])
-            return retrieval.leave_one_out_cmc(query, gallery, ql, ks=(k,), similarity=similarity, chunk_size=chunk_size)[k]
-        if metric in ("map", "map@r"):
-            at = "R" if metric == "map@r" else None
-            return retrieval.leave_one_out_map(query, gallery, ql, at=at, similarity=similarity, chunk_size=chunk_size)
-    gl = data.gallery.labels if data.gallery is not None else ql
-    if protocol == "nn":
-        if metric.startswith("cmc@"):
-            k = int(metric[4:])
-            return retrieval.cmc(query, ql, gallery, gl, ks=(k,), similarity=similarity, chunk_size=chunk_size)[k]
-        if metric in ("map", "map@r"):
-            return retrieval.mean_average_precision(query, ql, gallery, gl, at="R" if metric == "map@r" else None,
-                                                    similarity=similarity, chunk_size=chunk_size)
-    if protocol == "template" and metric in ("top1", "cmc@1"):
-        return retrieval.template_top1(query, ql, gallery, gl, similarity=similarity, chunk_size=chunk_size)
+) -> tuple[float, np.ndarray | None]:
     if protocol == "verification" and metric == "verification":
         a, b, same = pairs
-        return retrieval.pair_verification(query[a], gallery[b], same)
-    raise ValueError(f"metric {metric!r} is not defined for protocol {protocol!r}")
+        return retrieval.pair_verification(query[a], gallery[b], same), None
+    ql = data.query.labels
+    loo = protocol == "loo"
+    gl = ql if loo or data.gallery is None else data.gallery.labels
+    if protocol in ("loo", "nn") and metric.startswith("cmc@"):
+        ranks = retrieval.first_relevant_ranks(query, ql, gallery, gl, similarity=similarity, chunk_size=chunk_size,
+                                               exclude_self=loo)
+        per_query = (ranks < int(metric[4:])).numpy()
+    elif protocol in ("loo", "nn") and metric in ("map", "map@r"):
+        per_query = retrieval.average_precisions(query, ql, gallery, gl, at="R" if metric == "map@r" else None,
+                                                 exclude_self=loo, similarity=similarity, chunk_size=chunk_size).numpy()
+    elif protocol == "template" and metric in ("top1", "cmc@1"):
+        per_query = retrieval.template_hits(query, ql, gallery, gl, similarity=similarity, chunk_size=chunk_size).numpy()
+    else:
+        raise ValueError(f"metric {metric!r} is not defined for protocol {protocol!r}")
+    return outcomes.score(per_query), per_query
 
 
-def compatibility_matrices(
+def chance_level(metric: str, protocol: str, data: ScenarioData) -> float | None:
+    """The expected score (%) of a model that ranks the gallery at random: for CMC@k the chance that one of
+    k random gallery items is relevant (averaged over queries), for mAP the fraction of relevant items
+    (its large-gallery limit), for template top-1 one over the number of classes, for verification 50."""
+    if protocol == "verification":
+        return 50.0
+    ql = data.query.labels.cpu()
+    gl = ql if protocol == "loo" or data.gallery is None else data.gallery.labels.cpu()
+    classes, counts = torch.unique(gl, return_counts=True)
+    if protocol == "template":
+        return 100.0 / len(classes)
+    relevant = torch.zeros(int(max(ql.max(), gl.max())) + 1, dtype=torch.float64)
+    relevant[classes] = counts.to(torch.float64)
+    size = float(len(gl))
+    if protocol == "loo":
+        relevant, size = relevant - 1, size - 1
+    fraction = (relevant[ql] / size).clamp(0, 1)
+    if metric.startswith("cmc@"):
+        return 100.0 * float((1 - (1 - fraction) ** int(metric[4:])).mean())
+    return 100.0 * float(fraction.mean())
+
+
+@dataclass
+class Evaluation:
+    """The matrices of a cell (C[t][k] per metric, NaN where not computable), notes on what could not be
+    computed, and each entry's encoded per-query outcomes (None where there are none)."""
+
+    matrices: dict[str, list[list[float]]]
+    notes: list[str]
+    outcomes: dict[str, list[list[dict | None]]]
+
+
+def evaluate_matrices(
     method: Method,
     features: list[ModelFeatures],
     data: ScenarioData,
@@ -104,7 +134,7 @@ def compatibility_matrices(
     metrics: list[str],
     seed: int,
     verification_pairs: int = 3000,
-) -> tuple[dict[str, list[list[float]]], list[str]]:
+) -> Evaluation:
     """Fill C[t][k] (query model t, gallery model k <= t) for every metric; NaN where an entry
     cannot be computed (for example feature sizes that differ), with a note saying why."""
     T = len(features)
@@ -113,16 +143,27 @@ def compatibility_matrices(
         pairs = retrieval.sample_verification_pairs(
             data.query.labels, verification_pairs, verification_pairs, generator=generator(derive_seed(seed, "pairs"))
         )
-    matrices = {m: [[math.nan] * T for _ in range(T)] for m in metrics}
-    notes: list[str] = []
+    result = Evaluation({m: [[math.nan] * T for _ in range(T)] for m in metrics}, [],
+                        {m: [[None] * T for _ in range(T)] for m in metrics})
     similarity = method.similarity()
     for t in range(T):
         for k in range(t + 1):
             stored = features[k].gallery if features[k].gallery is not None else features[k].query
             query, gallery = method.pair_features(features[t].query, stored, t, k)
             if query.shape[1] != gallery.shape[1]:
-                notes.append(f"C[{t}][{k}]: feature sizes differ ({query.shape[1]} vs {gallery.shape[1]})")
+                result.notes.append(f"C[{t}][{k}]: feature sizes differ ({query.shape[1]} vs {gallery.shape[1]})")
                 continue
             for metric in metrics:
-                matrices[metric][t][k] = score(metric, protocol, query, gallery, data, similarity, pairs)
-    return matrices, notes
+                value, per_query = score(metric, protocol, query, gallery, data, similarity, pairs)
+                result.matrices[metric][t][k] = value
+                result.outcomes[metric][t][k] = outcomes.encode(per_query) if per_query is not None else None
+    return result
+
+
+def compatibility_matrices(
+    method: Method, features: list[ModelFeatures], data: ScenarioData, protocol: str, metrics: list[str], seed: int,
+    verification_pairs: int = 3000,
+) -> tuple[dict[str, list[list[float]]], list[str]]:
+    """The matrices and notes of ``evaluate_matrices``, without the per-query outcomes."""
+    result = evaluate_matrices(method, features, data, protocol, metrics, seed, verification_pairs)
+    return result.matrices, result.notes

@@ -73,7 +73,7 @@ def halve_on_oom(error: BaseException, size: int, what: str) -> int:
         raise error
     if torch.cuda.is_available():
         torch.cuda.empty_cache()
-    logging.getLogger("benchbackcompat").warning(f"warning: out of memory in {what} with chunks of {size}; retrying with {size // 2}")
+    logging.getLogger("benchbackcompat").warning(f"out of memory in {what} with chunks of {size}; retrying with {size // 2}")
     return size // 2
 
 

@@ -28,10 +28,12 @@ from benchbackcompat.engine import distributed
 from benchbackcompat.engine.device import derive_seed, seed_everything
 from benchbackcompat.engine.evaluate import (
     ModelFeatures,
-    compatibility_matrices,
+    chance_level,
+    evaluate_matrices,
     model_features,
 )
 from benchbackcompat.engine.train import Acceleration, DivergedError, train_model
+from benchbackcompat.logs import log
 from benchbackcompat.identity import RESULTS_VERSION, source_hash, source_packages
 from benchbackcompat.interrupts import describe, must_propagate
 from benchbackcompat.method import Method, StepContext, frozen_copy
@@ -125,6 +127,8 @@ def worker_name() -> str:
 def device_name(device: torch.device) -> str:
     if device.type == "cuda":
         return torch.cuda.get_device_name(device)
+    if device.type == "mps":
+        return f"mps ({platform.machine()})"
     return f"cpu ({torch.get_num_threads()} threads, {platform.processor() or platform.machine()})"
 
 
@@ -185,14 +189,15 @@ class CellRunner:
         ctx = self.context(step, None, None, train_cfg, train_data)
         classes = num_classes or step.seen_classes
         model = self.fresh_model(recipe, ctx, step.backbone, classes, init_index=step.index)
-        return self.stored_or_trained(key, model, lambda: self.train(recipe, model, ctx, tag=f"{kind}-{step.index}"))
+        return self.stored_or_trained(key, model, lambda: self.train(recipe, model, ctx, tag=f"{kind}-{step.index}"),
+                                      f"{kind} model of step {step.index}")
 
     def data_and_code(self, recipe: Method) -> dict[str, Any]:
         """The parts of a shared model's key that stand for its data (content, not path) and its code."""
         return {"data": keyed_config(self.scenario)["data"], "data_sha256": self.data.fingerprint,
                 "results_version": RESULTS_VERSION, "build_code": getattr(recipe, "build_code", None) or build_code_hash(recipe)}
 
-    def stored_or_trained(self, key: str, model: Network, train: Callable[[], object]) -> Network:
+    def stored_or_trained(self, key: str, model: Network, train: Callable[[], object], what: str = "model") -> Network:
         """Shared model ``key``: loaded from the store, or trained by ``train()`` and stored; under the
         model's lock, so that concurrent processes train it once."""
         self.shared.append(key)
@@ -201,9 +206,12 @@ class CellRunner:
             saved = self.store.load(path, self.device)
             if saved is not None:
                 model.load_state_dict(saved["model"])
+                log.info(f"  shared {what}: loaded from {path}")
                 return model.eval()
+            started = time.perf_counter()
             train()
             self.store.save(path, {"model": model.state_dict()})
+        log.info(f"  shared {what}: trained in {time.perf_counter() - started:.1f} s, stored in {path}")
         return model.eval()
 
     def pretrained_model(self, step: Step) -> Network:
@@ -229,7 +237,7 @@ class CellRunner:
             seed_everything(seed)
             train_model(model, recipe, ctx, seed=seed, desc=f"{self.cell.label} pretrained-{spec.index}")
 
-        return self.stored_or_trained(key, model, pretrain)
+        return self.stored_or_trained(key, model, pretrain, f"{spec.num_classes}-class pretrained model")
 
     # --- the steps -------------------------------------------------------------------------
     def is_standard(self, step: Step) -> bool:
@@ -241,6 +249,7 @@ class CellRunner:
         curves: dict[int, list[dict[str, float]]] = {}
         timings: list[float] = []
         memory_index = torch.zeros(0, dtype=torch.long)
+        saved = 0  # steps loaded from the checkpoints of an earlier run
         for step in self.steps:
             started = time.perf_counter()
             if step.init == "zoo":  # already trained elsewhere: rebuilt from its weights, never checkpointed
@@ -260,7 +269,12 @@ class CellRunner:
                 self.shared.extend(checkpoint.get("shared", []))
                 models.append(model.eval())
                 timings.append(float(checkpoint["seconds"]))
+                saved += 1
                 continue
+            if saved:
+                log.info(f"resuming {self.cell.label} at step {step.index} of {len(self.steps)} "
+                         f"({saved} finished steps loaded from {self.store.cell_dir(self.cell.key)})")
+                saved = 0
             if self.is_standard(step):
                 model, history = self.shared_model(standard_recipe(self.method), step, "standard"), []
             else:
@@ -285,6 +299,9 @@ class CellRunner:
             curves[step.index] = history
             timings.append(seconds)
             models.append(model.eval())
+            log.info(f"  {self.cell.label} step {step.index} of {len(self.steps)}: {step_summary(history)}, {seconds:.1f} s")
+        if saved:
+            log.info(f"resuming {self.cell.label}: all {len(self.steps)} steps were saved by an earlier run; evaluating")
         return models, curves, timings
 
     def zoo_model(self, step: Step) -> Network:
@@ -315,19 +332,22 @@ class CellRunner:
             return {"status": "finished"}
         eval_started = time.perf_counter()
         features = [self.features(self.method, m, t) for t, m in enumerate(models)]
-        matrices, notes = compatibility_matrices(
+        evaluation = evaluate_matrices(
             self.method, features, self.data, self.scenario.protocol, self.scenario.metrics, self.cell.seed,
             self.scenario.verification_pairs,
         )
-        metrics = {m: summarise(C) for m, C in matrices.items()}
+        metrics = {m: summarise(C) for m, C in evaluation.matrices.items()}
+        outcomes: dict[str, dict[str, Any]] = {m: {"C": entries} for m, entries in evaluation.outcomes.items()}
         if self.scenario.single_update:
-            self.add_update_metrics(metrics)
+            self.add_update_metrics(metrics, outcomes)
         return {
             "status": "finished",
             "steps": [s.to_dict() for s in self.steps],
             "metrics": metrics,
-            "matrices": matrices,
-            "notes": notes,
+            "matrices": evaluation.matrices,
+            "outcomes": outcomes,
+            "chance": {m: chance_level(m, self.scenario.protocol, self.data) for m in self.scenario.metrics},
+            "notes": evaluation.notes,
             "curves": {str(k): v for k, v in curves.items()},
             "shared_models": sorted(set(self.shared)),
             "timings": {"steps_s": step_seconds, "eval_s": time.perf_counter() - eval_started,
@@ -339,20 +359,31 @@ class CellRunner:
         recipe = standard_recipe(self.method.reference())
         return recipe, [self.shared_model(recipe, step, "standard") for step in self.steps]
 
-    def add_update_metrics(self, metrics: dict[str, dict[str, float]]) -> None:
+    def add_update_metrics(self, metrics: dict[str, dict[str, float]], outcomes: dict[str, dict[str, Any]]) -> None:
         """P_com and P_up (HBCT Eqs. 14-15) against reference models of the method's own geometry:
-        the old model and the independently trained new model of ``method.reference()``."""
+        the old model and the independently trained new model of ``method.reference()`` (their self-tests'
+        per-query outcomes go to ``outcomes[metric][name]``)."""
         recipe, references = self.reference_models()
         reference_features = [self.features(recipe, m, t) for t, m in enumerate(references)]
         for index, name in ((0, "reference_old_self"), (1, "reference_self")):
             feats = [reference_features[index]]
-            matrices, _ = compatibility_matrices(recipe, feats, self.data, self.scenario.protocol,
-                                                 self.scenario.metrics, self.cell.seed, self.scenario.verification_pairs)
-            for metric, C in matrices.items():
+            evaluation = evaluate_matrices(recipe, feats, self.data, self.scenario.protocol, self.scenario.metrics,
+                                           self.cell.seed, self.scenario.verification_pairs)
+            for metric, C in evaluation.matrices.items():
                 metrics[metric][name] = C[0][0]
+                outcomes[metric][name] = evaluation.outcomes[metric][0][0]
         for values in metrics.values():
             values["p_com"] = cm.p_com(values["cross"], values["reference_old_self"], values["reference_self"])
             values["p_up"] = cm.p_up(values["self"], values["reference_self"])
+
+
+def step_summary(history: list[dict[str, float]]) -> str:
+    """``2 epochs, loss 3.1 -> 2.7, lr 0.05 -> 0.0012`` (per-epoch means), or where a shared model came from."""
+    if not history:
+        return "the shared standard model"
+    first, last = history[0], history[-1]
+    return (f"{len(history)} epochs, loss {first.get('loss', math.nan):.4g} -> {last.get('loss', math.nan):.4g}, "
+            f"lr {first.get('lr', math.nan):.4g} -> {last.get('lr', math.nan):.4g}")
 
 
 def standard_recipe(method: Method) -> Method:
@@ -420,7 +451,7 @@ def save_traceback(store: ResultStore, key: str) -> str | None:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(traceback.format_exc())
     except OSError as error:
-        log.warning(f"warning: cannot write {path} ({error.strerror or error}); the traceback is lost")
+        log.warning(f"cannot write {path} ({error.strerror or error}); the traceback is lost")
         return None
     return str(path)
 

@@ -8,7 +8,6 @@ from dataclasses import dataclass
 
 import torch
 from torch import Tensor, nn
-from tqdm.auto import tqdm
 
 from benchbackcompat.config import TrainConfig
 from benchbackcompat.data.augment import augment
@@ -16,6 +15,7 @@ from benchbackcompat.engine import distributed
 from benchbackcompat.engine.device import autocast, generator
 from benchbackcompat.engine.faults import fault_point, is_out_of_memory
 from benchbackcompat.errors import BenchError
+from benchbackcompat.logs import log, progress_bar
 from benchbackcompat.method import Batch, Method, StepContext
 
 EpochObserver = Callable[[int, dict[str, float]], None]
@@ -173,7 +173,7 @@ def train_model(
     history: list[dict[str, float]] = []
     last_finite: float | None = None
     model.train()
-    epochs = tqdm(range(cfg.epochs), desc=desc, unit="epoch", leave=False, dynamic_ncols=True, disable=not distributed.is_main())
+    epochs = progress_bar(range(cfg.epochs), desc=desc, unit="epoch", leave=False, disable=not distributed.is_main())
     for epoch in epochs:
         sums: dict[str, float] = {}
         count = 0
@@ -198,6 +198,7 @@ def train_model(
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             distributed.average_gradients(model)
+            sums["lr"] = sums.get("lr", 0.0) + optimizer.param_groups[0]["lr"]  # the rate this batch is trained at
             optimizer.step()
             scheduler.step()
             last_finite = float(loss.detach())
@@ -208,10 +209,10 @@ def train_model(
         if broken:  # the same on every rank (averaged gradients, same updates)
             raise DivergedError(ctx.step.index, epoch, None, last_finite,
                                 what=f"weights ({', '.join(broken[:3])}{', ...' if len(broken) > 3 else ''})")
-        means = {k: v / max(count, 1) for k, v in sums.items()}
-        means["lr"] = optimizer.param_groups[0]["lr"]
+        means = {k: v / max(count, 1) for k, v in sums.items()}  # lr: the mean rate of the epoch's batches
         history.append(means)
         epochs.set_postfix(loss=f"{means.get('loss', float('nan')):.3f}")
+        log.debug(f"{desc} epoch {epoch + 1}/{cfg.epochs}: " + ", ".join(f"{k} {v:.4g}" for k, v in means.items()))
         if observer is not None:
             observer(epoch, means)
     model.eval()

@@ -149,6 +149,21 @@ def nearest_neighbour_top1(query_feats: Tensor, query_labels: Tensor, gallery_fe
     return 100.0 * correct / query_feats.shape[0]
 
 
+def first_relevant_ranks(query_feats: Tensor, query_labels: Tensor, gallery_feats: Tensor, gallery_labels: Tensor, *,
+                         similarity: Similarity = cosine_similarity, chunk_size: int = 4096,
+                         exclude_self: bool = False) -> Tensor:
+    """Per query, the 0-based rank of its best-ranked same-label gallery item (ng when there is none),
+    on the CPU: query i is a CMC@k hit when its rank is < k. ``exclude_self`` drops gallery item i for query i."""
+    ql, gf, gl = _prepare(query_feats, query_labels, gallery_feats, gallery_labels)
+    ranks = []
+    for rows, scores, valid in _score_chunks(query_feats, gf, similarity, chunk_size, exclude_self):
+        rel = ql[rows, None] == gl[None, :]
+        if valid is not None:
+            rel &= valid
+        ranks.append(_first_relevant_rank(scores, rel, valid).cpu())
+    return torch.cat(ranks)
+
+
 def cmc(query_feats: Tensor, query_labels: Tensor, gallery_feats: Tensor, gallery_labels: Tensor, *,
         ks: Sequence[int] = (1, 5), similarity: Similarity = cosine_similarity, chunk_size: int = 4096,
         exclude_self: bool = False) -> dict[int, float]:
@@ -158,16 +173,23 @@ def cmc(query_feats: Tensor, query_labels: Tensor, gallery_feats: Tensor, galler
     item i for query i (leave-one-out; query and gallery must be the same images).
     """
     ks = _check_ks(ks)
+    rank = first_relevant_ranks(query_feats, query_labels, gallery_feats, gallery_labels, similarity=similarity,
+                                chunk_size=chunk_size, exclude_self=exclude_self)
+    return {k: 100.0 * int((rank < k).sum()) / query_feats.shape[0] for k in ks}
+
+
+def template_hits(query_feats: Tensor, query_labels: Tensor, gallery_feats: Tensor, gallery_labels: Tensor, *,
+                  similarity: Similarity = cosine_similarity, chunk_size: int = 4096) -> Tensor:
+    """Per query (bool, on the CPU): its most similar class template has its label (see ``template_top1``)."""
     ql, gf, gl = _prepare(query_feats, query_labels, gallery_feats, gallery_labels)
-    hits = torch.zeros(len(ks), dtype=torch.long)
-    k_tensor = torch.tensor(ks, device=query_feats.device)
-    for rows, scores, valid in _score_chunks(query_feats, gf, similarity, chunk_size, exclude_self):
-        rel = ql[rows, None] == gl[None, :]
-        if valid is not None:
-            rel &= valid
-        rank = _first_relevant_rank(scores, rel, valid)
-        hits += (rank[None, :] < k_tensor[:, None]).sum(1).cpu()
-    return {k: 100.0 * int(h) / query_feats.shape[0] for k, h in zip(ks, hits)}
+    classes, inverse = torch.unique(gl, sorted=True, return_inverse=True)
+    # float64 sums make the templates independent of the (atomic) summation order on GPU
+    sums = torch.zeros(len(classes), gf.shape[1], dtype=torch.float64, device=gf.device)
+    sums.index_add_(0, inverse, F.normalize(gf.to(torch.float64), dim=1))
+    templates = F.normalize(sums, dim=1).to(gf.dtype)
+    hits = [(classes[_top1_index(scores)] == ql[rows]).cpu()
+            for rows, scores, _ in _score_chunks(query_feats, templates, similarity, chunk_size, False)]
+    return torch.cat(hits)
 
 
 def template_top1(query_feats: Tensor, query_labels: Tensor, gallery_feats: Tensor, gallery_labels: Tensor, *,
@@ -179,16 +201,27 @@ def template_top1(query_feats: Tensor, query_labels: Tensor, gallery_feats: Tens
     query's label. Labels are compared, not template positions (the official code compares
     positions, which is only right for labels 0..C-1).
     """
+    hits = template_hits(query_feats, query_labels, gallery_feats, gallery_labels, similarity=similarity,
+                         chunk_size=chunk_size)
+    return 100.0 * int(hits.sum()) / query_feats.shape[0]
+
+
+def average_precisions(query_feats: Tensor, query_labels: Tensor, gallery_feats: Tensor, gallery_labels: Tensor, *,
+                       at: int | Literal["R"] | None = None, exclude_self: bool = False,
+                       similarity: Similarity = cosine_similarity, chunk_size: int = 4096) -> Tensor:
+    """Per-query average precision (fraction, float64 on the CPU; NaN for a query without any relevant
+    gallery item); see ``mean_average_precision`` for ``at``."""
+    if not (at is None or at == "R" or (isinstance(at, int) and not isinstance(at, bool) and at >= 1)):
+        raise BenchError(f"mAP 'at' must be None, a positive integer or 'R', got {at!r}")
     ql, gf, gl = _prepare(query_feats, query_labels, gallery_feats, gallery_labels)
-    classes, inverse = torch.unique(gl, sorted=True, return_inverse=True)
-    # float64 sums make the templates independent of the (atomic) summation order on GPU
-    sums = torch.zeros(len(classes), gf.shape[1], dtype=torch.float64, device=gf.device)
-    sums.index_add_(0, inverse, F.normalize(gf.to(torch.float64), dim=1))
-    templates = F.normalize(sums, dim=1).to(gf.dtype)
-    correct = 0
-    for rows, scores, _ in _score_chunks(query_feats, templates, similarity, chunk_size, False):
-        correct += int((classes[_top1_index(scores)] == ql[rows]).sum())
-    return 100.0 * correct / query_feats.shape[0]
+    aps = []
+    for rows, scores, valid in _score_chunks(query_feats, gf, similarity, chunk_size, exclude_self):
+        rel = ql[rows, None] == gl[None, :]
+        if valid is not None:
+            rel &= valid
+        ap, has_rel = _average_precision(scores, rel, valid, at)
+        aps.append(torch.where(has_rel, ap.to(torch.float64), torch.nan).cpu())
+    return torch.cat(aps)
 
 
 def mean_average_precision(query_feats: Tensor, query_labels: Tensor, gallery_feats: Tensor,
@@ -206,18 +239,10 @@ def mean_average_precision(query_feats: Tensor, query_labels: Tensor, gallery_fe
     Queries without any relevant gallery item are skipped; ``nan`` if every query is skipped.
     ``exclude_self`` drops gallery item i for query i (leave-one-out).
     """
-    if not (at is None or at == "R" or (isinstance(at, int) and not isinstance(at, bool) and at >= 1)):
-        raise BenchError(f"mAP 'at' must be None, a positive integer or 'R', got {at!r}")
-    ql, gf, gl = _prepare(query_feats, query_labels, gallery_feats, gallery_labels)
-    total, counted = 0.0, 0
-    for rows, scores, valid in _score_chunks(query_feats, gf, similarity, chunk_size, exclude_self):
-        rel = ql[rows, None] == gl[None, :]
-        if valid is not None:
-            rel &= valid
-        ap, has_rel = _average_precision(scores, rel, valid, at)
-        total += float(ap[has_rel].to(torch.float64).sum())
-        counted += int(has_rel.sum())
-    return 100.0 * total / counted if counted else float("nan")
+    aps = average_precisions(query_feats, query_labels, gallery_feats, gallery_labels, at=at,
+                             exclude_self=exclude_self, similarity=similarity, chunk_size=chunk_size)
+    counted = aps[~aps.isnan()]
+    return 100.0 * float(counted.sum()) / len(counted) if len(counted) else float("nan")
 
 
 def leave_one_out_cmc(query_feats: Tensor, gallery_feats: Tensor, labels: Tensor, *, ks: Sequence[int] = (1,),

@@ -1,9 +1,15 @@
-"""Stored records -> tables of per-method statistics over seeds (no formatting here).
+"""Stored records -> tables of per-method statistics over seeds, with 95% intervals (no formatting here).
 
 A table is one (scenario, dataset, preset, scenario configuration); a row is one (method,
 hyperparameters) with every seed of that configuration. Records of the same scenario name with
 another configuration (e.g. ``--set train.epochs=1``) form their own table, labelled by the
 fields that differ, so seeds are only ever pooled across identical configurations.
+
+Intervals bootstrap the stored per-query outcomes, combined with the spread over seeds
+(``metrics.bootstrap``). P_com is shown only where the update it divides by (reference self - old
+self) is significantly positive and at least ``MIN_UPDATE_GAIN`` points. A row whose self-test is
+below twice the chance level is flagged and not ranked; bold marks every row not significantly worse
+than the best.
 """
 from __future__ import annotations
 
@@ -15,16 +21,30 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from benchbackcompat.report.columns import SINGLE_UPDATE_KINDS, Column, columns_for
+import numpy as np
+
+from benchbackcompat.errors import BenchError
+from benchbackcompat.metrics import bootstrap, outcomes
+from benchbackcompat.report.columns import SINGLE_UPDATE_KINDS, Column, columns_for, ranking
 
 Record = dict[str, Any]
+
+MIN_UPDATE_GAIN = 10.0  # points: below this reference self - old self, P_com divides by noise (a 6-point update
+# on 600 queries gives P_com intervals two units wide)
+CHANCE_FACTOR = 2.0  # a self-test below this multiple of chance marks a model at chance level
 
 
 @dataclass(frozen=True)
 class Stat:
-    """A statistic over the seeds that produced a finite value."""
+    """A statistic over the seeds that produced a finite value, with its bootstrap replicates when every
+    such seed stored per-query outcomes."""
 
     values: tuple[float, ...]
+    replicates: np.ndarray | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def interval(self) -> tuple[float, float] | None:
+        return bootstrap.interval(self.replicates) if self.replicates is not None else None
 
     @property
     def n(self) -> int:
@@ -56,7 +76,7 @@ class Row:
     cells: dict[str, Stat | Missing] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)  # about the row as a whole (e.g. one seed diverged)
     rank: int | None = None
-    mean_rank: float | None = None
+    chance: str = ""  # why the row is at chance level ("" when it is not)
 
     @property
     def finished(self) -> list[Record]:
@@ -184,17 +204,118 @@ def _fill(row: Row, columns: list[Column]) -> None:
         return
     for record in unfinished:
         row.notes.append(f"seed {record['seed']} {record['status']}: {record.get('reason', '')}".rstrip(": "))
+    replicates = [record_replicates(r) for r in finished]
     for column in columns:
-        values = [_value(r, column) for r in finished]
-        finite = tuple(v for v in values if v is not None)
-        row.cells[column.id] = Stat(finite) if finite else Missing("-", _why_missing(finished[0], column))
+        row.cells[column.id] = _stat(finished, replicates, column.metric, column.statistic.key) or Missing(
+            "-", _why_missing(finished[0], column))
+    for column in columns:
+        if column.statistic.key == "p_com":
+            reason = undecidable_update(_stat(finished, replicates, column.metric, "gain"))
+            if reason:
+                row.cells[column.id] = Missing("–", reason)
+    row.chance = _chance_reason(finished, columns)
 
 
-def _value(record: Record, column: Column) -> float | None:
-    value = record.get("metrics", {}).get(column.metric, {}).get(column.statistic.key)
+def _stat(records: list[Record], replicates: list[dict], metric: str, key: str) -> Stat | None:
+    """The statistic ``key`` of ``metric`` over the seeds with a finite value; replicates combined over
+    those seeds when each of them has some."""
+    values, reps = [], []
+    for record, rep in zip(records, replicates):
+        value = _metric_value(record, metric, key)
+        if value is not None:
+            values.append(value)
+            reps.append(rep.get(metric, {}).get(key))
+    if not values:
+        return None
+    combined = bootstrap.combine_seeds(reps) if all(r is not None for r in reps) else None
+    return Stat(tuple(values), combined)
+
+
+def _metric_value(record: Record, metric: str, key: str) -> float | None:
+    values = record.get("metrics", {}).get(metric, {})
+    if key == "gain":  # the update P_com divides by
+        new, old = values.get("reference_self"), values.get("reference_old_self")
+        return None if new is None or old is None else float(new) - float(old)
+    value = values.get(key)
     if value is None or isinstance(value, (list, dict)) or not math.isfinite(float(value)):
         return None
     return float(value)
+
+
+def undecidable_update(gain: Stat | None) -> str:
+    """Why P_com is not shown ("" when it is): the update it divides by must be significantly positive
+    and at least ``MIN_UPDATE_GAIN`` points."""
+    if gain is None:
+        return "P_com not shown: the record has no reference self-tests"
+    text = f"{gain.mean:.2f}"
+    if gain.interval is not None:
+        text += f" [{gain.interval[0]:.2f}, {gain.interval[1]:.2f}]"
+    if gain.interval is not None and not gain.interval[0] > 0:
+        why = "is not significantly positive"
+    elif gain.mean < MIN_UPDATE_GAIN:
+        why = f"is below the minimum of {MIN_UPDATE_GAIN:g} points"
+    else:
+        return ""
+    return f"P_com not shown: the update it divides by, reference self − old self = {text} points, {why}"
+
+
+def record_replicates(record: Record) -> dict[str, dict[str, np.ndarray]]:
+    """Bootstrap replicates of every statistic of a record, per metric, from its per-query outcomes
+    ({} for a metric without outcomes, e.g. verification or records written before outcomes were stored)."""
+    result: dict[str, dict[str, np.ndarray]] = {}
+    for metric, stored in (record.get("outcomes") or {}).items():
+        try:
+            result[metric] = _replicates(stored, record["seed"])
+        except (BenchError, KeyError, TypeError, ValueError):
+            continue  # unusable outcomes: the cell keeps its point value, without an interval
+    return result
+
+
+def _replicates(stored: dict[str, Any], seed: int) -> dict[str, np.ndarray]:
+    entries = stored.get("C") or []
+    T = len(entries)
+    cells = [(t, k) for t in range(T) for k in range(t + 1) if entries[t][k] is not None]
+    references = [name for name in ("reference_old_self", "reference_self") if stored.get(name)]
+    decoded = [outcomes.decode(entries[t][k]) for t, k in cells] + [outcomes.decode(stored[n]) for n in references]
+    if not decoded:
+        return {}
+    if len({len(d) for d in decoded}) != 1:
+        raise ValueError("entries evaluated on different query sets")
+    scores = bootstrap.resampled_scores(np.stack(decoded), bootstrap.query_weights(len(decoded[0]), int(seed)))
+    C = np.full((scores.shape[0], T, T), np.nan)
+    for i, (t, k) in enumerate(cells):
+        C[:, t, k] = scores[:, i]
+    values = bootstrap.batched_matrix_statistics(C)
+    if T == 2:
+        values.update(self=C[:, 1, 1], cross=C[:, 1, 0], old_self=C[:, 0, 0])
+        if len(references) == 2:
+            old, new = scores[:, len(cells)], scores[:, len(cells) + 1]
+            with np.errstate(invalid="ignore", divide="ignore"):
+                values.update(reference_self=new, reference_old_self=old, gain=new - old,
+                              p_com=(values["cross"] - old) / (new - old), p_up=(values["self"] - new) / new)
+    return values
+
+
+def _chance_reason(records: list[Record], columns: list[Column]) -> str:
+    """Why a row is at chance level ("" when it is not): its weakest self-test (old and new model for one
+    update, every model of a sequence), averaged over seeds, is below ``CHANCE_FACTOR`` x the chance level
+    of the table's first metric."""
+    metric = columns[0].metric if columns else None
+    chances = [r.get("chance", {}).get(metric) for r in records]
+    if metric is None or any(c is None for c in chances):
+        return ""
+    weakest = []
+    for record in records:
+        C = record.get("matrices", {}).get(metric) or []
+        diagonal = [C[i][i] for i in range(len(C)) if C[i][i] is not None and math.isfinite(C[i][i])]
+        if not diagonal:
+            return ""
+        weakest.append(min(diagonal))
+    chance, self_test = statistics.fmean(chances), statistics.fmean(weakest)
+    if self_test >= CHANCE_FACTOR * chance:
+        return ""
+    return (f"at chance level: its weakest self-test ({self_test:.2f}) is below {CHANCE_FACTOR:g} × chance "
+            f"({chance:.2f}) in {metric}; not ranked")
 
 
 def _why_missing(record: Record, column: Column) -> str:
@@ -210,20 +331,35 @@ def _why_missing(record: Record, column: Column) -> str:
 
 
 def rank_rows(table: Table) -> None:
-    """Rank = position by the mean of the per-column ranks (1 = best, ties share the better rank), each
-    column ranked on its displayed (rounded) means in its declared direction; rows without numbers are unranked."""
-    per_row: dict[int, list[int]] = defaultdict(list)
-    for column in table.columns:
-        scored = [(i, _display_value(row.cells.get(column.id), column)) for i, row in enumerate(table.rows)]
-        scored = [(i, v) for i, v in scored if v is not None]
-        sign = -1 if column.statistic.higher_is_better else 1
-        for i, value in scored:
-            per_row[i].append(1 + sum(1 for _, other in scored if sign * other < sign * value))
-    means = {i: statistics.fmean(ranks) for i, ranks in per_row.items()}
+    """Rank by the scenario kind's primary statistic, ties broken by its second (``columns.ranking``), on the
+    first metric's displayed means; 1 = best, equal displayed values share a rank. Rows at chance level or
+    without numbers are unranked. When some rows have a displayed primary statistic, only those are ranked;
+    when none has (P_com undecidable everywhere), the second statistic ranks them all."""
+    if not table.columns:
+        return
+    metric = table.columns[0].metric
+    by_key = {c.statistic.key: c for c in table.columns if c.metric == metric}
+    primary, secondary = (by_key.get(key) for key in ranking(table.kind))
+    eligible = [i for i, row in enumerate(table.rows) if not row.chance]
+
+    def shown(i: int, column: Column | None) -> float | None:
+        return _display_value(table.rows[i].cells.get(column.id), column) if column is not None else None
+
+    keyed = [i for i in eligible if shown(i, primary) is not None]
+    order = [primary, secondary] if keyed else [secondary]
+    candidates = keyed or [i for i in eligible if shown(i, secondary) is not None]
+
+    def sort_key(i: int) -> tuple[float, ...]:
+        key = []
+        for column in order:
+            value = shown(i, column)
+            sign = -1.0 if column is None or column.statistic.higher_is_better else 1.0
+            key.append(math.inf if value is None else sign * value)
+        return tuple(key)
+
+    keys = {i: sort_key(i) for i in candidates}
     for i, row in enumerate(table.rows):
-        if i in means:
-            row.mean_rank = round(means[i], 6)
-            row.rank = 1 + sum(1 for other in means.values() if round(other, 6) < row.mean_rank)
+        row.rank = 1 + sum(1 for other in keys.values() if other < keys[i]) if i in keys else None
     table.rows.sort(key=lambda r: (r.rank is None, r.rank or 0, r.label))
 
 
@@ -232,10 +368,23 @@ def _display_value(cell: Stat | Missing | None, column: Column) -> float | None:
 
 
 def best_ids(table: Table, column: Column) -> set[int]:
-    """Rows (by index) holding the best displayed mean of ``column``; empty when fewer than two rows have one."""
-    scored = [(i, _display_value(row.cells.get(column.id), column)) for i, row in enumerate(table.rows)]
-    scored = [(i, v) for i, v in scored if v is not None]
+    """Rows (by index) not significantly worse than the row with the best mean of ``column`` (paired bootstrap
+    of their difference; without replicates, those with the best displayed mean); rows at chance level and
+    context columns never count. Empty when fewer than two rows have a value."""
+    if column.statistic.context:
+        return set()
+    scored = [(i, row.cells.get(column.id)) for i, row in enumerate(table.rows) if not row.chance]
+    scored = [(i, cell) for i, cell in scored if isinstance(cell, Stat)]
     if len(scored) < 2:
         return set()
-    best = (max if column.statistic.higher_is_better else min)(v for _, v in scored)
-    return {i for i, v in scored if v == best}
+    higher = column.statistic.higher_is_better
+    _, best = max(scored, key=lambda item: item[1].mean if higher else -item[1].mean)
+    shown = _display_value(best, column)
+    chosen = set()
+    for i, cell in scored:
+        if best.replicates is not None and cell.replicates is not None:
+            if not bootstrap.significantly_worse(best.replicates, cell.replicates, higher):
+                chosen.add(i)
+        elif _display_value(cell, column) == shown:
+            chosen.add(i)
+    return chosen

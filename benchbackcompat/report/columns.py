@@ -1,6 +1,8 @@
 """The leaderboard's columns: which statistics each scenario kind reports, their direction and format.
 
-Every statistic declares whether higher is better; ranks and bold cells follow that declaration.
+Every statistic declares whether higher is better; bold cells follow that declaration. Each scenario
+kind declares its primary statistic and a tie-breaker (``RANKING``); the rank follows them. Context
+statistics (the self-tests a ratio divides by) are shown, never bolded or ranked.
 """
 from __future__ import annotations
 
@@ -16,11 +18,15 @@ class Statistic:
     higher_is_better: bool
     digits: int
     meaning: str
+    context: bool = False  # shown so that other columns can be read; not bolded
 
 
 STATISTICS = {
     s.key: s
     for s in (
+        Statistic("old_self", "old self", True, 2, "old query vs old gallery (%)", context=True),
+        Statistic("reference_self", "ref self", True, 2,
+                  "self-test of the independently trained new model, the reference of P_com and P_up (%)", context=True),
         Statistic("self", "self", True, 2, "new query vs new gallery (%)"),
         Statistic("cross", "cross", True, 2, "new query vs old gallery (%)"),
         Statistic("p_up", "P_up", True, 3, "(self - independent new self) / independent new self (HBCT)"),
@@ -31,8 +37,17 @@ STATISTICS = {
     )
 }
 
-SINGLE_UPDATE_STATISTICS = ("self", "cross", "p_up", "p_com")
+SINGLE_UPDATE_STATISTICS = ("old_self", "reference_self", "self", "cross", "p_up", "p_com")
 MULTI_TASK_STATISTICS = ("AC", "AA", "ACA")
+
+SINGLE_UPDATE_RANKING = ("p_com", "cross")
+SEQUENCE_RANKING = ("AC", "AA")
+
+
+def ranking(kind: str) -> tuple[str, str]:
+    """(primary, tie-breaker) statistic of a scenario kind: P_com then cross for one update, AC then AA for
+    a sequence of models."""
+    return SINGLE_UPDATE_RANKING if kind in SINGLE_UPDATE_KINDS else SEQUENCE_RANKING
 
 METRIC_NAMES = {"cmc@1": "CMC@1", "cmc@5": "CMC@5", "map": "mAP", "map@r": "mAP@R", "top1": "top-1",
                 "verification": "verification"}

@@ -111,8 +111,8 @@ def aa_curve_figure(table: Table, metric: str, path: Path) -> Path | None:
     for i, (row, values) in enumerate(curves):
         x = np.arange(1, values.shape[1] + 1)
         mean = np.nanmean(values, axis=0)
-        color, style = _style(i)
-        ax.plot(x, mean, color=color, linestyle=style, marker="o", markersize=3, label=plain_label(row.label))
+        color, marker, style = method_style(i, len(curves))
+        ax.plot(x, mean, color=color, linestyle=style, marker=marker, markersize=3, label=plain_label(row.label))
         if len(values) > 1:
             std = np.nanstd(values, axis=0, ddof=1)
             ax.fill_between(x, mean - std, mean + std, color=color, alpha=0.12, linewidth=0)
@@ -127,6 +127,13 @@ def aa_curve_figure(table: Table, metric: str, path: Path) -> Path | None:
 
 def scatter_figure(table: Table, metric: str, path: Path) -> Path | None:
     """Self-test against cross-test of the new model, one point per method (mean ± std over seeds)."""
+    fig = scatter(table, metric)
+    return None if fig is None else _save(fig, path)
+
+
+def scatter(table: Table, metric: str) -> Figure | None:
+    """The scatter of :func:`scatter_figure`. A method is compatible when its cross-test beats its own old model's
+    self-test, so each point carries its own threshold: a dotted segment at that old self-test, in its colour."""
     points = []
     for row in table.rows:
         values = [(m["self"], m["cross"], m.get("old_self")) for r in row.finished
@@ -137,19 +144,20 @@ def scatter_figure(table: Table, metric: str, path: Path) -> Path | None:
         return None
     fig = Figure(figsize=(8.5, 5.2), dpi=DPI, layout="constrained")
     ax = fig.subplots()
+    centres = [np.nanmean(values[:, 0]) for _, values in points]
+    half_width = 0.04 * max(1.0, float(np.ptp(centres)))  # threshold segments span a fixed share of the x range
     for i, (row, values) in enumerate(points):
         self_, cross, old = (np.nanmean(values[:, j]) for j in range(3))
         errors = [np.nanstd(values[:, j], ddof=1) if len(values) > 1 else 0.0 for j in range(2)]
-        color, _ = _style(i)
+        color, marker, _ = method_style(i, len(points))
         compatible = bool(cross > old)
-        ax.errorbar(self_, cross, xerr=errors[0], yerr=errors[1], color=color, marker="o" if compatible else "X",
+        ax.errorbar(self_, cross, xerr=errors[0], yerr=errors[1], color=color, marker=marker,
                     markersize=8, markerfacecolor=color if compatible else "white", capsize=2, linestyle="none",
-                    label=plain_label(row.label) + ("" if compatible else " (cross <= old self)"))
+                    label=plain_label(row.label) + ("" if compatible else " (cross <= its old self)"))
+        if np.isfinite(old):
+            ax.hlines(old, self_ - half_width, self_ + half_width, colors=[color], linestyles=":", linewidth=1.5,
+                      label="its old model's self-test (the threshold)" if i == 0 else None)
         ax.annotate(plain_label(row.label), (self_, cross), xytext=(5, 4), textcoords="offset points", fontsize=7)
-    olds = np.concatenate([values[:, 2] for _, values in points])
-    olds = olds[np.isfinite(olds)]
-    if olds.size:
-        ax.axhline(float(np.median(olds)), color="0.4", linestyle="--", linewidth=1, label="old model self-test (median)")
     low = min(ax.get_xlim()[0], ax.get_ylim()[0])
     high = max(ax.get_xlim()[1], ax.get_ylim()[1])
     ax.plot([low, high], [low, high], color="0.7", linewidth=1, label="cross = self")
@@ -158,15 +166,27 @@ def scatter_figure(table: Table, metric: str, path: Path) -> Path | None:
     ax.set_xlabel(f"self-test: new query vs new gallery, {metric_name(metric)} (%)")
     ax.set_ylabel(f"cross-test: new query vs old gallery, {metric_name(metric)} (%)")
     ax.grid(alpha=0.3)
-    ax.set_title(f"{plain_label(table.title)}: self vs cross ({metric_name(metric)}; hollow X = not compatible)", fontsize=10)
+    ax.set_title(f"{plain_label(table.title)}: self vs cross ({metric_name(metric)}; hollow = cross below the "
+                 "method's own old self-test, dotted)", fontsize=10)
     ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=8, frameon=False)
-    return _save(fig, path)
+    return fig
 
 
-def _style(i: int) -> tuple[tuple[float, ...], str]:
+MARKERS = ("o", "s", "^", "D", "v", "P", "*", "h")
+LINESTYLES = ("-", "--", ":", "-.")
+
+
+def method_style(i: int, n: int) -> tuple[tuple[float, ...], str, str]:
+    """Colour, marker and line style of the i-th of n methods; no two methods share a colour: tab10 up to 10,
+    tab20 up to 20, beyond that n evenly spaced colours of a continuous map (markers and line styles then
+    cycle too, to tell neighbouring colours apart)."""
     from matplotlib import colormaps
 
-    return colormaps["tab10"](i % 10), ("-", "--", ":", "-.")[(i // 10) % 4]
+    if n <= 10:
+        return colormaps["tab10"](i), MARKERS[0], LINESTYLES[0]
+    if n <= 20:
+        return colormaps["tab20"](i), MARKERS[i // 10], LINESTYLES[i // 10]
+    return colormaps["turbo"](i / (n - 1)), MARKERS[i % len(MARKERS)], LINESTYLES[i % len(LINESTYLES)]
 
 
 def _save(fig: Figure, path: Path) -> Path:

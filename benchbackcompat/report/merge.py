@@ -59,7 +59,7 @@ def well_formed(records: Iterable[dict[str, Any]], source: str) -> Iterator[dict
         except ValidationError as error:
             first = error.errors()[0]
             where = ".".join(str(p) for p in first["loc"])
-            log.warning(f"warning: skipping a malformed record in {source} (cell {str(record.get('key'))[:40]!r}): "
+            log.warning(f"skipping a malformed record in {source} (cell {str(record.get('key'))[:40]!r}): "
                         f"{where}: {first['msg']}".replace("\n", " "))
             continue
         yield record

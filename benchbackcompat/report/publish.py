@@ -16,8 +16,9 @@ from benchbackcompat.engine.checkpoint import atomic_write_bytes
 from benchbackcompat.report import figures
 from benchbackcompat.errors import BenchError
 from benchbackcompat.presets import resolve_run
-from benchbackcompat.report.aggregate import Table, build_tables, flatten
+from benchbackcompat.report.aggregate import CHANCE_FACTOR, MIN_UPDATE_GAIN, Table, build_tables, flatten
 from benchbackcompat.report.columns import STATISTICS, metric_name
+from benchbackcompat.report.claims import claims_markdown
 from benchbackcompat.report.exports import csv_export, json_export
 from benchbackcompat.report.markdown import escape, slug
 from benchbackcompat.report.merge import Merged
@@ -133,6 +134,8 @@ def readme_markdown(pages: list[Page], merged: Merged, command: str, date: str) 
     parts.append(code_block("\n".join(command for page in pages for command in run_commands(page))))
     parts.append("(`--set` lists where the stored configuration differs from the preset as it reads now; the exact "
                  "configuration of every table is in leaderboard.json.)")
+    parts.append("[The papers' claims, tested on these results](claims.md): each claim with the paper's numbers, "
+                 "ours with 95% intervals and a verdict (reproduced, not reproduced, undecidable at this scale).")
     parts.append("## Pages")
     rows = ["| page | dataset | preset | scenarios | cells |", "|---|---|---|---|---|"]
     rows += [f"| [{page.name}]({page.name}.md) | {escape(page.dataset)} | {escape(page.preset)} | "
@@ -151,10 +154,21 @@ def readme_markdown(pages: list[Page], merged: Merged, command: str, date: str) 
     parts.append("\n".join(rows))
     parts.append("## Reading the tables")
     parts.append("\n".join([
-        "- A cell is the mean ± sample standard deviation over the seeds in the `seeds` column; `(n=2)` when fewer "
-        "seeds produced that number. Seeds are pooled only across identical configurations.",
-        "- `rank` orders the methods by the mean of their per-column ranks (1 = best; ties share a rank), each column "
-        "ranked on its displayed value in its declared direction. The best value of each column is in **bold**.",
+        "- A cell is the mean over the seeds in the `seeds` column with its 95% confidence interval `[low, high]`: a "
+        "percentile bootstrap over the evaluation queries (each record stores every query's hit or average "
+        "precision), hierarchical over seeds (seeds drawn with replacement, then queries), so it carries both the "
+        "finite test set and the spread over seeds. Records without per-query outcomes show mean ± standard "
+        "deviation over seeds instead. `(n=2)` when fewer seeds produced that number. Seeds are pooled only across "
+        "identical configurations.",
+        "- **Bold** marks every value that is not significantly worse than the column's best (the paired bootstrap "
+        "interval of the difference contains 0), so several rows can be bold and a lone best mean is not bold by "
+        "noise. `old self` and `ref self` (the self-tests P_com divides by) are context and never bold.",
+        f"- `rank` follows each scenario kind's primary statistic: P_com, then cross for one update; AC, then AA "
+        f"for a sequence (1 = best, equal displayed values share a rank). P_com is shown only when the update it "
+        f"divides by, reference self − old self, is significantly positive and at least {MIN_UPDATE_GAIN:g} "
+        f"points; otherwise `–` with a footnote giving that update, and the row is ranked only if no row has a "
+        f"P_com (then by cross). A model whose weakest self-test is below {CHANCE_FACTOR:g} × chance is flagged "
+        f"`(chance level)` and not ranked or bolded.",
         "- `-` marks a value that could not be computed and `nan` a run that diverged (as in the papers); "
         "each carries a footnote saying why.",
         "- Columns and their direction:",
@@ -222,15 +236,23 @@ def write_leaderboard(merged: Merged, out: Path, command: str, date: str) -> lis
     out = Path(out)
     for old in sorted((out / "figures").glob("*.png")):
         old.unlink()
-    tables = build_tables(merged.records)
+    tables = build_tables([r for r in merged.records if not untrained_zoo(r)])
     pages = pages_of(tables)
     written = []
     for page in pages:
         written.append(_write(out / f"{page.name}.md", page_markdown(page, out, date)))
     written.append(_write(out / "README.md", readme_markdown(pages, merged, command, date)))
+    written.append(_write(out / "claims.md", claims_markdown(tables, header_markdown(merged.records, date))))
     written.append(_write(out / "leaderboard.csv", csv_export(tables)))
     written.append(_write(out / "leaderboard.json", json_export(tables, provenance(merged.records, date))))
     return written + sorted((out / "figures").glob("*.png"))
+
+
+def untrained_zoo(record: dict) -> bool:
+    """A model-zoo record without real pretrained weights (randomly initialised models): plumbing, not a result,
+    so it is not published."""
+    config = record.get("config", {})
+    return record.get("kind") == "model-zoo" and not config.get("pretrained") and not config.get("weights")
 
 
 def _write(path: Path, text: str) -> Path:

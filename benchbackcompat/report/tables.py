@@ -1,5 +1,6 @@
-"""Markdown tables (GitHub flavour, via tabulate): mean ± std over seeds, rank, best value in bold,
-"-" or "nan" cells with a footnote saying why."""
+"""Markdown tables (GitHub flavour, via tabulate): mean over seeds with its 95% interval [low, high] (± std
+over seeds where no per-query outcomes were stored), rank, in bold every value not significantly worse than
+the best, "-", "–" or "nan" cells with a footnote saying why."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -29,7 +30,10 @@ class Footnotes:
 
 def format_stat(stat: Stat, column: Column, seeds: int) -> str:
     text = column.format(stat.mean)
-    if stat.std is not None:
+    if stat.interval is not None:
+        low, high = stat.interval
+        text += f" [{column.format(low)}, {column.format(high)}]"
+    elif stat.std is not None:
         text += f" ± {column.format(stat.std)}"
     return text if stat.n == seeds else f"{text} (n={stat.n})"
 
@@ -39,7 +43,9 @@ def table_markdown(table: Table, notes: Footnotes) -> str:
     best = {c.id: best_ids(table, c) for c in table.columns}
     rows = []
     for i, row in enumerate(table.rows):
-        label = escape(row.label) + "".join(notes.mark(f"{row.label}: {note}") for note in row.notes)
+        flags = [*row.notes, *([row.chance] if row.chance else [])]
+        label = escape(row.label) + (" (chance level)" if row.chance else "") + "".join(
+            notes.mark(f"{row.label}: {note}") for note in flags)
         finished = len(row.finished)
         cells = []
         for column in table.columns:

@@ -12,6 +12,7 @@ from benchbackcompat.data.arrays import DatasetBundle, ImageArrays
 from benchbackcompat.data.registry import DatasetRequest, check_not_degenerate, load_dataset
 from benchbackcompat.engine.device import derive_seed, generator
 from benchbackcompat.errors import BenchError
+from benchbackcompat.logs import log
 from benchbackcompat.identity import tensor_fingerprint
 from benchbackcompat.scenarios.steps import Step
 
@@ -142,6 +143,8 @@ def load_scenario_data(scenario: ScenarioBase, cache_dir: Path, device: torch.de
     sets = (train, query, gallery, pretrain)
     fingerprint = tensor_fingerprint([t for s in sets for t in ((s.images, s.labels) if s else (None, None))],
                                      extra=(bundle.mean, bundle.std, bundle.num_classes))
+    log.info(f"data {bundle.name}: {bundle.num_classes} classes, {len(train)} training, {len(query)} query"
+             + (f", {len(gallery)} gallery" if gallery is not None else "") + f" images on {device}")
     return ScenarioData(
         train=train.to(device),
         query=query.to(device),

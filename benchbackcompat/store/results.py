@@ -12,6 +12,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -48,13 +49,13 @@ class ResultStore:
                 return record
             if path not in self.reported:
                 self.reported.add(path)
-                log.warning(f"warning: result {path} belongs to cell {record.get('key')!r}, not to its folder {key!r} "
+                log.warning(f"result {path} belongs to cell {record.get('key')!r}, not to its folder {key!r} "
                             "(copied?); ignoring it (a run recomputes the cell)")
             return None
         if path not in self.reported:
             self.reported.add(path)
             problem = "does not match its checksum (truncated or corrupted)" if isinstance(record, dict) else "cannot be read"
-            log.warning(f"warning: result {path} {problem}; ignoring it (a run recomputes the cell)")
+            log.warning(f"result {path} {problem}; ignoring it (a run recomputes the cell)")
         return None
 
     def write_record(self, key: str, record: dict[str, Any]) -> Path:
@@ -106,6 +107,15 @@ class ResultStore:
             record = self.record(path.parent.name)
             if record is not None:
                 yield record
+
+    def partial_cells(self) -> dict[str, list[int]]:
+        """Cells without a usable record that have finished steps (interrupted runs): key -> saved step indices."""
+        partial = {}
+        for folder in sorted(p for p in (self.root / "cells").glob("*") if p.is_dir()):
+            steps = sorted(int(m.group(1)) for path in folder.glob("step-*.pt") if (m := re.fullmatch(r"step-(\d+)\.pt", path.name)))
+            if steps and self.record(folder.name) is None:
+                partial[folder.name] = steps
+        return partial
 
     def find(self, prefix: str) -> list[dict[str, Any]]:
         return [r for r in self.records() if r["key"].startswith(prefix)]

@@ -1,0 +1,198 @@
+"""The claims report: each paper's claim as a test on the stored records, with the paper's numbers, ours with
+95% intervals, and a verdict.
+
+A claim compares rows of a leaderboard table ("A's AC above B's"). The verdict comes from the paired
+bootstrap interval of the difference (``metrics.bootstrap``): *reproduced* when it lies above zero,
+*not reproduced* when it lies at or below zero, *undecidable at this scale* when it contains zero, when a
+row is missing, is at chance level, has no per-query outcomes, or when P_com is not decidable because the
+update it divides by is too small. What was checked is listed with every verdict.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from benchbackcompat.metrics import bootstrap
+from benchbackcompat.report.aggregate import Missing, Row, Stat, Table
+from benchbackcompat.report.markdown import escape
+
+REPRODUCED, NOT_REPRODUCED, UNDECIDABLE = "reproduced", "not reproduced", "undecidable at this scale"
+HYPERBOLIC = ("hbct", "hbct-no-entail")
+NOT_COMPATIBILITY_METHODS = ("independent",)  # trained without any compatibility term
+
+
+@dataclass(frozen=True)
+class Pick:
+    """A row of a table: a method, optionally with hyperparameters (e.g. HOC with lam = 1)."""
+
+    method: str
+    params: tuple[tuple[str, object], ...] = ()
+
+    @property
+    def name(self) -> str:
+        return self.method + "".join(f" ({k}={v})" for k, v in self.params)
+
+    def find(self, table: Table) -> Row | None:
+        rows = [r for r in table.rows if r.method == self.method and all(r.params.get(k) == v for k, v in self.params)]
+        if not self.params:  # the default hyperparameters: the row with the fewest differing ones
+            rows = sorted(rows, key=lambda r: r.label != r.method)
+        return rows[0] if rows else None
+
+
+@dataclass
+class Finding:
+    verdict: str
+    ours: str
+    checked: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Claim:
+    paper: str
+    statement: str
+    paper_numbers: str
+    kinds: tuple[str, ...]
+    test: Callable[[Table], Finding]
+
+
+def _cell(table: Table, row: Row, statistic: str) -> tuple[Stat | Missing | None, str]:
+    metric = table.columns[0].metric
+    return row.cells.get(f"{metric}:{statistic}"), metric
+
+
+def _text(stat: Stat, digits: int) -> str:
+    text = f"{stat.mean:.{digits}f}"
+    if stat.interval is not None:
+        text += f" [{stat.interval[0]:.{digits}f}, {stat.interval[1]:.{digits}f}]"
+    return text
+
+
+def compare(table: Table, a: Pick, b: Pick | Callable[[Table], Pick | None], statistic: str) -> Finding:
+    """Whether ``a``'s ``statistic`` is significantly above ``b``'s (paired bootstrap of the difference)."""
+    b = b(table) if callable(b) else b
+    digits = 3 if statistic in ("AC", "p_com", "p_up") else 2
+    if b is None:
+        return Finding(UNDECIDABLE, "no row to compare with", ["records: the compared methods were not run here"])
+    rows = {p.name: p.find(table) for p in (a, b)}
+    missing = [name for name, row in rows.items() if row is None]
+    if missing:
+        return Finding(UNDECIDABLE, "not run", [f"records: no {', '.join(missing)} in this table"])
+    checked = [f"records: {len(r.finished)} seed(s) of {name}" for name, r in rows.items()]
+    chance = [name for name, r in rows.items() if r.chance]
+    checked.append("models above chance: " + ("no, " + ", ".join(chance) + " at chance level" if chance else "yes"))
+    cells = {name: _cell(table, r, statistic)[0] for name, r in rows.items()}
+    metric = table.columns[0].metric
+    absent = {name: c for name, c in cells.items() if not isinstance(c, Stat)}
+    if absent:
+        reasons = "; ".join(f"{n}: {c.reason if isinstance(c, Missing) else 'no value'}" for n, c in absent.items())
+        if statistic == "p_com":
+            checked.append("update decidable: no (" + reasons + ")")
+        return Finding(UNDECIDABLE, "; ".join(f"{n}: –" for n in absent), checked + ([] if statistic == "p_com" else [reasons]))
+    if statistic == "p_com":
+        checked.append("update decidable: yes (reference self − old self significantly positive, above the minimum)")
+    sa, sb = cells[a.name], cells[b.name]
+    ours = f"{a.name} {_text(sa, digits)} vs {b.name} {_text(sb, digits)} ({statistic} of {metric})"
+    if chance:
+        return Finding(UNDECIDABLE, ours, checked)
+    if sa.replicates is None or sb.replicates is None:
+        return Finding(UNDECIDABLE, ours, checked + ["intervals: no per-query outcomes stored"])
+    low, high = bootstrap.interval(sa.replicates - sb.replicates)
+    ours += f"; difference {sa.mean - sb.mean:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
+    verdict = REPRODUCED if low > 0 else NOT_REPRODUCED if high <= 0 else UNDECIDABLE
+    return Finding(verdict, ours, checked)
+
+
+def below(table: Table, a: Pick, statistic: str, bound: float) -> Finding:
+    """Whether ``a``'s ``statistic`` is significantly below ``bound`` (e.g. AC < 1: not compatible throughout)."""
+    row = a.find(table)
+    if row is None:
+        return Finding(UNDECIDABLE, "not run", [f"records: no {a.name} in this table"])
+    cell, metric = _cell(table, row, statistic)
+    checked = [f"records: {len(row.finished)} seed(s) of {a.name}",
+               "models above chance: " + ("no" if row.chance else "yes")]
+    if not isinstance(cell, Stat) or cell.replicates is None:
+        return Finding(UNDECIDABLE, "no interval", checked)
+    _, high = cell.interval
+    ours = f"{a.name} {_text(cell, 3)} ({statistic} of {metric})"
+    if row.chance:
+        return Finding(UNDECIDABLE, ours, checked)
+    return Finding(REPRODUCED if high < bound else NOT_REPRODUCED if cell.interval[0] >= bound else UNDECIDABLE,
+                   ours, checked)
+
+
+def both(first: Finding, second: Finding) -> Finding:
+    """A claim of two parts: reproduced when both are, not reproduced when either is not."""
+    verdicts = {first.verdict, second.verdict}
+    verdict = NOT_REPRODUCED if NOT_REPRODUCED in verdicts else REPRODUCED if verdicts == {REPRODUCED} else UNDECIDABLE
+    return Finding(verdict, f"{first.ours}; {second.ours}", first.checked + second.checked)
+
+
+def best_euclidean(table: Table) -> Pick | None:
+    """The Euclidean compatibility method with the highest displayed P_com in ``table`` (by cross when no
+    Euclidean row has a decidable P_com, so that the comparison can say why)."""
+    metric = table.columns[0].metric
+    rows = [r for r in table.rows if r.method not in HYPERBOLIC + NOT_COMPATIBILITY_METHODS and not r.chance]
+    for statistic in ("p_com", "cross"):
+        scored = [(c.mean, r.method) for r in rows for c in [r.cells.get(f"{metric}:{statistic}")] if isinstance(c, Stat)]
+        if scored:
+            return Pick(max(scored)[1])
+    return None
+
+
+HOC, ER, FD = Pick("hoc"), Pick("er"), Pick("dsimplex-fd")
+CLAIMS = [
+    Claim("IAM-CL2R (Stationary HOC)", "HOC's AC far above ER's", "AC 0.95 vs × (0) on CIFAR100R/10, 7 tasks",
+          ("iam-cl2r",), lambda t: compare(t, HOC, ER, "AC")),
+    Claim("IAM-CL2R (Stationary HOC)", "AA order HOC > d-Simplex-FD > ER", "AA_7 68.13 > 56.58 > 36.22",
+          ("iam-cl2r",), lambda t: both(compare(t, HOC, FD, "AA"), compare(t, FD, ER, "AA"))),
+    Claim("IAM-CL2R (Stationary HOC)", "λ = 1 (stationarity without HOC) is not compatible while HOC is",
+          "ablation: λ = 1 gives AC 0; HOC (λ = 0.1) 0.95",
+          ("iam-cl2r", "cl2r"), lambda t: compare(t, HOC, Pick("hoc", (("lam", 1.0),)), "AC")),
+    *(Claim("CoReS", f"CoReS more compatible than {other} over many upgrades",
+            "AC 0.51 vs BCT 0.11 (CIFAR-100, 9 upgrades); independent models are never compatible",
+            ("multi-step",), lambda t, o=other: compare(t, Pick("cores"), Pick(o), "AC"))
+      for other in ("independent", "ift", "l2")),
+    Claim("CoReS / BCT", "BCT compatible after one update but not after many",
+          "one upgrade: cross 0.59 ≥ old self 0.59 (ECC ✓); 9 upgrades AC 0.11",
+          ("ext-class", "multi-step"), lambda t: (compare(t, Pick("bct"), Pick("independent"), "cross")
+                                                  if t.single_update else below(t, Pick("bct"), "AC", 1.0))),
+    *(Claim("PSP/LSP", f"{m.upper()} compatible on multi-step where independent encoders are not",
+            "AC (TinyImageNet, 5 steps) PSP 0.90, LSP 1 vs baseline 0", ("multi-step",),
+            lambda t, m=m: compare(t, Pick(m), Pick("independent"), "AC")) for m in ("psp", "lsp")),
+    Claim("HBCT", "HBCT's P_com above the best Euclidean method's",
+          "CMC@1 P_com on CIFAR100: ext-data 0.956 vs 0.900 (BCT); ext-class 0.495 vs 0.336 (HOC)",
+          ("ext-data", "ext-class", "both"), lambda t: compare(t, Pick("hbct"), best_euclidean, "p_com")),
+    Claim("HBCT", "HBCT's P_com above HBCT without the entailment loss",
+          "CMC@1 P_com on CIFAR100 ext-data 0.956 vs 0.847", ("ext-data", "ext-class", "both"),
+          lambda t: compare(t, Pick("hbct"), Pick("hbct-no-entail"), "p_com")),
+]
+
+
+def claims_markdown(tables: list[Table], header: str) -> str:
+    """``claims.md``: one line per claim and table that can test it (a table per dataset and preset)."""
+    lines = ["# Claims of the papers, tested", header,
+             "Each claim is tested on every stored table of a scenario that can test it. Ours: mean over seeds with "
+             "its 95% bootstrap interval (queries and seeds); the verdict follows the interval of the paired "
+             "difference: *reproduced* above zero, *not reproduced* at or below zero, *undecidable at this scale* "
+             "when it contains zero or a precondition fails (rows missing or at chance level, no per-query "
+             "outcomes, P_com not decidable). Paper numbers are the papers' own, at their scale (ResNet-18/ViT on "
+             "CIFAR-100/TinyImageNet); ours come from the scale in the second column.",
+             "| paper | claim | paper's numbers | dataset · preset · scenario | ours | verdict | what was checked |",
+             "|---|---|---|---|---|---|---|"]
+    tested = 0
+    for claim in CLAIMS:
+        for table in tables:
+            if table.kind not in claim.kinds:
+                continue
+            finding = claim.test(table)
+            tested += 1
+            where = f"{table.dataset} · {table.preset} · {table.title}"
+            lines.append("| " + " | ".join(escape(x) for x in (
+                claim.paper, claim.statement, claim.paper_numbers, where, finding.ours)) +
+                f" | **{finding.verdict}** | " + escape("; ".join(finding.checked)) + " |")
+        if not any(t.kind in claim.kinds for t in tables):
+            lines.append("| " + " | ".join(escape(x) for x in (claim.paper, claim.statement, claim.paper_numbers)) +
+                         f" | – | not run | **{UNDECIDABLE}** | no stored table of {escape(', '.join(claim.kinds))} |")
+    return "\n\n".join(lines[:3]) + "\n\n" + "\n".join(lines[3:]) + "\n"

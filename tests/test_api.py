@@ -1,0 +1,105 @@
+"""The Python API (DataFrames of stored results), export and compare, on hand-written records."""
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+import benchbackcompat
+from benchbackcompat.cli import main
+from benchbackcompat.errors import BenchError
+from benchbackcompat.store import ResultStore
+
+
+def record(method: str, seed: int, cross: float, epochs: int = 2, status: str = "finished") -> dict:
+    label = f"ext-class/{method}/seed{seed}"
+    base = {"key": f"{method}{seed}{epochs}".ljust(16, "0"), "label": label, "scenario": "ext-class", "kind": "ext-class",
+            "preset": "quick", "method": method, "params": {"weight": 1.0}, "seed": seed, "dataset": "embedded",
+            "config": {"kind": "ext-class", "train": {"epochs": epochs}}, "device": "cpu",
+            "versions": {"benchbackcompat": "0.1.0", "commit": "abc"}, "status": status}
+    if status != "finished":
+        return {**base, "reason": "loss diverged"}
+    C = [[40.0, None], [cross, 50.0]]
+    return {**base, "matrices": {"cmc@1": C},
+            "metrics": {"cmc@1": {"AA": (40 + cross + 50) / 3, "AC": float(cross > 40), "self": 50.0, "cross": cross,
+                                  "AA_curve": [40.0, (40 + cross + 50) / 3], "p_com": None}}}
+
+
+def store(path, *records) -> str:
+    for r in records:
+        ResultStore(path).write_record(r["key"], r)
+    return str(path)
+
+
+def test_load_results_one_row_per_cell_metric_statistic(tmp_path):
+    root = store(tmp_path, record("l2", 0, 30.0), record("hoc", 0, 45.0), record("bct", 0, 0.0, status="diverged"))
+    df = benchbackcompat.load_results(root)
+    assert isinstance(df, pd.DataFrame)
+    finished = df[df["status"] == "finished"]
+    # AA, AC, self, cross, p_com per finished cell (the AA_curve list is not a statistic row)
+    assert len(finished) == 2 * 5 and set(finished["statistic"]) == {"AA", "AC", "self", "cross", "p_com"}
+    row = finished[(finished["method"] == "hoc") & (finished["statistic"] == "AA")].iloc[0]
+    assert row["value"] == pytest.approx((40 + 45 + 50) / 3) and row["metric"] == "cmc@1" and row["seed"] == 0
+    assert math.isnan(finished[finished["statistic"] == "p_com"]["value"].iloc[0])  # None: not computable
+    diverged = df[df["status"] == "diverged"]
+    assert len(diverged) == 1 and diverged["metric"].isna().all()
+    entries = benchbackcompat.load_matrix_entries(root)
+    l2 = entries[entries["method"] == "l2"].sort_values(["query_model", "gallery_model"])
+    assert l2[["query_model", "gallery_model", "value"]].values.tolist() == [[0, 0, 40.0], [1, 0, 30.0], [1, 1, 50.0]]
+
+
+def test_export_csv_and_parquet_round_trip(tmp_path, capsys):
+    root = store(tmp_path / "r", record("l2", 0, 30.0), record("l2", 1, 36.0))
+    assert main(["export", str(tmp_path / "out.csv"), "--results", root]) == 0
+    assert capsys.readouterr().out.strip() == f"wrote {tmp_path / 'out.csv'} and {tmp_path / 'out-matrix.csv'}"
+    csv = pd.read_csv(tmp_path / "out.csv")
+    assert sorted(csv[csv["statistic"] == "cross"]["value"]) == [30.0, 36.0]
+    assert len(pd.read_csv(tmp_path / "out-matrix.csv")) == 2 * 3
+    benchbackcompat.export_results(root, tmp_path / "out.parquet")
+    parquet = pd.read_parquet(tmp_path / "out.parquet")
+    assert parquet.equals(benchbackcompat.load_results(root))
+    with pytest.raises(BenchError, match="must end in .csv or .parquet"):
+        benchbackcompat.export_results(root, tmp_path / "out.xlsx")
+
+
+def test_compare_means_differences_seeds_and_configuration_flags(tmp_path, capsys):
+    a = store(tmp_path / "a", record("l2", 0, 30.0), record("l2", 1, 36.0), record("hoc", 0, 45.0))
+    b = store(tmp_path / "b", record("l2", 0, 38.0, epochs=3), record("l2", 1, 40.0), record("hoc", 0, 45.0, status="diverged"))
+    assert main(["compare", a, b, "--statistics", "cross,self"]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    # l2 cross: A mean (30 + 36) / 2 = 33 over seeds 0,1; B mean (38 + 40) / 2 = 39; B - A = +6
+    assert "| ext-class  | l2       | cmc@1    | cross       | 33.00 | 0,1       | 39.00 | 0,1       | +6.00   |" in lines
+    assert "| ext-class  | hoc      | cmc@1    | cross       | 45.00 | 0         | -     | -         | -       |" in lines
+    assert "  ext-class/l2/seed0: configuration differs: train.epochs 2 -> 3" in lines
+    assert "  ext-class/hoc/seed0: diverged in B" in lines
+    assert not any("ext-class/l2/seed1" in line for line in lines)  # same configuration, both finished
+
+
+def test_run_api_takes_the_cli_options_and_rejects_unknown_ones(tmp_path):
+    from benchbackcompat.api import cli_arguments
+
+    assert cli_arguments({"scenario": "ext-class", "methods": ["l2", "hoc"], "seeds": [0, 1], "no_share": True,
+                          "dry_run": False, "verbose": 2, "set": {"train.epochs": 2, "pretrain_classes": [4, 8]}}) == [
+        "--scenario", "ext-class", "--methods", "l2,hoc", "--seeds", "0,1", "--no-share", "--verbose", "--verbose",
+        "--set", "train.epochs=2", "--set", "pretrain_classes=[4, 8]"]
+    with pytest.raises(BenchError, match="invalid arguments for benchbackcompat.run"):
+        benchbackcompat.run(scenario="ext-class", methods="l2", epochs=3)
+    frame = benchbackcompat.run(scenario="ext-class", methods="l2", dry_run=True, out=tmp_path)
+    assert frame.empty and list(frame.columns)[-3:] == ["metric", "statistic", "value"]
+
+
+def test_show_lists_interrupted_cells_with_their_saved_steps(tmp_path, capsys):
+    root = store(tmp_path, record("l2", 0, 30.0))
+    interrupted = ResultStore(tmp_path).cell_dir("feedbeef00000000")
+    interrupted.mkdir(parents=True)
+    for step in (0, 1):
+        (interrupted / f"step-{step}.pt").write_bytes(b"")
+    (interrupted / "cell.json").write_text('{"label": "multi-step/hoc/seed0"}')
+    assert main(["show", "--results", root]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert any("| feedbeef00000000 | multi-step/hoc/seed0 | partial (steps 0, 1 saved) |" in line for line in lines)
+    assert any("| ext-class/l2/seed0 " in line and "finished" in line for line in lines)
+    assert main(["show", "multi-step/hoc/seed0", "--results", root]) == 0
+    assert "steps 0, 1 saved; run the same command again to resume" in capsys.readouterr().out

@@ -1,0 +1,66 @@
+"""The claims report on hand-made records: verdicts follow the paired interval of the difference."""
+from __future__ import annotations
+
+import numpy as np
+
+from benchbackcompat.metrics import outcomes
+from benchbackcompat.report.aggregate import build_tables
+from benchbackcompat.report.claims import NOT_REPRODUCED, REPRODUCED, UNDECIDABLE, CLAIMS, claims_markdown
+from test_statistics import _single
+
+
+def _sequence(method: str, hits: list[list[int | None]], n: int = 300, seed: int = 0) -> dict:
+    """A multi-step record whose C[t][k] is hits[t][k] of n queries (the first queries hit)."""
+    T = len(hits)
+
+    def encoded(k: int) -> dict:
+        values = np.zeros(n, dtype=bool)
+        values[:k] = True
+        return outcomes.encode(values)
+
+    C = [[100.0 * hits[t][k] / n if k <= t else None for k in range(T)] for t in range(T)]
+    return {"status": "finished", "key": f"{method}{seed}", "scenario": "multi-step", "kind": "multi-step",
+            "dataset": "d", "preset": "p", "method": method, "params": {}, "seed": seed,
+            "config": {"metrics": ["cmc@1"]}, "metrics": {"cmc@1": {"AA": 0.0, "AC": 0.0, "ACA": 0.0}},
+            "matrices": {"cmc@1": C}, "chance": {"cmc@1": 1.0},
+            "outcomes": {"cmc@1": {"C": [[encoded(hits[t][k]) if k <= t else None for k in range(T)]
+                                         for t in range(T)]}}}
+
+
+def _verdicts(records: list[dict], statement: str) -> list[str]:
+    claim = next(c for c in CLAIMS if c.statement == statement)
+    return [claim.test(t).verdict for t in build_tables(records) if t.kind in claim.kinds]
+
+
+def test_ac_claims_from_brute_force_matrices():
+    # PSP: every later model beats the earlier self-test (AC 1); independent: none does (AC 0)
+    psp = _sequence("psp", [[150], [180, 200], [190, 210, 240]])
+    independent = _sequence("independent", [[150], [10, 200], [5, 8, 240]])
+    for record in (psp, independent):  # AC as the paper's formula, by hand
+        record["metrics"]["cmc@1"]["AC"] = 1.0 if record is psp else 0.0
+    assert _verdicts([psp, independent], "PSP compatible on multi-step where independent encoders are not") == [REPRODUCED]
+    # LSP no more compatible than independent: the difference [0, 0] lies at zero -> not reproduced
+    lsp = _sequence("lsp", [[150], [10, 200], [5, 8, 240]])
+    assert _verdicts([lsp, independent], "LSP compatible on multi-step where independent encoders are not") == [NOT_REPRODUCED]
+    # a cross-test one query above the self-test on 300 queries: AC 1 on the point values, but the interval
+    # of AC spans 0..1, so the claim is undecidable here
+    close = _sequence("psp", [[150], [151, 200], [151, 201, 240]])
+    assert _verdicts([close, independent], "PSP compatible on multi-step where independent encoders are not") == [UNDECIDABLE]
+
+
+def test_hbct_claim_needs_a_decidable_update():
+    n = 400
+    decided = [_single("hbct", 0, n, 200, 300, 290, 200, 300), _single("l2", 0, n, 200, 300, 240, 200, 300),
+               _single("hbct-no-entail", 0, n, 200, 300, 288, 200, 300)]
+    assert _verdicts(decided, "HBCT's P_com above the best Euclidean method's") == [REPRODUCED]  # 0.9 vs 0.4
+    assert _verdicts(decided, "HBCT's P_com above HBCT without the entailment loss") == [UNDECIDABLE]  # 0.9 vs 0.88
+    small = [_single("hbct", 0, n, 200, 210, 209, 200, 208), _single("l2", 0, n, 200, 210, 201, 200, 208)]
+    claim = next(c for c in CLAIMS if c.statement == "HBCT's P_com above the best Euclidean method's")
+    finding = claim.test(build_tables(small)[0])
+    assert finding.verdict == UNDECIDABLE and any("update decidable: no" in c for c in finding.checked)
+
+
+def test_report_lists_untested_claims():
+    text = claims_markdown(build_tables([_single("hbct", 0, 100, 50, 80, 70, 50, 80)]), "> header")
+    assert text.count("\n| ") == len(CLAIMS) + 1  # header row + one line per claim (one table or none)
+    assert "no stored table of iam-cl2r" in text

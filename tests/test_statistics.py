@@ -1,0 +1,186 @@
+"""Per-query outcomes, bootstrap intervals, significance, P_com decidability, chance flags and ranking,
+checked against hand-computed values, brute-force enumeration and the normal approximation."""
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from benchbackcompat.metrics import bootstrap, outcomes, retrieval
+from benchbackcompat.report.aggregate import MIN_UPDATE_GAIN, build_tables, undecidable_update, Stat
+
+
+def test_outcomes_round_trip_hits_and_average_precisions():
+    hits = np.array([True, False, True, True, False, False, True, False, True, True])
+    stored = outcomes.encode(hits)
+    assert stored["encoding"] == "bits" and len(stored["data"]) <= 4  # 10 hits -> 2 bytes -> 4 base64 chars
+    assert outcomes.decode(stored).tolist() == hits.astype(float).tolist()
+    aps = np.array([0.5, np.nan, 1.0, 0.25])
+    back = outcomes.decode(outcomes.encode(aps))
+    assert np.isnan(back[1]) and back[[0, 2, 3]].tolist() == [0.5, 1.0, 0.25]
+    assert outcomes.score(aps) == pytest.approx(100 * (0.5 + 1.0 + 0.25) / 3)
+
+
+def test_per_query_ranks_match_a_brute_force_ranking():
+    gen = torch.Generator().manual_seed(0)
+    q, g = torch.randn(30, 4, generator=gen), torch.randn(40, 4, generator=gen)
+    ql, gl = torch.randint(0, 5, (30,), generator=gen), torch.randint(0, 5, (40,), generator=gen)
+    ranks = retrieval.first_relevant_ranks(q, ql, g, gl, chunk_size=7)
+    sims = torch.nn.functional.normalize(q, dim=1) @ torch.nn.functional.normalize(g, dim=1).T
+    for i in range(30):
+        order = sorted(range(40), key=lambda j: (-float(sims[i, j]), j))
+        expected = next((r for r, j in enumerate(order) if gl[j] == ql[i]), 40)
+        assert int(ranks[i]) == expected
+    assert retrieval.cmc(q, ql, g, gl, ks=(1,))[1] == pytest.approx(100 * float((ranks < 1).float().mean()))
+
+
+def test_resampled_scores_by_hand():
+    o = np.array([[1.0, 0.0, 1.0], [0.5, np.nan, 0.0]])
+    w = np.array([[2, 0, 1], [0, 3, 0], [1, 1, 1]])
+    s = bootstrap.resampled_scores(o, w)
+    assert s[0].tolist() == pytest.approx([100.0, 100 * (2 * 0.5 + 1 * 0.0) / 3])
+    assert s[1, 0] == 0.0 and math.isnan(s[1, 1])  # only the skipped query drawn
+    assert s[2].tolist() == pytest.approx([100 * 2 / 3, 100 * 0.5 / 2])
+
+
+def test_query_weights_are_resamples_and_deterministic():
+    w = bootstrap.query_weights(50, 3)
+    assert w.shape == (bootstrap.REPLICATES, 50) and (w.sum(1) == 50).all()
+    assert (w == bootstrap.query_weights(50, 3)).all() and not (w == bootstrap.query_weights(50, 4)).all()
+
+
+def test_query_interval_matches_the_normal_approximation():
+    n, p = 2000, 0.3
+    hits = np.zeros(n)
+    hits[: int(n * p)] = 1.0
+    reps = bootstrap.resampled_scores(hits, bootstrap.query_weights(n, 0))[:, 0]
+    low, high = bootstrap.interval(reps)
+    half = 100 * 1.96 * math.sqrt(p * (1 - p) / n)  # 2.01 points
+    assert low == pytest.approx(100 * p - half, abs=0.35) and high == pytest.approx(100 * p + half, abs=0.35)
+
+
+def test_seed_bootstrap_matches_enumeration_of_seed_resamples():
+    values = [0.0, 3.0, 6.0]  # three seeds, no query noise
+    reps = bootstrap.combine_seeds([np.full(bootstrap.REPLICATES, v) for v in values])
+    means = [np.mean(c) for c in itertools.product(values, repeat=3)]  # all 27 equally likely resamples
+    assert reps.mean() == pytest.approx(np.mean(means), abs=0.2)
+    assert reps.var() == pytest.approx(np.var(means), rel=0.15)  # population variance 6 / 3 = 2
+    assert set(np.unique(reps)) <= set(np.unique(means))
+
+
+def test_significance_of_a_paired_difference():
+    n = 600
+    a = np.zeros(n)
+    a[:300] = 1  # 50%
+    b = a.copy()
+    b[:30] = 0  # 45%: 30 fewer hits on the same queries
+    c = np.roll(a, 150)  # 50% too, on other queries
+    w = bootstrap.query_weights(n, 0)
+    ra, rb, rc = (bootstrap.resampled_scores(x, w)[:, 0] for x in (a, b, c))
+    assert bootstrap.significantly_worse(ra, rb)
+    assert not bootstrap.significantly_worse(ra, rc) and not bootstrap.significantly_worse(rc, ra)
+    assert not bootstrap.significantly_worse(ra, ra)
+    assert bootstrap.significantly_worse(rb, ra, higher_is_better=False)
+
+
+def test_batched_matrix_statistics_by_hand():
+    C = np.array([[[50.0, 0, 0], [52.0, 60.0, 0], [49.0, 61.0, 70.0]]])
+    stats = bootstrap.batched_matrix_statistics(C)
+    # pairs (1,0): 52 > 50 yes; (2,0): 49 > 50 no; (2,1): 61 > 60 yes
+    assert stats["AC"][0] == pytest.approx(2 / 3)
+    assert stats["AA"][0] == pytest.approx((50 + 52 + 60 + 49 + 61 + 70) / 6)
+    assert stats["ACA"][0] == pytest.approx((52 + 61) / 3)
+
+
+def _hits(n: int, k: int) -> dict:
+    values = np.zeros(n, dtype=bool)
+    values[:k] = True
+    return outcomes.encode(values)
+
+
+def _single(method: str, seed: int, n: int, old: int, new: int, cross: int, ref_old: int, ref_new: int,
+            chance: float = 5.0) -> dict:
+    pct = lambda k: 100.0 * k / n  # noqa: E731
+    metrics = {"self": pct(new), "cross": pct(cross), "old_self": pct(old), "reference_self": pct(ref_new),
+               "reference_old_self": pct(ref_old), "AA": 0.0, "AC": 0.0, "ACA": 0.0}
+    metrics["p_com"] = (metrics["cross"] - metrics["reference_old_self"]) / (
+        metrics["reference_self"] - metrics["reference_old_self"])
+    metrics["p_up"] = (metrics["self"] - metrics["reference_self"]) / metrics["reference_self"]
+    return {
+        "status": "finished", "key": f"{method}{seed}", "scenario": "ext-class", "kind": "ext-class", "dataset": "d",
+        "preset": "p", "method": method, "params": {}, "seed": seed, "config": {"metrics": ["cmc@1"]},
+        "metrics": {"cmc@1": metrics},
+        "matrices": {"cmc@1": [[pct(old), None], [pct(cross), pct(new)]]},
+        "outcomes": {"cmc@1": {"C": [[_hits(n, old), None], [_hits(n, cross), _hits(n, new)]],
+                               "reference_old_self": _hits(n, ref_old), "reference_self": _hits(n, ref_new)}},
+        "chance": {"cmc@1": chance},
+    }
+
+
+def test_p_com_hidden_when_the_update_is_small_or_not_significant():
+    # reference self 52% vs old self 50% on 400 queries: a 2-point update, below the minimum
+    table = build_tables([_single("a", 0, 400, 200, 210, 204, 200, 208)])[0]
+    cell = table.rows[0].cells["cmc@1:p_com"]
+    assert cell.text == "–" and "reference self − old self = 2.00" in cell.reason
+    # a 20-point update on 400 queries is decidable: P_com = (55 - 50) / (70 - 50) = 0.25
+    table = build_tables([_single("a", 0, 400, 200, 280, 220, 200, 280)])[0]
+    assert table.rows[0].cells["cmc@1:p_com"].mean == pytest.approx(0.25)
+    low, high = table.rows[0].cells["cmc@1:p_com"].interval
+    assert low < 0.25 < high
+    assert undecidable_update(Stat((MIN_UPDATE_GAIN + 1,), np.array([-1.0, 1.0, 2.0] * 10))).endswith(
+        "is not significantly positive")
+
+
+def test_rank_follows_p_com_then_cross_and_chance_level_rows_are_not_ranked():
+    n = 400
+    records = [
+        _single("good", 0, n, 200, 280, 250, 200, 280),   # P_com 0.625
+        _single("fair", 0, n, 200, 280, 230, 200, 280),   # P_com 0.375, higher self does not matter
+        _single("noise", 0, n, 8, 9, 9, 8, 80, chance=5.0),  # old self 2% < 2 x 5%: chance level
+    ]
+    table = build_tables(records)[0]
+    ranks = {row.method: row.rank for row in table.rows}
+    assert ranks == {"good": 1, "fair": 2, "noise": None}
+    noise = next(r for r in table.rows if r.method == "noise")
+    assert "chance level" in noise.chance
+
+
+def test_bold_only_rows_not_significantly_worse_than_the_best():
+    from benchbackcompat.report.aggregate import best_ids
+
+    n = 600
+    records = [_single("best", 0, n, 300, 450, 420, 300, 450), _single("close", 0, n, 300, 450, 418, 300, 450),
+               _single("worse", 0, n, 300, 450, 330, 300, 450)]
+    table = build_tables(records)[0]
+    cross = next(c for c in table.columns if c.id == "cmc@1:cross")
+    bold = {table.rows[i].method for i in best_ids(table, cross)}
+    assert bold == {"best", "close"}
+    old = next(c for c in table.columns if c.id == "cmc@1:old_self")
+    assert best_ids(table, old) == set()  # context columns are never bold
+
+
+def _data(query_labels: list[int], gallery_labels: list[int] | None):
+    from benchbackcompat.data.arrays import ImageArrays
+    from benchbackcompat.scenarios.data import ScenarioData
+
+    def arrays(labels):
+        return ImageArrays(torch.zeros(len(labels), 3, 8, 8, dtype=torch.uint8), torch.tensor(labels))
+
+    return ScenarioData(arrays([0]), arrays(query_labels), arrays(gallery_labels) if gallery_labels else None, None,
+                        (0.5,) * 3, (0.25,) * 3, 8, 3, "hand")
+
+
+def test_chance_levels_by_hand():
+    from benchbackcompat.engine.evaluate import chance_level
+
+    loo = _data([0, 0, 1, 1, 1], None)
+    # leave-one-out: a class-0 query has 1 relevant item among 4 others, a class-1 query 2 of 4
+    assert chance_level("cmc@1", "loo", loo) == pytest.approx(100 * (2 * 0.25 + 3 * 0.5) / 5)
+    # CMC@2: one minus the chance that neither of two random items is relevant (with replacement)
+    assert chance_level("cmc@2", "loo", loo) == pytest.approx(100 * (2 * (1 - 0.75**2) + 3 * (1 - 0.5**2)) / 5)
+    assert chance_level("top1", "template", _data([0, 1], [0, 1, 2, 2])) == pytest.approx(100 / 3)
+    assert chance_level("cmc@1", "nn", _data([0, 1], [0, 1, 2, 2])) == pytest.approx(25.0)
+    assert chance_level("verification", "verification", loo) == 50.0
