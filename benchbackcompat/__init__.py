@@ -1,6 +1,8 @@
 """benchbackcompat: one harness for backward-compatible representation learning."""
 from __future__ import annotations
 
+import importlib
+
 import pluggy
 
 __version__ = "0.1.0"
@@ -15,12 +17,8 @@ def __getattr__(name: str):
     """``benchbackcompat.load_results`` and the rest of :mod:`benchbackcompat.api`, without importing torch
     for ``import benchbackcompat``; ``benchbackcompat.run(...)`` is the callable module :mod:`benchbackcompat.run`."""
     if name in API:
-        from benchbackcompat import api
-
-        return getattr(api, name)
+        return getattr(importlib.import_module("benchbackcompat.api"), name)
     if name == "run":
-        import importlib
-
         return importlib.import_module("benchbackcompat.run")
     raise AttributeError(f"module 'benchbackcompat' has no attribute {name!r}")
 

@@ -8,118 +8,22 @@
 from __future__ import annotations
 
 import json
-import math
-from collections.abc import Iterable, Mapping
-from pathlib import Path
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from benchbackcompat.errors import BenchError
+from benchbackcompat.frames import (  # noqa: F401  (the public API)
+    export_results,
+    load_matrix_entries,
+    load_results,
+    read_records,
+    results_frame,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
 
-Paths = str | Path | Iterable[str | Path]
-CELL_COLUMNS = ["scenario", "kind", "method", "seed", "status", "preset", "dataset", "params", "key", "label",
-                "source", "version", "commit", "device"]
-RESULT_COLUMNS = [*CELL_COLUMNS, "metric", "statistic", "value"]
-MATRIX_COLUMNS = [*CELL_COLUMNS[:10], "metric", "query_model", "gallery_model", "value"]
 REPEATABLE = {"set", "executor_param"}  # options given several times on the command line
-
-
-def _pandas():
-    try:
-        import pandas
-    except ImportError:
-        raise BenchError("the Python API needs pandas: pip install pandas") from None
-    return pandas
-
-
-def _roots(paths: Paths) -> list[Path]:
-    return [Path(paths)] if isinstance(paths, (str, Path)) else [Path(p) for p in paths]
-
-
-def read_records(paths: Paths) -> list[dict[str, Any]]:
-    """The records under one or several results directories, merged (see ``report.merge``), each with its
-    ``source`` directory; unfinished cells included."""
-    from benchbackcompat.report.merge import merge_records
-    from benchbackcompat.store import ResultStore
-
-    roots = _roots(paths)
-    for root in roots:
-        if not (root / "cells").is_dir():
-            raise BenchError(f"no results in {root} (no cells/ folder); run `benchbackcompat run --out {root}` first")
-    sources = ((str(root), [{**r, "source": str(root)} for r in ResultStore(root).records()]) for root in roots)
-    return merge_records(sources).records
-
-
-def _cell_fields(record: dict[str, Any]) -> dict[str, Any]:
-    versions = record.get("versions", {})
-    return {"scenario": record.get("scenario"), "kind": record.get("kind"), "method": record.get("method"),
-            "seed": record.get("seed"), "status": record.get("status"), "preset": record.get("preset"),
-            "dataset": record.get("dataset"), "params": json.dumps(record.get("params", {}), sort_keys=True),
-            "key": record.get("key"), "label": record.get("label"), "source": record.get("source"),
-            "version": versions.get("benchbackcompat"), "commit": versions.get("commit"), "device": record.get("device")}
-
-
-def _number(value: Any) -> float:
-    return math.nan if value is None else float(value)
-
-
-def results_frame(records: Iterable[dict[str, Any]]) -> pd.DataFrame:
-    """One row per cell x retrieval metric x scalar statistic (AC, AA, ACA, self, cross, p_com, ...); a cell
-    without metrics (diverged, failed, not applicable) is one row with empty metric, statistic and value."""
-    rows = []
-    for record in records:
-        cell = _cell_fields(record)
-        metrics = record.get("metrics") or {}
-        if not metrics:
-            rows.append({**cell, "metric": None, "statistic": None, "value": math.nan})
-        for metric, values in metrics.items():
-            rows += [{**cell, "metric": metric, "statistic": name, "value": _number(value)}
-                     for name, value in values.items() if value is None or isinstance(value, (int, float))]
-    return _pandas().DataFrame(rows, columns=RESULT_COLUMNS)
-
-
-def matrix_frame(records: Iterable[dict[str, Any]]) -> pd.DataFrame:
-    """One row per compatibility-matrix entry C[t][k] (k <= t): query model t, gallery model k, value in %."""
-    rows = []
-    for record in records:
-        cell = {k: v for k, v in _cell_fields(record).items() if k in MATRIX_COLUMNS}
-        for metric, matrix in (record.get("matrices") or {}).items():
-            rows += [{**cell, "metric": metric, "query_model": t, "gallery_model": k, "value": _number(matrix[t][k])}
-                     for t in range(len(matrix)) for k in range(t + 1)]
-    return _pandas().DataFrame(rows, columns=MATRIX_COLUMNS)
-
-
-def load_results(path: Paths) -> pd.DataFrame:
-    """The results of one or several results directories: one row per cell x metric x statistic."""
-    return results_frame(read_records(path))
-
-
-def load_matrix_entries(path: Paths) -> pd.DataFrame:
-    """The compatibility matrices of one or several results directories: one row per entry."""
-    return matrix_frame(read_records(path))
-
-
-def export_results(path: Paths, out: str | Path) -> list[Path]:
-    """Write :func:`load_results` to ``out`` (``.csv`` or ``.parquet``) and :func:`load_matrix_entries` beside
-    it (``NAME-matrix.csv``/``.parquet``); returns the files written."""
-    out = Path(out)
-    if out.suffix not in (".csv", ".parquet"):
-        raise BenchError(f"cannot export to {out}: the file name must end in .csv or .parquet")
-    records = read_records(path)
-    written = []
-    for frame, target in ((results_frame(records), out), (matrix_frame(records), out.with_name(f"{out.stem}-matrix{out.suffix}"))):
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if out.suffix == ".csv":
-            frame.to_csv(target, index=False)
-        else:
-            try:
-                frame.to_parquet(target, index=False)
-            except ImportError:
-                raise BenchError("writing parquet needs pyarrow: pip install pyarrow (or export to .csv)") from None
-        written.append(target)
-    return written
 
 
 def cli_arguments(options: Mapping[str, Any]) -> list[str]:

@@ -319,7 +319,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from benchbackcompat.api import export_results
+    from benchbackcompat.frames import export_results
 
     written = export_results(args.results or [Path("results")], args.out)
     print("wrote " + " and ".join(str(path) for path in written))

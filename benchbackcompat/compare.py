@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from benchbackcompat.api import Paths, read_records, results_frame
+from benchbackcompat.frames import Paths, read_records, results_frame
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -5,6 +5,7 @@ The module is callable: ``benchbackcompat.run(scenario=..., methods=...)`` is :f
 from __future__ import annotations
 
 import functools
+import importlib
 import sys
 import time
 import types
@@ -298,9 +299,9 @@ def _plugin_version(host: PluginHost, name: str) -> str:
 
 class _CallableModule(types.ModuleType):
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        from benchbackcompat.api import run
+        api = importlib.import_module("benchbackcompat.api")  # the Python API sits above the CLI: imported at call time
 
-        return run(*args, **kwargs)
+        return api.run(*args, **kwargs)
 
 
 sys.modules[__name__].__class__ = _CallableModule
