@@ -43,6 +43,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--executor", choices=("inline", "local", "slurm"), default="inline",
                      help="inline (default): here; local/slurm: one submitit job per shard of cells")
     run.add_argument("--jobs", type=int, help="number of jobs for --executor local|slurm (default: one per cell)")
+    run.add_argument("--workers", type=int, default=1,
+                     help="run N cells at once on this machine, the CPU threads split among them (default 1)")
     run.add_argument("--executor-param", action="append", default=[], metavar="KEY=VALUE",
                      help="submitit parameter, e.g. slurm_partition=gpu, timeout_min=600, gpus_per_node=1")
 
@@ -81,12 +83,12 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
-def cmd_run(args: argparse.Namespace) -> int:
+def build_run_plan(args: argparse.Namespace):
+    """The validated plan of ``run`` arguments and its plugin host (also rebuilt by each ``--workers`` process)."""
     from benchbackcompat.plugins import PluginHost
     from benchbackcompat.presets import resolve_run, split_list
-    from benchbackcompat.report import leaderboard_tables
     from benchbackcompat.engine import distributed
-    from benchbackcompat.run import execute, make_plan, run_summary, select_shard
+    from benchbackcompat.run import make_plan, select_shard
 
     data: dict = {}
     if args.dataset:
@@ -108,12 +110,28 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.shard:
         plan.cells = select_shard(plan.cells, args.shard)
     host.register_extensions()
+    return plan, host
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from benchbackcompat.report import leaderboard_tables
+    from benchbackcompat.engine import distributed
+    from benchbackcompat.run import execute, run_summary
+
+    plan, host = build_run_plan(args)
+    run = plan.run
     if args.dry_run:
         print(json.dumps(run.model_dump(mode="json"), indent=2))
         print(plan.describe())
         return 0
+    if args.workers != 1 and (args.executor != "inline" or distributed.active()):
+        raise BenchError("--workers runs cells in processes on this machine: use it without --executor and torchrun")
     started = time.perf_counter()
-    if args.executor == "inline":
+    if args.executor == "inline" and args.workers != 1:
+        from benchbackcompat.workers import execute_in_workers
+
+        records = execute_in_workers(args, plan, args.workers, build_run_plan)
+    elif args.executor == "inline":
         records = execute(plan, host)
     else:
         from benchbackcompat.executors import submit
