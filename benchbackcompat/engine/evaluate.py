@@ -26,19 +26,25 @@ def extract_features(
     model: nn.Module, method: Method, images: ImageArrays, *, mean, std, batch_size: int, device: torch.device, amp: str
 ) -> Tensor:
     """Retrieval features of every image (float32, on ``device``), in batches of ``batch_size``
-    (halved and retried when the device runs out of memory)."""
-    model.eval()
+    (halved and retried when the device runs out of memory).
+
+    Model and images are channels-last (NHWC) meanwhile: the same arithmetic up to float rounding
+    (about 1e-7 relative), and max-pooling on a CPU is about 10x faster than in NCHW."""
+    model.eval().to(memory_format=torch.channels_last)
     chunks, start = [], 0
-    while start < len(images):
-        try:
-            fault_point("extract-batch")
-            batch = normalise(images.images[start : start + batch_size].to(device), mean, std)
-            with autocast(device, amp):
-                chunks.append(method.features(model, batch).float())
-        except RuntimeError as error:
-            batch_size = halve_on_oom(error, batch_size, "feature extraction")
-            continue
-        start += batch_size
+    try:
+        while start < len(images):
+            try:
+                fault_point("extract-batch")
+                batch = normalise(images.images[start : start + batch_size].to(device), mean, std)
+                with autocast(device, amp):
+                    chunks.append(method.features(model, batch.contiguous(memory_format=torch.channels_last)).float())
+            except RuntimeError as error:
+                batch_size = halve_on_oom(error, batch_size, "feature extraction")
+                continue
+            start += batch_size
+    finally:
+        model.to(memory_format=torch.contiguous_format)
     return torch.cat(chunks)
 
 
