@@ -7,7 +7,6 @@ entries are similarity computations on stored features.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import torch
 from torch import Tensor, nn
@@ -16,6 +15,7 @@ from benchbackcompat.data.arrays import ImageArrays
 from benchbackcompat.data.augment import normalise
 from benchbackcompat.engine.device import autocast, derive_seed, generator
 from benchbackcompat.engine.faults import fault_point, halve_on_oom
+from benchbackcompat.engine.features import FeatureBank, ModelFeatures
 from benchbackcompat.method import Method
 from benchbackcompat.metrics import retrieval
 from benchbackcompat.scenarios.data import ScenarioData
@@ -46,12 +46,6 @@ def extract_features(
     finally:
         model.to(memory_format=torch.contiguous_format)
     return torch.cat(chunks)
-
-
-@dataclass
-class ModelFeatures:
-    query: Tensor
-    gallery: Tensor | None  # None for leave-one-out
 
 
 def model_features(model: nn.Module, method: Method, data: ScenarioData, *, batch_size: int, device, amp: str) -> ModelFeatures:
@@ -104,7 +98,7 @@ def _score(
 
 def compatibility_matrices(
     method: Method,
-    features: list[ModelFeatures],
+    features: list[ModelFeatures] | FeatureBank,
     data: ScenarioData,
     protocol: str,
     metrics: list[str],
@@ -112,8 +106,10 @@ def compatibility_matrices(
     verification_pairs: int = 3000,
 ) -> tuple[dict[str, list[list[float]]], list[str]]:
     """Fill C[t][k] (query model t, gallery model k <= t) for every metric; NaN where an entry
-    cannot be computed (for example feature sizes that differ), with a note saying why."""
-    T = len(features)
+    cannot be computed (for example feature sizes that differ), with a note saying why. ``features``
+    may be a bank that keeps them on disk: each entry then loads only the two it compares."""
+    bank = features if isinstance(features, FeatureBank) else FeatureBank.in_memory(features)
+    T = len(bank)
     pairs = None
     if protocol == "verification":
         pairs = retrieval.sample_verification_pairs(
@@ -123,9 +119,9 @@ def compatibility_matrices(
     notes: list[str] = []
     similarity = method.similarity()
     for t in range(T):
+        query_t = bank.query(t)
         for k in range(t + 1):
-            stored = features[k].gallery if features[k].gallery is not None else features[k].query
-            query, gallery = method.pair_features(features[t].query, stored, t, k)
+            query, gallery = method.pair_features(query_t, bank.stored(k), t, k)
             if query.shape[1] != gallery.shape[1]:
                 notes.append(f"C[{t}][{k}]: feature sizes differ ({query.shape[1]} vs {gallery.shape[1]})")
                 continue

@@ -28,6 +28,7 @@ from benchbackcompat.engine.evaluate import (
     compatibility_matrices,
     model_features,
 )
+from benchbackcompat.engine.features import FeatureBank
 from benchbackcompat.engine.timing import PhaseTimer
 from benchbackcompat.engine.train import Acceleration, DivergedError, train_model
 from benchbackcompat.method import Method, StepContext, frozen_copy
@@ -270,7 +271,7 @@ class CellRunner:
             return model_features(model, method, self.data, batch_size=self.scenario.train.eval_batch_size,
                                   device=self.device, amp=self.scenario.train.amp)
 
-    def matrices(self, method: Method, features: list[ModelFeatures]) -> tuple[dict[str, list[list[float]]], list[str]]:
+    def matrices(self, method: Method, features: list[ModelFeatures] | FeatureBank) -> tuple[dict[str, list[list[float]]], list[str]]:
         with self.timer.phase("score"):
             return compatibility_matrices(method, features, self.data, self.scenario.protocol, self.scenario.metrics,
                                           self.cell.seed, self.scenario.verification_pairs)
@@ -283,8 +284,13 @@ class CellRunner:
                 self.reference_models()
             return {"status": "finished"}
         references = self.reference_models() if self.scenario.single_update else None  # training, timed as such
-        features = [self.features(self.method, m) for m in models]
-        matrices, notes = self.matrices(self.method, features)
+        features = FeatureBank(self.store.cell_dir(self.cell.key) / "features", device=self.device)  # spilled past 1 GiB
+        try:
+            for model in models:
+                features.append(self.features(self.method, model))
+            matrices, notes = self.matrices(self.method, features)
+        finally:
+            features.close()
         metrics = {m: summarise(C) for m, C in matrices.items()}
         if references is not None:
             self.add_update_metrics(metrics, *references)
