@@ -13,13 +13,14 @@ folder, one process) and prints its wall time beside the estimate of the same pa
 estimate of the whole grid can be checked (and scaled by the measured/estimated ratio).
 
     python benchmarks/grid_cost.py --preset quick --scenario all --methods all --seeds 0,1,2 \
-        [--measure-scenario both --measure-methods hoc,l2 --measure-seeds 0] [--workers 1]
+        [--measure-scenario both --measure-methods hoc,l2 --measure-seeds 0] [--workers 1,2] [--repeats 3]
 """
 from __future__ import annotations
 
 import argparse
 import contextlib
 import io
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -165,10 +166,10 @@ def calibrate(backbones: set[str], batch: int, batches: int) -> dict[str, tuple[
     return rates
 
 
-def plan_of(preset: str, scenarios: str, methods: str, seeds: str, host: PluginHost):
+def plan_of(preset: str, scenarios: str, methods: str, seeds: str, host: PluginHost, assignments: list[str]):
     names = sorted(host.methods()) if methods == "all" else split_list(methods)
     run = resolve_run(preset=preset, scenarios=split_list(scenarios), methods=names,
-                      seeds=[int(s) for s in seeds.split(",")])
+                      seeds=[int(s) for s in seeds.split(",")], assignments=assignments)
     return make_plan(run, host)
 
 
@@ -181,11 +182,14 @@ def main() -> None:
     parser.add_argument("--measure-scenario", help="scenarios of the part run for real (default: none run)")
     parser.add_argument("--measure-methods", help="methods of the measured part (default: --methods)")
     parser.add_argument("--measure-seeds", default="0")
-    parser.add_argument("--workers", type=int, default=1, help="--workers of the measured run")
+    parser.add_argument("--workers", default="1", help="--workers of the measured run; several (1,2) are run interleaved")
     parser.add_argument("--calibration-batches", type=int, default=3)
+    parser.add_argument("--set", dest="assignments", action="append", default=[], metavar="KEY=VALUE",
+                        help="as `run --set`, for the estimate and the measured part (e.g. train.epochs=1)")
+    parser.add_argument("--repeats", type=int, default=1, help="measured runs (interleaved over --workers values)")
     args = parser.parse_args()
     host = PluginHost()
-    plan = plan_of(args.preset, args.scenario, args.methods, args.seeds, host)
+    plan = plan_of(args.preset, args.scenario, args.methods, args.seeds, host, args.assignments)
     cache: dict[str, ScenarioData] = {}
 
     def data_of(scenario) -> ScenarioData:
@@ -207,22 +211,33 @@ def main() -> None:
                  sum(sum(w.train.values()) for w in work.values()), f"{total / 60:.1f}"])
     print(tabulate(rows, headers=["scenario", "cells", "models trained", "training images", "estimated min"],
                    tablefmt="github"))
-    print(f"\nestimated whole grid: {total / 3600:.2f} h on this machine ({total / 3600 / max(1, args.workers):.2f} h "
-          f"if --workers {args.workers} scaled perfectly)")
+    print(f"\nestimated whole grid: {total / 3600:.2f} h on this machine with one cell at a time")
     if not args.measure_scenario:
         return
-    part = plan_of(args.preset, args.measure_scenario, args.measure_methods or args.methods, args.measure_seeds, host)
+    part = plan_of(args.preset, args.measure_scenario, args.measure_methods or args.methods, args.measure_seeds, host,
+                   args.assignments)
     estimate = sum(w.seconds(rates) for w in grid_work(part, data_of).values())
-    with tempfile.TemporaryDirectory(dir=Path.cwd()) as out:
-        command = [sys.executable, "-m", "benchbackcompat", "run", "--preset", args.preset, "--scenario",
-                   args.measure_scenario, "--methods", ",".join(part.run.methods), "--seeds", args.measure_seeds,
-                   "--out", out, "--workers", str(args.workers)]
-        started = time.perf_counter()
-        subprocess.run(command, check=True, capture_output=True)
-        measured = time.perf_counter() - started
+    measured: dict[str, list[float]] = defaultdict(list)
+    for _ in range(args.repeats):
+        for workers in args.workers.split(","):
+            with tempfile.TemporaryDirectory(dir=Path.cwd()) as out:
+                command = [sys.executable, "-m", "benchbackcompat", "run", "--preset", args.preset, "--scenario",
+                           args.measure_scenario, "--methods", ",".join(part.run.methods), "--seeds", args.measure_seeds,
+                           "--out", out, "--workers", workers, *(f"--set={a}" for a in args.assignments)]
+                started = time.perf_counter()
+                subprocess.run(command, check=True, capture_output=True)
+                measured[workers].append(time.perf_counter() - started)
+            print(f"  measured --workers {workers}: {measured[workers][-1]:.0f} s", file=sys.stderr, flush=True)
     print(f"\nmeasured part: {len(part.cells)} cells ({args.measure_scenario} x {','.join(part.run.methods)} x seeds "
-          f"{args.measure_seeds}, --workers {args.workers}): estimated {estimate:.0f} s, measured {measured:.0f} s "
-          f"(ratio {measured / estimate:.2f}); whole grid scaled by it: {total * measured / estimate / 3600:.2f} h")
+          f"{args.measure_seeds}), estimated {estimate:.0f} s with one cell at a time")
+    rows = []
+    for workers, seconds in measured.items():
+        median = statistics.median(seconds)
+        rows.append([workers, f"{torch.get_num_threads() // int(workers) or 1}", f"{median:.0f}",
+                     " ".join(f"{s:.0f}" for s in seconds), f"{median / estimate:.2f}",
+                     f"{len(part.cells) * 3600 / median:.1f}", f"{total * median / estimate / 3600:.2f}"])
+    print(tabulate(rows, headers=["--workers", "threads each", "measured s (median)", "runs", "measured/estimated",
+                                  "cells per hour", "whole grid scaled, h"], tablefmt="github"))
 
 
 if __name__ == "__main__":
