@@ -43,6 +43,7 @@ from benchbackcompat.scenarios.steps import build_steps
 
 MEAN, STD = (0.5071, 0.4867, 0.4408), (0.2675, 0.2565, 0.2761)  # the iamcl2r code's CIFAR statistics
 BATCH, CLASSES, PER_CLASS = 128, 10, 300
+BACKBONE = ["resnet18-imagenet"]  # --backbone
 
 
 def peak_rss_mb() -> float:
@@ -52,7 +53,7 @@ def peak_rss_mb() -> float:
 def workload(images: int, amp: str = "off") -> tuple[object, StepContext]:
     """The HOC method and the context of its second step (classes 10..19), old model frozen."""
     scenario = CL2R(num_tasks=2, initial_class_fraction=0.5, memory_per_class=0,
-                    model={"backbone": "resnet18-imagenet", "embedding_dim": None},
+                    model={"backbone": BACKBONE[0], "embedding_dim": None},
                     train={"epochs": 1, "batch_size": BATCH, "lr": 1e-3, "amp": amp})
     steps = build_steps(scenario, 2 * CLASSES)
     method = PluginHost().create_method("hoc", {})
@@ -63,14 +64,14 @@ def workload(images: int, amp: str = "off") -> tuple[object, StepContext]:
                       device=torch.device("cpu"), old_model=None, train_data=data, memory=None, mean=MEAN, std=STD,
                       image_size=32, seed=0)
     torch.manual_seed(0)
-    old = method.build_model(ctx, "resnet18-imagenet", 2 * CLASSES)
+    old = method.build_model(ctx, BACKBONE[0], 2 * CLASSES)
     ctx.old_model = frozen_copy(old)
     return method, ctx
 
 
 def new_model(method, ctx: StepContext):
     torch.manual_seed(1)
-    return method.build_model(ctx, "resnet18-imagenet", 2 * CLASSES)
+    return method.build_model(ctx, BACKBONE[0], 2 * CLASSES)
 
 
 class PILImages(Dataset):
@@ -141,14 +142,16 @@ def main() -> None:
     parser.add_argument("--variants", default="official-w0,official-w2,ours,ours-cl,ours-bf16,ours-bf16-cl",
                         help=f"comma-separated, of {', '.join(VARIANTS)}")
     parser.add_argument("--threads", type=int, help="torch intra-op threads (default: torch's)")
+    parser.add_argument("--backbone", default=BACKBONE[0], help="another backbone for a cheaper workload (convnet-s)")
     args = parser.parse_args()
+    BACKBONE[0] = args.backbone
     if args.threads:
         torch.set_num_threads(args.threads)
     names = args.variants.split(",")
     unknown = [n for n in names if n not in VARIANTS]
     if unknown:
         sys.exit(f"error: unknown variant(s) {', '.join(unknown)}; known: {', '.join(VARIANTS)}")
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; batch {BATCH}, {args.batches} timed batches, "
+    print(f"{args.backbone}, torch {torch.__version__}, {torch.get_num_threads()} threads; batch {BATCH}, {args.batches} timed batches, "
           f"{args.repeats} interleaved repeats", flush=True)
     rates: dict[str, list[float]] = {n: [] for n in names}
     for repeat in range(args.repeats):
