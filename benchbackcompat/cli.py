@@ -1,10 +1,11 @@
-"""Command line: ``benchbackcompat run | list | show | leaderboard | validate | new-method``."""
+"""Command line: ``benchbackcompat run | list | status | show | leaderboard | validate | new-method``."""
 from __future__ import annotations
 
 import argparse
 import json
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from benchbackcompat.errors import BenchError
@@ -34,6 +35,14 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--device", help="auto (default), cpu or cuda")
     run.add_argument("--set", dest="assignments", action="append", default=[], metavar="KEY=VALUE",
                      help="override a scenario field (train.epochs=2) or a method hyperparameter (methods.l2.weight=3)")
+    run.add_argument("--grid", dest="grids", action="append", default=[], metavar="methods.NAME.KEY=V1,V2",
+                     help="search these values of a method hyperparameter (repeatable: the Cartesian product) on a validation "
+                          "split of the training data, then run the selected setting; methods.NAME alone: the method's own grid")
+    run.add_argument("--force", action="store_true", help="recompute every cell of the plan, even finished ones")
+    run.add_argument("--rerun", metavar="METHOD[,METHOD]", default="",
+                     help="recompute the cells of these methods, even finished ones")
+    run.add_argument("--lock-timeout", type=float, metavar="SECONDS",
+                     help="give up waiting for a cell or model that another process holds (default: wait)")
     run.add_argument("--dry-run", action="store_true", help="print the resolved configuration and the planned steps")
     run.add_argument("--no-share", action="store_true",
                      help="train every model inside its own cell (no models shared across methods; for comparisons)")
@@ -52,6 +61,9 @@ def build_parser() -> argparse.ArgumentParser:
     listing.add_argument("what", choices=LISTABLE)
     listing.add_argument("--preset", default="quick")
 
+    status = sub.add_parser("status", help="list finished, partial, pending, failed and stale cells of a results directory")
+    status.add_argument("--results", type=Path, default=Path("results"))
+
     show = sub.add_parser("show", help="print a cell's compatibility matrix and metrics")
     show.add_argument("cell", nargs="?", help="cell key (a prefix is enough) or label scenario/method/seedN; omit to list cells")
     show.add_argument("--results", type=Path, default=Path("results"))
@@ -60,6 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
     board.add_argument("--results", type=Path, action="append",
                        help="results directory (repeatable, merged; on a duplicate cell the first listed wins; default ./results)")
     board.add_argument("--out", type=Path, help="write the leaderboard folder (Markdown pages, figures, CSV, JSON) instead of printing")
+    board.add_argument("--grids", action="store_true", help="also print the whole grid of every method whose hyperparameters were selected")
 
     validate = sub.add_parser("validate", help="validate a preset and method hyperparameters without running")
     validate.add_argument("--preset", default="quick")
@@ -72,15 +85,23 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from benchbackcompat.interrupts import watching
+
     args = build_parser().parse_args(argv)
     try:
-        return COMMANDS[args.command](args)
+        with watching():  # a real Ctrl-C stops the run; a KeyboardInterrupt raised by plugin code fails its cell
+            return COMMANDS[args.command](args)
     except BenchError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted: finished steps are saved; run the same command again to resume", file=sys.stderr)
         return 130
+    except OSError as error:  # a full or read-only disk, a missing folder: one line naming the path
+        where = f" {error.filename}" if error.filename else ""
+        print(f"error: cannot access{where}: {error.strerror or error}; check the path, its permissions and the free "
+              "space", file=sys.stderr)
+        return 2
 
 
 def build_run_plan(args: argparse.Namespace):
@@ -88,7 +109,7 @@ def build_run_plan(args: argparse.Namespace):
     from benchbackcompat.plugins import PluginHost
     from benchbackcompat.presets import resolve_run, split_list
     from benchbackcompat.engine import distributed
-    from benchbackcompat.run import make_plan, select_shard
+    from benchbackcompat.run import make_plan, rerun_methods, select_shard
 
     data: dict = {}
     if args.dataset:
@@ -97,16 +118,21 @@ def build_run_plan(args: argparse.Namespace):
         data["root"] = str(args.data_root)
     run = resolve_run(
         preset=args.preset, scenarios=split_list(args.scenario), methods=split_list(args.methods), seeds=args.seeds,
-        scenario_overrides={"data": data} if data else None, assignments=args.assignments, out=args.out,
+        scenario_overrides={"data": data} if data else None, assignments=args.assignments, grids=args.grids, out=args.out,
         device=args.device,
     )
     if args.no_share:
         run = run.model_copy(update={"share_models": False})
+    if args.lock_timeout is not None:
+        if args.lock_timeout <= 0:
+            raise BenchError(f"--lock-timeout {args.lock_timeout:g}: expected a positive number of seconds")
+        run = run.model_copy(update={"lock_timeout": args.lock_timeout})
     if args.channels_last or args.compile:
         run = run.model_copy(update={"channels_last": args.channels_last or run.channels_last, "compile": args.compile})
     distributed.initialise_from_environment(run.device)  # under torchrun: one rank of a data-parallel cell
     host = PluginHost()
     plan = make_plan(run, host)
+    plan.rerun = rerun_methods(plan, args.force, split_list(args.rerun))
     if args.shard:
         plan.cells = select_shard(plan.cells, args.shard)
     host.register_extensions()
@@ -116,7 +142,7 @@ def build_run_plan(args: argparse.Namespace):
 def cmd_run(args: argparse.Namespace) -> int:
     from benchbackcompat.report import leaderboard_tables
     from benchbackcompat.engine import distributed
-    from benchbackcompat.run import execute, run_summary
+    from benchbackcompat.run import execute, run_summary, selected_cells
 
     plan, host = build_run_plan(args)
     run = plan.run
@@ -124,8 +150,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(json.dumps(run.model_dump(mode="json"), indent=2))
         print(plan.describe())
         return 0
-    if args.workers != 1 and (args.executor != "inline" or distributed.active()):
-        raise BenchError("--workers runs cells in processes on this machine: use it without --executor and torchrun")
+    if args.workers != 1 and (args.executor != "inline" or distributed.active() or plan.rerun):
+        raise BenchError("--workers runs cells in processes on this machine: use it without --executor, torchrun, "
+                         "--force and --rerun")
     started = time.perf_counter()
     if args.executor == "inline" and args.workers != 1:
         from benchbackcompat.workers import execute_in_workers
@@ -137,9 +164,16 @@ def cmd_run(args: argparse.Namespace) -> int:
         from benchbackcompat.executors import submit
 
         records = submit(args, plan)
+    # grids: the selected settings on the full protocol, as soon as their selection is recorded (not sharded: with
+    # shards or jobs, the processes that find a selection complete run its cells, each cell once under its lock)
+    finals, waiting = selected_cells(plan)
+    if finals:
+        records += execute(plan, host, finals) if args.executor == "inline" else submit(args, replace(plan, cells=finals))
     if not distributed.is_main():
         return 0
     print(leaderboard_tables(records))
+    for line in waiting:
+        print(f"grid {line}", file=sys.stderr)
     summary, code = run_summary(records, time.perf_counter() - started, run.out)
     print(summary, file=sys.stderr)
     return code
@@ -155,7 +189,12 @@ def cmd_list(args: argparse.Namespace) -> int:
         host.load_all()
         rows = [[name, "available", cls.description] for name, cls in sorted(host.methods().items())]
         rows += [[name, "unavailable", failure.error] for name, failure in sorted(host.failures.items())]
+        rows += [[name, "conflict", why] for name, why in sorted(host.conflicts.items())]
         print(tabulate(rows, headers=["method", "status", "description"], tablefmt="github"))
+        for why in host.conflicts.values():
+            print(f"error: {why}", file=sys.stderr)
+        if host.conflicts:
+            return 2
     elif args.what == "scenarios":
         from benchbackcompat.presets import load_preset
 
@@ -178,6 +217,13 @@ def cmd_list(args: argparse.Namespace) -> int:
         if args.what == "backbones":
             rows.append(["timm:<name>", "any timm model by name, e.g. timm:vit_base_patch16_224"])
         print(tabulate(rows, headers=[args.what[:-1], "description"], tablefmt="github"))
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from benchbackcompat.status import render_status
+
+    print(render_status(args.results))
     return 0
 
 
@@ -228,7 +274,7 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
         written = write_leaderboard(merged, args.out, command_line(roots, args.out), render_date())
         print(f"wrote {len(written)} files to {args.out} ({args.out / 'README.md'})")
     else:
-        print(leaderboard_tables(merged.records))
+        print(leaderboard_tables(merged.records, grids=args.grids))
     if merged.duplicates:
         print(f"{len(merged.duplicates)} duplicate cells counted once (the first --results directory wins, finished "
               f"records over unfinished ones)", file=sys.stderr)
@@ -258,7 +304,7 @@ def cmd_new_method(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"run": cmd_run, "list": cmd_list, "show": cmd_show, "leaderboard": cmd_leaderboard, "validate": cmd_validate,
+COMMANDS = {"run": cmd_run, "list": cmd_list, "status": cmd_status, "show": cmd_show, "leaderboard": cmd_leaderboard, "validate": cmd_validate,
             "new-method": cmd_new_method}
 
 if __name__ == "__main__":

@@ -10,7 +10,15 @@ import json
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from benchbackcompat.errors import BenchError
 
@@ -19,6 +27,13 @@ class StrictModel(BaseModel):
     """Base for every configuration model: unknown keys are errors, values are validated on assignment."""
 
     model_config = ConfigDict(extra="forbid", validate_assignment=True, frozen=False)
+
+
+class ValidationSplit(StrictModel):
+    """A held-out part of the training data, used only to select hyperparameters."""
+
+    fraction: float = Field(0.2, gt=0, lt=1, description="fraction of every training class held out for validation")
+    seed: int = Field(0, description="seed of the per-class draw")
 
 
 class DataConfig(StrictModel):
@@ -37,6 +52,17 @@ class DataConfig(StrictModel):
     pretrain_classes: int | None = Field(None, ge=2)
     seed: int = Field(0, description="rendering seed of the embedded dataset")
     class_order_seed: int | None = Field(None, description="shuffle the class order with this seed; None keeps label order")
+    validation: ValidationSplit | None = Field(
+        None, description="selection runs only: train on the training data minus this split, evaluate on it (never the test set)"
+    )
+
+    @model_serializer(mode="wrap")
+    def _omit_unset_validation(self, handler: Any) -> dict[str, Any]:
+        """Without a validation split the dump (and so every key hashed from it) is what it was before the field existed."""
+        data = handler(self)
+        if data.get("validation") is None:
+            data.pop("validation", None)
+        return data
 
 
 class TrainConfig(StrictModel):
@@ -82,6 +108,7 @@ class ModelConfig(StrictModel):
 
 
 Protocol = Literal["loo", "nn", "template", "verification"]
+SelectionRule = Literal["hbct", "ac-then-aa"]
 RetrievalMetric = Literal["cmc@1", "cmc@5", "map", "map@r", "top1", "verification"]
 
 
@@ -101,6 +128,11 @@ class ScenarioBase(StrictModel):
     def single_update(self) -> bool:
         return False
 
+    @property
+    def selection_rule(self) -> SelectionRule:
+        """How a grid point is chosen on the validation split for this kind (benchbackcompat.selection)."""
+        return "ac-then-aa"
+
     def train_config(self, step: int) -> TrainConfig:
         """The training configuration of ``step``."""
         return self.train
@@ -113,6 +145,10 @@ class SingleUpdateBase(ScenarioBase):
     @property
     def single_update(self) -> bool:
         return True
+
+    @property
+    def selection_rule(self) -> SelectionRule:
+        return "hbct"
 
     def train_config(self, step: int) -> TrainConfig:
         return self.new_train if step > 0 and self.new_train is not None else self.train
@@ -224,6 +260,15 @@ class NamedScenario(StrictModel):
     config: ScenarioConfig
 
 
+class SelectionConfig(StrictModel):
+    """How grid points are compared: the validation split and the tolerance of HBCT's rule."""
+
+    validation: ValidationSplit = Field(default_factory=ValidationSplit)
+    tolerance: float = Field(
+        0.0, ge=0, description="single updates: a setting qualifies if its P_up is at most this far below the reference's (0)"
+    )
+
+
 class RunConfig(StrictModel):
     """Everything ``benchbackcompat run`` needs, fully resolved."""
 
@@ -231,6 +276,11 @@ class RunConfig(StrictModel):
     scenarios: list[NamedScenario] = Field(min_length=1)
     methods: list[str] = Field(min_length=1)
     method_params: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    grids: dict[str, dict[str, list[Any]] | Literal["default"]] = Field(
+        default_factory=dict,
+        description='method -> hyperparameter -> values (the Cartesian product is searched), or "default": the method\'s own grid',
+    )
+    selection: SelectionConfig = Field(default_factory=SelectionConfig)
     seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
     out: Path = Path("results")
     device: str = "auto"
@@ -238,6 +288,7 @@ class RunConfig(StrictModel):
     channels_last: Literal["auto", "on", "off"] = "auto"  # NHWC training; auto: on CUDA
     compile: bool = False  # torch.compile the backbone for training
     cache_dir: Path = Field(default_factory=lambda: Path.home() / ".cache" / "benchbackcompat")
+    lock_timeout: float | None = Field(default=None, gt=0)  # seconds to wait for another process's cell/model lock
 
 
 def format_validation_error(error: ValidationError, where: str) -> str:

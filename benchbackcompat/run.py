@@ -1,8 +1,10 @@
 """Plan and execute a run: every (scenario, seed, method) cell, skipping finished ones."""
 from __future__ import annotations
 
+import functools
 from collections import Counter
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -13,13 +15,16 @@ from benchbackcompat.config import RunConfig, ScenarioBase
 from benchbackcompat.data.registry import get_dataset
 from benchbackcompat.engine import distributed
 from benchbackcompat.engine.device import resolve_device
-from benchbackcompat.engine.runner import Cell, run_cell, worker_name
+from benchbackcompat.engine.runner import Cell, run_cell, unsupported, worker_name
 from benchbackcompat.engine.train import Acceleration
 from benchbackcompat.errors import BenchError, UnknownNameError
+from benchbackcompat.identity import code_identity
 from benchbackcompat.method import Method
 from benchbackcompat.models.registry import BACKBONES, TIMM_PREFIX, list_backbones
 from benchbackcompat.plugins import PluginHost
-from benchbackcompat.scenarios.data import load_scenario_data
+from benchbackcompat.scenarios.data import ScenarioData, load_scenario_data
+from benchbackcompat.search import Search, make_search, method_grid
+from benchbackcompat.selection import grid_points
 from benchbackcompat.scenarios.steps import build_steps
 from benchbackcompat.store import ResultStore
 
@@ -32,6 +37,21 @@ class Plan:
     run: RunConfig
     methods: dict[str, Method]
     cells: list[Cell]
+    searches: list[Search]  # grids: their selection cells are among ``cells``, their final cells come after
+    rerun: frozenset[str] = frozenset()  # methods whose cells are recomputed even if finished (--rerun, --force)
+    loaded: dict[str, ScenarioData] = field(default_factory=dict, repr=False)  # scenario data by configuration
+
+    def final_cells(self, store: ResultStore) -> tuple[list[Cell], list[str]]:
+        """The selected settings' cells of every search whose selection is recorded, and a line for each other."""
+        cells, waiting = [], []
+        for search in self.searches:
+            chosen = search.final_cells(store)
+            if chosen is None:
+                waiting.append(f"{search.scenario.name}/{search.method}: selection cells still missing (other shards?)")
+            elif not chosen:
+                waiting.append(f"{search.scenario.name}/{search.method}: no grid point finished on the validation split")
+            cells += chosen or []
+        return cells, waiting
 
     def describe(self) -> str:
         lines = [f"preset {self.run.preset!r}, seeds {self.run.seeds}, results in {self.run.out}"]
@@ -47,9 +67,14 @@ class Plan:
                                  + (f" ({step.pretrained.num_classes}-class pretrained)" if step.pretrained else "")
                                  + (", replay" if step.replay else ""))
             for name, method in self.methods.items():
-                reason = method.unsupported_reason(scenario)
+                reason = unsupported(method, scenario)
                 if reason:
                     lines.append(f"  {name}: not applicable ({reason})")
+        for search in self.searches:
+            lines.append(f"grid {search.scenario.name}/{search.method}: {len(search.points)} settings of "
+                         f"{', '.join(search.grid)} x {len(self.run.seeds)} seeds on a validation split "
+                         f"({self.run.selection.validation.fraction:.0%} of each class), rule {search.identity['rule']}, "
+                         "then the selected setting")
         lines.append(f"{len(self.cells)} cells: " + ", ".join(c.label for c in self.cells))
         return "\n".join(lines)
 
@@ -57,18 +82,37 @@ class Plan:
 def make_plan(run: RunConfig, host: PluginHost) -> Plan:
     """Validate everything that can be validated before training: methods, hyperparameters, dataset and
     backbone names, steps."""
-    methods = {name: host.create_method(name, run.method_params.get(name, {})) for name in run.methods}
+    methods = {name: host.create_method(name, run.method_params.get(name, {})) for name in dict.fromkeys(run.methods)}
+    host.check_unique(list(methods))
+    codes = {name: code_identity(type(method)) for name, method in methods.items()}
     host.register_extensions()
     for named in run.scenarios:
         check_names(named.config)
         classes = named.config.data.num_classes or DEFAULT_CLASSES.get(named.config.data.name)
         if classes:
             build_steps(named.config, classes)
-    cells = [
-        Cell(named, name, methods[name].params.model_dump(mode="json"), seed, run.preset)
-        for named in run.scenarios for seed in run.seeds for name in run.methods
-    ]
-    return Plan(run, methods, cells)
+    grids = {name: method_grid(methods[name], run.grids[name]) for name in methods if name in run.grids}
+    grids = {name: grid for name, grid in grids.items() if len(grid_points(grid)) > 1}
+    points = {name: [host.create_method(name, {**run.method_params.get(name, {}), **point}).params.model_dump(mode="json")
+                     for point in grid_points(grid)] for name, grid in grids.items()}
+    cells, searches = [], []
+    for named in run.scenarios:
+        for name in methods:
+            if name in grids and unsupported(methods[name], named.config) is None:
+                searches.append(make_search(run, named, name, grids[name], points[name], codes[name]))
+            else:
+                cells += [Cell(named, name, methods[name].params.model_dump(mode="json"), seed, run.preset, codes[name])
+                          for seed in dict.fromkeys(run.seeds)]
+    return Plan(run, methods, [c for search in searches for c in search.cells] + cells, searches)
+
+
+def rerun_methods(plan: Plan, force: bool, rerun: list[str]) -> frozenset[str]:
+    """The methods to recompute: all with ``--force``, else those of ``--rerun`` (which must be in the plan)."""
+    unknown = [name for name in rerun if name not in plan.methods]
+    if unknown:
+        raise BenchError(f"--rerun {','.join(unknown)}: not among --methods ({', '.join(plan.methods)}); "
+                         "add it to --methods or drop it from --rerun")
+    return frozenset(plan.methods) if force else frozenset(rerun)
 
 
 def check_names(scenario: ScenarioBase) -> None:
@@ -101,42 +145,45 @@ def run_summary(records: list[dict[str, Any]], seconds: float, out: Path) -> tup
     return "\n".join(lines), int(bad > 0)
 
 
-def execute(plan: Plan, host: PluginHost) -> list[dict[str, Any]]:
-    """Run every unfinished cell; returns all records (finished ones read back from the store).
+def execute(plan: Plan, host: PluginHost, cells: list[Cell] | None = None) -> list[dict[str, Any]]:
+    """Run every unfinished cell of ``cells`` (default: the plan's); returns all records (finished ones read
+    back from the store).
 
     Several processes may execute plans on one results directory: a cell that another process is
     running (its lock is held) is put off to the end, then waited for and its record taken, so
     nothing is run twice or lost."""
     run = plan.run
-    store = distributed.RankStore(run.out) if distributed.active() else ResultStore(run.out)
+    store = open_store(run)
+    if distributed.is_main():
+        store.remove_orphan_temporaries()  # from writes that a kill cut short
     host.load_observers(run.out)  # loggers (TensorBoard, ...) of entry point group benchbackcompat.observers
     device = resolve_device(run.device)
     plugin_versions = {name: _plugin_version(host, name) for name in run.methods}
     records: dict[str, dict[str, Any]] = {}
-    data_cache: dict[str, Any] = {}
+    cells = plan.cells if cells is None else cells
+    data_of = assign_fingerprints(plan, device, cells)
 
     def run_one(cell: Cell) -> dict[str, Any]:
         existing = store.record(cell.key)  # another process may have finished it meanwhile
         if existing is not None:
             return existing
-        config = cell.scenario.config
-        data_key = config.data.model_dump_json() + config.protocol + config.eval_split
-        if data_key not in data_cache:
-            data_cache[data_key] = load_scenario_data(config, run.cache_dir, device)
         progress.set_postfix_str(cell.label)
-        method = type(plan.methods[cell.method])(plan.methods[cell.method].params)  # fresh state per cell
-        record = run_cell(cell, method, data_cache[data_key], store, device, observer=host.manager.hook.bbc_on_log if distributed.is_main() else None,
+        kind = type(plan.methods[cell.method])
+        method = kind(kind.Params.model_validate(cell.params))  # fresh state per cell, the cell's (grid point's) params
+        record = run_cell(cell, method, data_of(cell), store, device, observer=functools.partial(host.notify, "bbc_on_log") if distributed.is_main() else None,
                           plugin_versions=plugin_versions, share_models=run.share_models,
                           acceleration=Acceleration.resolve(run.channels_last, run.compile, device))
         if record["status"] == "finished":
-            host.manager.hook.bbc_on_cell_finished(record=record)
+            host.notify("bbc_on_cell_finished", record=record)
         return record
 
     pending = []
-    for cell in plan.cells:
-        existing = store.record(cell.key)
+    for cell in {cell.key: cell for cell in cells}.values():  # a duplicate cell runs (and counts) once
+        existing = None if cell.method in plan.rerun else store.record(cell.key)
         if existing is None:
             pending.append(cell)
+            if distributed.is_main():
+                store.write_cell_entry(cell.key, {"label": cell.label, "method": cell.method, "identity": cell.identity})
         else:
             records[cell.key] = existing
     progress = tqdm(total=len(pending), desc="cells", unit="cell", dynamic_ncols=True,
@@ -147,6 +194,8 @@ def execute(plan: Plan, host: PluginHost) -> list[dict[str, Any]]:
             if not mine:
                 elsewhere.append(cell)
                 continue
+            if cell.method in plan.rerun and distributed.is_main():
+                store.clear_cell(cell.key)
             records[cell.key] = run_one(cell)
         progress.update()
     for cell in elsewhere:  # running in another process: wait for it (or run it, if that process died)
@@ -156,7 +205,40 @@ def execute(plan: Plan, host: PluginHost) -> list[dict[str, Any]]:
     progress.close()
     if device.type == "cuda":
         torch.cuda.empty_cache()
-    return [records[cell.key] for cell in plan.cells]
+    return list({cell.key: records[cell.key] for cell in cells}.values())
+
+
+def open_store(run: RunConfig) -> ResultStore:
+    """The results store of this process (under torchrun: the rank's view, rank 0 reading and writing)."""
+    return distributed.RankStore(run.out, run.lock_timeout) if distributed.active() else ResultStore(run.out, run.lock_timeout)
+
+
+def assign_fingerprints(plan: Plan, device: torch.device, cells: list[Cell] | None = None) -> Callable[[Cell], ScenarioData]:
+    """Load each scenario's data once per plan and give every cell of ``cells`` (default: the plan's) its data
+    fingerprint (part of its key); returns the loader (cell -> its ScenarioData, on ``device``)."""
+    def data_of(cell: Cell) -> ScenarioData:
+        config = cell.scenario.config
+        data_key = config.data.model_dump_json() + config.protocol + config.eval_split
+        if data_key not in plan.loaded:
+            plan.loaded[data_key] = load_scenario_data(config, plan.run.cache_dir, device)
+        return plan.loaded[data_key]
+
+    for cell in plan.cells if cells is None else cells:
+        cell.data_fingerprint = data_of(cell).fingerprint
+    return data_of
+
+
+def selected_cells(plan: Plan) -> tuple[list[Cell], list[str]]:
+    """Grids: the cells of the settings chosen so far (selection complete in the store), keyed, and a line for each
+    search still waiting. Not sharded: with shards or jobs, whichever process finds a selection complete runs
+    its cells, each once under its lock."""
+    if not plan.searches:
+        return [], []
+    device = resolve_device(plan.run.device)
+    assign_fingerprints(plan, device, [cell for search in plan.searches for cell in search.cells])
+    cells, waiting = plan.final_cells(open_store(plan.run))
+    assign_fingerprints(plan, device, cells)
+    return cells, waiting
 
 
 def select_shard(cells: list[Cell], shard: str) -> list[Cell]:

@@ -1,19 +1,21 @@
 """Runs cells: trains a method through a scenario's steps (resuming finished steps), evaluates, stores the record.
 
 A cell is one (scenario, method, seed, configuration); its key is a hash of the resolved
-configuration. Models that do not depend on the method (standard old models, the references
+configuration (without data paths), the method's code identity, the core's results version and the
+data's content fingerprint (benchbackcompat/identity.py). Models that do not depend on the method (standard old models, the references
 of P_com/P_up, models pretrained elsewhere) are trained once and shared through the store.
 """
 from __future__ import annotations
 
+import logging
 import math
 import os
 import platform
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -31,6 +33,8 @@ from benchbackcompat.engine.evaluate import (
 from benchbackcompat.engine.features import FeatureBank
 from benchbackcompat.engine.timing import PhaseTimer
 from benchbackcompat.engine.train import Acceleration, DivergedError, train_model
+from benchbackcompat.identity import RESULTS_VERSION, source_hash, source_packages
+from benchbackcompat.interrupts import describe, must_propagate
 from benchbackcompat.method import Method, StepContext, frozen_copy
 from benchbackcompat.metrics import compatibility as cm
 from benchbackcompat.models.network import Network
@@ -39,7 +43,8 @@ from benchbackcompat.scenarios.data import ScenarioData, select_memory
 from benchbackcompat.scenarios.steps import Step, build_steps
 from benchbackcompat.store import ResultStore
 
-CELL_FORMAT = 1
+CELL_FORMAT = 2
+log = logging.getLogger("benchbackcompat")
 PRETRAIN_SEED = 0  # models pretrained elsewhere do not depend on the cell's seed
 
 
@@ -50,20 +55,50 @@ class Cell:
     params: dict[str, Any]
     seed: int
     preset: str
+    code: dict[str, Any] = field(default_factory=dict)  # the method's code identity (identity.code_identity)
+    data_fingerprint: str | None = None  # set once the scenario's data is loaded
+    role: Literal["result", "selection"] = "result"  # selection: a grid point scored on the validation split
+    selection: dict[str, Any] | None = None  # how params were chosen (grid, rule, split, seeds): part of the key
+    outcome: dict[str, Any] | None = None  # what the choice saw (validation scores, cost): recorded, not keyed
+    point: str = ""  # the grid point in words (labels only)
+
+    @property
+    def identity(self) -> dict[str, Any]:
+        """What the numbers depend on besides the configuration (stored in the record)."""
+        return {"code": self.code, "results_version": RESULTS_VERSION, "data_sha256": self.data_fingerprint}
 
     @property
     def key(self) -> str:
+        if self.data_fingerprint is None:
+            raise RuntimeError(f"cell {self.label}: its key needs the data fingerprint; load the data first")
         return config_hash({
             "format": CELL_FORMAT,
-            "scenario": self.scenario.config.model_dump(mode="json"),
+            "scenario": keyed_config(self.scenario.config),
             "method": self.method,
             "params": self.params,
             "seed": self.seed,
+            **self.identity,
+            **({"selection": self.selection} if self.selection is not None else {}),
         })
 
     @property
     def label(self) -> str:
-        return f"{self.scenario.name}/{self.method}/seed{self.seed}"
+        point = f"[{'validation ' if self.role == 'selection' else 'selected '}{self.point}]" if self.point else ""
+        return f"{self.scenario.name}/{self.method}{point}/seed{self.seed}"
+
+
+def keyed_config(scenario: ScenarioBase) -> dict[str, Any]:
+    """The scenario configuration as it enters keys: without the data root (a path, not the content;
+    the data fingerprint stands for the content)."""
+    config = scenario.model_dump(mode="json")
+    config["data"].pop("root", None)
+    return config
+
+
+def build_code_hash(method: Method) -> str:
+    """Source hash of the non-core packages behind ``method.build_model`` (its shared models depend on it)."""
+    owner = next(c for c in type(method).__mro__ if "build_model" in vars(c))
+    return source_hash(source_packages(owner))
 
 
 def versions(plugin_versions: dict[str, str]) -> dict[str, Any]:
@@ -100,6 +135,8 @@ class CellRunner:
     def __init__(self, cell: Cell, method: Method, data: ScenarioData, store: ResultStore, device: torch.device,
                  observer=None, share_models: bool = True, acceleration: Acceleration = Acceleration()) -> None:
         self.cell, self.method, self.data, self.store, self.device = cell, method, data, store, device
+        if cell.data_fingerprint is None:  # a cell built outside a plan: keyed by the data it runs on
+            cell.data_fingerprint = data.fingerprint
         self.share_models, self.acceleration = share_models, acceleration
         self.scenario: ScenarioBase = cell.scenario.config
         self.steps: list[Step] = build_steps(self.scenario, data.num_classes)
@@ -147,7 +184,7 @@ class CellRunner:
         key = config_hash({
             "kind": kind, "recipe": recipe.describe(), "head": recipe.head, "step": step.to_dict(),
             "train": train_cfg.model_dump(mode="json"), "model": self.scenario.model.model_dump(mode="json"),
-            "data": self.scenario.data.model_dump(mode="json"), "seed": self.cell.seed, "classes": num_classes,
+            **self.data_and_code(recipe), "seed": self.cell.seed, "classes": num_classes,
             "cell": None if self.share_models else self.cell.key,
         })
         ctx = self.context(step, None, None, train_cfg, train_data)
@@ -156,14 +193,19 @@ class CellRunner:
         return self.stored_or_trained(key, model, lambda: self.train(recipe, model, ctx, tag=f"{kind}-{step.index}"),
                                       label or f"{kind}-{step.index}")
 
+    def data_and_code(self, recipe: Method) -> dict[str, Any]:
+        """The parts of a shared model's key that stand for its data (content, not path) and its code."""
+        return {"data": keyed_config(self.scenario)["data"], "data_sha256": self.data.fingerprint,
+                "results_version": RESULTS_VERSION, "build_code": getattr(recipe, "build_code", None) or build_code_hash(recipe)}
+
     def stored_or_trained(self, key: str, model: Network, train: Callable[[], object], label: str) -> Network:
         """Shared model ``key``: loaded from the store, or trained by ``train()`` and stored; under the
         model's lock, so that concurrent processes train it once. The time (waiting included) is
         recorded under ``label``."""
         self.shared.append(key)
         path = self.store.model_path(key)
+        started = time.perf_counter()
         with self.timer.phase("shared"), self.store.model_lock(key):  # another process training it: wait, then load
-            started = time.perf_counter()
             saved = self.store.load(path, self.device)
             if saved is not None:
                 model.load_state_dict(saved["model"])
@@ -186,7 +228,7 @@ class CellRunner:
         key = config_hash({
             "kind": "pretrained", "recipe": recipe.describe(), "head": recipe.head, "step": pretrain_step.to_dict(),
             "train": cfg.model_dump(mode="json"), "model": self.scenario.model.model_dump(mode="json"),
-            "data": self.scenario.data.model_dump(mode="json"), "seed": PRETRAIN_SEED,
+            **self.data_and_code(recipe), "seed": PRETRAIN_SEED,
         })
         ctx = self.context(pretrain_step, None, None, cfg, self.data.pretrain_data(spec.num_classes))
         seed_everything(derive_seed(PRETRAIN_SEED, "pretrained-init", spec.index))
@@ -266,10 +308,14 @@ class CellRunner:
         return model.to(self.device).eval()
 
     # --- evaluation ------------------------------------------------------------------------
-    def features(self, method: Method, model: Network) -> ModelFeatures:
+    def features(self, method: Method, model: Network, index: int = 0) -> ModelFeatures:
+        """Features of ``model`` (step ``index``); NaN or Inf in them records the cell as diverged."""
         with self.timer.phase("extract"):
-            return model_features(model, method, self.data, batch_size=self.scenario.train.eval_batch_size,
-                                  device=self.device, amp=self.scenario.train.amp)
+            features = model_features(model, method, self.data, batch_size=self.scenario.train.eval_batch_size,
+                                      device=self.device, amp=self.scenario.train.amp)
+        if not all(bool(torch.isfinite(f).all()) for f in (features.query, features.gallery) if f is not None):
+            raise DivergedError(index, None, None, None, what=f"evaluation features of model {index}")
+        return features
 
     def matrices(self, method: Method, features: list[ModelFeatures] | FeatureBank) -> tuple[dict[str, list[list[float]]], list[str]]:
         with self.timer.phase("score"):
@@ -286,8 +332,8 @@ class CellRunner:
         references = self.reference_models() if self.scenario.single_update else None  # training, timed as such
         features = FeatureBank(self.store.cell_dir(self.cell.key) / "features", device=self.device)  # spilled past 1 GiB
         try:
-            for model in models:
-                features.append(self.features(self.method, model))
+            for t, model in enumerate(models):
+                features.append(self.features(self.method, model, t))
             matrices, notes = self.matrices(self.method, features)
         finally:
             features.close()
@@ -324,7 +370,7 @@ class CellRunner:
     def add_update_metrics(self, metrics: dict[str, dict[str, float]], recipe: Method, references: list[Network]) -> None:
         """P_com and P_up (HBCT Eqs. 14-15) against reference models of the method's own geometry:
         the old model and the independently trained new model of ``method.reference()``."""
-        reference_features = [self.features(recipe, m) for m in references]
+        reference_features = [self.features(recipe, m, t) for t, m in enumerate(references)]
         for index, name in ((0, "reference_old_self"), (1, "reference_self")):
             matrices, _ = self.matrices(recipe, [reference_features[index]])
             for metric, C in matrices.items():
@@ -346,6 +392,7 @@ def standard_recipe(method: Method) -> Method:
         **({"identity": method.model_identity()} if method.model_identity() else {}),
     }
     recipe.describe = lambda: identity
+    recipe.build_code = build_code_hash(method)
     recipe.build_model = method.build_model
     recipe.features = method.features
     recipe.similarity = method.similarity
@@ -381,6 +428,28 @@ def summarise(C: list[list[float]]) -> dict[str, Any]:
     return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in values.items()}
 
 
+def unsupported(method: Method, scenario: ScenarioBase) -> str | None:
+    """``method.unsupported_reason(scenario)``; a check that raises makes the method unavailable, with the error."""
+    try:
+        return method.unsupported_reason(scenario)
+    except BaseException as error:
+        if must_propagate(error):
+            raise
+        return f"unavailable: its support check raised {describe(error)}"
+
+
+def save_traceback(store: ResultStore, key: str) -> str | None:
+    """Write the current exception's traceback into the cell's folder; its path, or None if it cannot be written."""
+    path = store.cell_dir(key) / "traceback.txt"
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(traceback.format_exc())
+    except OSError as error:
+        log.warning(f"warning: cannot write {path} ({error.strerror or error}); the traceback is lost")
+        return None
+    return str(path)
+
+
 def run_cell(cell: Cell, method: Method, data: ScenarioData, store: ResultStore, device: torch.device,
              observer=None, plugin_versions: dict[str, str] | None = None, share_models: bool = True,
              acceleration: Acceleration = Acceleration()) -> dict[str, Any]:
@@ -390,9 +459,10 @@ def run_cell(cell: Cell, method: Method, data: ScenarioData, store: ResultStore,
         "preset": cell.preset, "method": cell.method, "params": method.params.model_dump(mode="json"),
         "seed": cell.seed, "config": cell.scenario.config.model_dump(mode="json"), "dataset": data.name,
         "device": device_name(device), "versions": versions(plugin_versions or {}),
-        "worker": worker_name(),
+        "identity": cell.identity, "worker": worker_name(), "role": cell.role,
+        **({"selection": {**cell.selection, **(cell.outcome or {})}} if cell.selection is not None else {}),
     }
-    reason = method.unsupported_reason(cell.scenario.config)
+    reason = unsupported(method, cell.scenario.config)
     if reason:
         record = {**base, "status": "not-applicable", "reason": reason}
     else:
@@ -401,11 +471,9 @@ def run_cell(cell: Cell, method: Method, data: ScenarioData, store: ResultStore,
         except DivergedError as error:  # recorded (the leaderboard shows "nan"), not retried
             record = {**base, "status": "diverged", "reason": str(error), "step": error.step, "epoch": error.epoch,
                       "batch": error.batch, "last_finite_loss": error.last_finite}
-        except Exception as error:  # a plugin bug fails only its own cell; not recorded, so a re-run retries it
-            path = store.cell_dir(cell.key) / "traceback.txt"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(traceback.format_exc())
-            reason = f"{type(error).__name__}: {error}".splitlines()[0]
-            return {**base, "status": "failed", "reason": reason, "traceback": str(path)}
+        except BaseException as error:  # plugin code (even sys.exit or its own KeyboardInterrupt) fails only its cell;
+            if must_propagate(error):  # not recorded, so a re-run retries it. A real Ctrl-C stops the run.
+                raise
+            return {**base, "status": "failed", "reason": describe(error), "traceback": save_traceback(store, cell.key)}
     store.write_record(cell.key, record)
     return record

@@ -7,11 +7,12 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
-from benchbackcompat.config import DataConfig, ScenarioBase
+from benchbackcompat.config import DataConfig, ScenarioBase, ValidationSplit
 from benchbackcompat.data.arrays import DatasetBundle, ImageArrays
-from benchbackcompat.data.registry import DatasetRequest, load_dataset
+from benchbackcompat.data.registry import DatasetRequest, check_not_degenerate, load_dataset
 from benchbackcompat.engine.device import derive_seed, generator
 from benchbackcompat.errors import BenchError
+from benchbackcompat.identity import tensor_fingerprint
 from benchbackcompat.scenarios.steps import Step
 
 SINGLE_SET_PROTOCOLS = ("loo", "verification")  # one evaluation set, encoded by both models
@@ -30,6 +31,7 @@ class ScenarioData:
     image_size: int
     num_classes: int
     name: str
+    fingerprint: str = ""  # SHA-256 of the images and labels above (content, not path): part of cell keys
 
     def step_data(self, step: Step, seed: int) -> ImageArrays:
         """Images of the classes ``step.classes``; a seeded random ``data_fraction`` of them if below 1."""
@@ -67,6 +69,34 @@ def select_memory(labels: Tensor, classes: tuple[int, int], per_class: int, seed
     return by_class[rank < per_class].sort().values
 
 
+def per_class_sample(labels: Tensor, fraction: float, seed: int) -> Tensor:
+    """Sorted indices of a seeded random ``round(fraction * n_c)`` images of every class c (at least 1, at most
+    n_c - 1), drawn independently of any other split: the validation part of a training set."""
+    labels = labels.cpu()
+    shuffled = torch.randperm(len(labels), generator=generator(seed))
+    by_class = shuffled[torch.sort(labels[shuffled], stable=True).indices]
+    sorted_labels = labels[by_class]
+    first = torch.searchsorted(sorted_labels, sorted_labels, side="left")
+    count = torch.searchsorted(sorted_labels, sorted_labels, side="right") - first
+    rank = torch.arange(len(by_class)) - first
+    quota = torch.minimum(torch.round(count * fraction).clamp(min=1), (count - 1).clamp(min=1))
+    return by_class[rank < quota].sort().values
+
+
+def validation_sets(train: ImageArrays, split: ValidationSplit, two_sets: bool) -> tuple[ImageArrays, ImageArrays, ImageArrays | None]:
+    """(training minus validation, query, gallery) carved from the training images only. A protocol with one
+    evaluation set (leave-one-out, verification) gets the validation images as query and no gallery; one with
+    two sets gets every validation class split in halves (query: the first half of a seeded draw)."""
+    held = torch.zeros(len(train.labels), dtype=torch.bool)
+    held[per_class_sample(train.labels, split.fraction, derive_seed(split.seed, "validation"))] = True
+    rest, validation = train.subset(~held), train.subset(held)
+    if not two_sets:
+        return rest, validation, None
+    query = torch.zeros(len(validation.labels), dtype=torch.bool)
+    query[per_class_sample(validation.labels, 0.5, derive_seed(split.seed, "validation-query"))] = True
+    return rest, validation.subset(query), validation.subset(~query)
+
+
 def _request(cfg: DataConfig, cache_dir: Path) -> DatasetRequest:
     return DatasetRequest(
         cache_dir=cache_dir,
@@ -91,12 +121,16 @@ def _reorder(arrays: ImageArrays, order: Tensor) -> ImageArrays:
 def load_scenario_data(scenario: ScenarioBase, cache_dir: Path, device: torch.device) -> ScenarioData:
     """Load the scenario's datasets (decoded once, cached as uint8) and move them to ``device``."""
     cfg = scenario.data
-    bundle: DatasetBundle = load_dataset(cfg.name, _request(cfg, cache_dir))
+    request = _request(cfg, cache_dir)
+    bundle: DatasetBundle = load_dataset(cfg.name, request)
+    check_not_degenerate(cfg.name, bundle, request)
     train, test = bundle.splits["train"], bundle.splits["test"]
     if cfg.class_order_seed is not None:
         order = torch.randperm(bundle.num_classes, generator=generator(cfg.class_order_seed))
         train, test = _reorder(train, order), _reorder(test, order)
-    if scenario.eval_split == "test":
+    if cfg.validation is not None:  # a selection run: the test and open-set images are never used
+        train, query, gallery = validation_sets(train, cfg.validation, scenario.protocol not in SINGLE_SET_PROTOCOLS)
+    elif scenario.eval_split == "test":
         query, gallery = test, None
         if scenario.protocol not in SINGLE_SET_PROTOCOLS:
             raise BenchError(f"protocol {scenario.protocol!r} needs separate query and gallery sets: set eval_split = \"open\"")
@@ -104,16 +138,21 @@ def load_scenario_data(scenario: ScenarioBase, cache_dir: Path, device: torch.de
         query, gallery = _open_set(cfg, bundle, cache_dir)
         if scenario.protocol in SINGLE_SET_PROTOCOLS:
             gallery = None
+    pretrain = bundle.splits.get("pretrain")
+    sets = (train, query, gallery, pretrain)
+    fingerprint = tensor_fingerprint([t for s in sets for t in ((s.images, s.labels) if s else (None, None))],
+                                     extra=(bundle.mean, bundle.std, bundle.num_classes))
     return ScenarioData(
         train=train.to(device),
         query=query.to(device),
         gallery=gallery.to(device) if gallery is not None else None,
-        pretrain=bundle.splits["pretrain"].to(device) if "pretrain" in bundle.splits else None,
+        pretrain=pretrain.to(device) if pretrain is not None else None,
         mean=bundle.mean,
         std=bundle.std,
         image_size=bundle.image_size,
         num_classes=bundle.num_classes,
         name=bundle.name,
+        fingerprint=fingerprint,
     )
 
 

@@ -7,6 +7,8 @@ feature truncated or zero-padded to the old size when they differ).
 from __future__ import annotations
 
 import torch.nn.functional as F
+from typing import Any, ClassVar
+
 from pydantic import Field
 from torch import Tensor
 
@@ -17,6 +19,9 @@ from benchbackcompat.models.network import Network
 
 class L2Params(MethodParams):
     weight: float = Field(1.0, ge=0, description="weight of the feature distance term")
+
+    # HBCT Sec. 5 (seed-002 §3): every baseline gets 10 settings, lambda in [0, 1]
+    grid: ClassVar[dict[str, list[Any]]] = {"weight": [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0]}
 
 
 def match_size(features: Tensor, size: int) -> Tensor:
