@@ -167,6 +167,8 @@ def calibrate(backbones: set[str], batch: int, batches: int) -> dict[str, tuple[
 
 
 def plan_of(preset: str, scenarios: str, methods: str, seeds: str, host: PluginHost, assignments: list[str]):
+    if methods == "all":
+        host.load_all()
     names = sorted(host.methods()) if methods == "all" else split_list(methods)
     run = resolve_run(preset=preset, scenarios=split_list(scenarios), methods=names,
                       seeds=[int(s) for s in seeds.split(",")], assignments=assignments)
