@@ -66,6 +66,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--executor", choices=("inline", "local", "slurm"), default="inline",
                      help="inline (default): here; local/slurm: one submitit job per shard of cells")
     run.add_argument("--jobs", type=int, help="number of jobs for --executor local|slurm (default: one per cell)")
+    run.add_argument("--workers", type=int, default=1,
+                     help="run N cells at once on this machine, the CPU threads split among them (default 1)")
     run.add_argument("--executor-param", action="append", default=[], metavar="KEY=VALUE",
                      help="submitit parameter, e.g. slurm_partition=gpu, timeout_min=600, gpus_per_node=1")
 
@@ -142,14 +144,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     return code
 
 
-def run_cells(args: argparse.Namespace) -> tuple[list[dict], int]:
-    """Plan and execute ``run``'s cells; returns their records (none for --dry-run and on the other ranks of a
-    data-parallel run) and the exit code (1 when a cell failed or diverged)."""
+def build_run_plan(args: argparse.Namespace):
+    """The validated plan of ``run`` arguments and its plugin host (also rebuilt by each ``--workers`` process)."""
     from benchbackcompat.plugins import PluginHost
     from benchbackcompat.presets import resolve_run, split_list
     from benchbackcompat.engine import distributed
     from benchbackcompat.logs import log
-    from benchbackcompat.run import execute, make_plan, rerun_methods, run_summary, select_shard, selected_cells
+    from benchbackcompat.run import make_plan, rerun_methods, select_shard
 
     data: dict = {}
     if args.dataset:
@@ -178,13 +179,32 @@ def run_cells(args: argparse.Namespace) -> tuple[list[dict], int]:
     if args.shard:
         plan.cells = select_shard(plan.cells, args.shard)
     host.register_extensions()
+    return plan, host
+
+
+def run_cells(args: argparse.Namespace) -> tuple[list[dict], int]:
+    """Plan and execute ``run``'s cells; returns their records (none for --dry-run and on the other ranks of a
+    data-parallel run) and the exit code (1 when a cell failed or diverged)."""
+    from benchbackcompat.engine import distributed
+    from benchbackcompat.logs import log
+    from benchbackcompat.run import execute, run_summary, selected_cells
+
+    plan, host = build_run_plan(args)
+    run = plan.run
     if args.dry_run:
         resolved = {name: method.params.model_dump(mode="json") for name, method in plan.methods.items()}
         print(json.dumps({**run.model_dump(mode="json"), "method_params": resolved}, indent=2))
         print(plan.describe())
         return [], 0
+    if args.workers != 1 and (args.executor != "inline" or distributed.active() or plan.rerun):
+        raise BenchError("--workers runs cells in processes on this machine: use it without --executor, torchrun, "
+                         "--force and --rerun")
     started = time.perf_counter()
-    if args.executor == "inline":
+    if args.executor == "inline" and args.workers != 1:
+        from benchbackcompat.workers import execute_in_workers
+
+        records = execute_in_workers(args, plan, args.workers, build_run_plan)
+    elif args.executor == "inline":
         records = execute(plan, host)
     else:
         from benchbackcompat.executors import submit

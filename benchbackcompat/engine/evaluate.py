@@ -16,8 +16,9 @@ from torch import Tensor, nn
 from benchbackcompat.data.arrays import ImageArrays
 from benchbackcompat.data.augment import normalise
 from benchbackcompat.engine.device import autocast
-from benchbackcompat.seeds import derive_seed, generator
+from benchbackcompat.engine.features import FeatureBank, ModelFeatures
 from benchbackcompat.faults import fault_point, halve_on_oom
+from benchbackcompat.seeds import derive_seed, generator
 from benchbackcompat.method import Method
 from benchbackcompat.metrics import outcomes, retrieval
 from benchbackcompat.scenarios.data import ScenarioData
@@ -28,26 +29,26 @@ def extract_features(
     model: nn.Module, method: Method, images: ImageArrays, *, mean, std, batch_size: int, device: torch.device, amp: str
 ) -> Tensor:
     """Retrieval features of every image (float32, on ``device``), in batches of ``batch_size``
-    (halved and retried when the device runs out of memory)."""
-    model.eval()
+    (halved and retried when the device runs out of memory).
+
+    Model and images are channels-last (NHWC) meanwhile: the same arithmetic up to float rounding
+    (about 1e-7 relative), and max-pooling on a CPU is about 10x faster than in NCHW."""
+    model.eval().to(memory_format=torch.channels_last)
     chunks, start = [], 0
-    while start < len(images):
-        try:
-            fault_point("extract-batch")
-            batch = normalise(images.images[start : start + batch_size].to(device), mean, std)
-            with autocast(device, amp):
-                chunks.append(method.features(model, batch).float())
-        except RuntimeError as error:
-            batch_size = halve_on_oom(error, batch_size, "feature extraction")
-            continue
-        start += batch_size
+    try:
+        while start < len(images):
+            try:
+                fault_point("extract-batch")
+                batch = normalise(images.images[start : start + batch_size].to(device), mean, std)
+                with autocast(device, amp):
+                    chunks.append(method.features(model, batch.contiguous(memory_format=torch.channels_last)).float())
+            except RuntimeError as error:
+                batch_size = halve_on_oom(error, batch_size, "feature extraction")
+                continue
+            start += batch_size
+    finally:
+        model.to(memory_format=torch.contiguous_format)
     return torch.cat(chunks)
-
-
-@dataclass
-class ModelFeatures:
-    query: Tensor
-    gallery: Tensor | None  # None for leave-one-out
 
 
 def model_features(model: nn.Module, method: Method, data: ScenarioData, *, batch_size: int, device, amp: str) -> ModelFeatures:
@@ -129,7 +130,7 @@ class Evaluation:
 
 def evaluate_matrices(
     method: Method,
-    features: list[ModelFeatures],
+    features: list[ModelFeatures] | FeatureBank,
     data: ScenarioData,
     protocol: str,
     metrics: list[str],
@@ -137,8 +138,10 @@ def evaluate_matrices(
     verification_pairs: int = 3000,
 ) -> Evaluation:
     """Fill C[t][k] (query model t, gallery model k <= t) for every metric; NaN where an entry
-    cannot be computed (for example feature sizes that differ), with a note saying why."""
-    T = len(features)
+    cannot be computed (for example feature sizes that differ), with a note saying why. ``features``
+    may be a bank that keeps them on disk: each entry then loads only the two it compares."""
+    bank = features if isinstance(features, FeatureBank) else FeatureBank.in_memory(features)
+    T = len(bank)
     pairs = None
     if protocol == "verification":
         pairs = retrieval.sample_verification_pairs(
@@ -148,9 +151,9 @@ def evaluate_matrices(
                         {m: [[None] * T for _ in range(T)] for m in metrics})
     similarity = method.similarity()
     for t in range(T):
+        query_t = bank.query(t)
         for k in range(t + 1):
-            stored = features[k].gallery if features[k].gallery is not None else features[k].query
-            query, gallery = method.pair_features(features[t].query, stored, t, k)
+            query, gallery = method.pair_features(query_t, bank.stored(k), t, k)
             if query.shape[1] != gallery.shape[1]:
                 result.notes.append(f"C[{t}][{k}]: feature sizes differ ({query.shape[1]} vs {gallery.shape[1]})")
                 continue

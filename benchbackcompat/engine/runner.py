@@ -24,12 +24,15 @@ from benchbackcompat.config import NamedScenario, ScenarioBase, config_hash
 from benchbackcompat.data.arrays import ImageArrays
 from benchbackcompat.engine import distributed
 from benchbackcompat.engine.evaluate import (
+    Evaluation,
     ModelFeatures,
     chance_level,
     evaluate_matrices,
     extract_features,
     model_features,
 )
+from benchbackcompat.engine.features import FeatureBank
+from benchbackcompat.engine.timing import PhaseTimer
 from benchbackcompat.engine.train import Acceleration, DivergedError, train_model
 from benchbackcompat.logs import log
 from benchbackcompat.identity import RESULTS_VERSION, source_hash, source_packages
@@ -145,6 +148,9 @@ class CellRunner:
         self.steps: list[Step] = build_steps(self.scenario, data.num_classes)
         self.observer = observer
         self.shared: list[str] = []
+        self.timer = PhaseTimer(device)
+        self.shared_seconds: dict[str, float] = {}  # shared, pretrained and reference models: trained or loaded
+        self.shared_trained: list[str] = []  # those of them trained by this cell
 
     # --- contexts and shared models --------------------------------------------------------
     def context(self, step: Step, old_model: Network | None, memory: ImageArrays | None, train_cfg=None,
@@ -184,8 +190,9 @@ class CellRunner:
         return history
 
     def shared_model(self, recipe: Method, step: Step, kind: str, train_cfg=None, train_data=None,
-                     num_classes: int | None = None) -> Network:
-        """A model that does not depend on the method under test: trained once, then loaded from the store."""
+                     num_classes: int | None = None, label: str | None = None) -> Network:
+        """A model that does not depend on the method under test: trained once, then loaded from the store;
+        its time is recorded under ``label`` (default ``kind-step``)."""
         train_cfg = train_cfg or self.scenario.train_config(step.index)
         key = config_hash({
             "kind": kind, "recipe": recipe.describe(), "head": recipe.head, "step": step.to_dict(),
@@ -197,28 +204,31 @@ class CellRunner:
         classes = num_classes or step.seen_classes
         model = self.fresh_model(recipe, ctx, step.backbone, classes, init_index=step.index)
         return self.stored_or_trained(key, model, lambda: self.train(recipe, model, ctx, tag=f"{kind}-{step.index}"),
-                                      f"{kind} model of step {step.index}")
+                                      label or f"{kind}-{step.index}")
 
     def data_and_code(self, recipe: Method) -> dict[str, Any]:
         """The parts of a shared model's key that stand for its data (content, not path) and its code."""
         return {"data": keyed_config(self.scenario)["data"], "data_sha256": self.data.fingerprint,
                 "results_version": RESULTS_VERSION, "build_code": getattr(recipe, "build_code", None) or build_code_hash(recipe)}
 
-    def stored_or_trained(self, key: str, model: Network, train: Callable[[], object], what: str = "model") -> Network:
+    def stored_or_trained(self, key: str, model: Network, train: Callable[[], object], label: str) -> Network:
         """Shared model ``key``: loaded from the store, or trained by ``train()`` and stored; under the
-        model's lock, so that concurrent processes train it once."""
+        model's lock, so that concurrent processes train it once. The time (waiting included) is
+        recorded under ``label``."""
         self.shared.append(key)
         path = self.store.model_path(key)
-        with self.store.model_lock(key):  # another process training it: wait, then load
+        started = time.perf_counter()
+        with self.timer.phase("shared"), self.store.model_lock(key):  # another process training it: wait, then load
             saved = self.store.load(path, self.device)
             if saved is not None:
                 model.load_state_dict(saved["model"])
-                log.info(f"  shared {what}: loaded from {path}")
-                return model.eval()
-            started = time.perf_counter()
-            train()
-            self.store.save(path, {"model": model.state_dict()})
-        log.info(f"  shared {what}: trained in {time.perf_counter() - started:.1f} s, stored in {path}")
+                log.info(f"  shared {label}: loaded from {path}")
+            else:
+                train()
+                self.store.save(path, {"model": model.state_dict()})
+                self.shared_trained.append(label)
+                log.info(f"  shared {label}: trained in {time.perf_counter() - started:.1f} s, stored in {path}")
+            self.shared_seconds[label] = self.shared_seconds.get(label, 0.0) + time.perf_counter() - started
         return model.eval()
 
     def pretrained_model(self, step: Step) -> Network:
@@ -244,7 +254,7 @@ class CellRunner:
             seed_everything(seed)
             train_model(model, recipe, ctx, seed=seed, desc=f"{self.cell.label} pretrained-{spec.index}")
 
-        return self.stored_or_trained(key, model, pretrain, f"{spec.num_classes}-class pretrained model")
+        return self.stored_or_trained(key, model, pretrain, f"pretrained-{spec.index}")
 
     # --- the steps -------------------------------------------------------------------------
     def is_standard(self, step: Step) -> bool:
@@ -258,7 +268,7 @@ class CellRunner:
         memory_index = torch.zeros(0, dtype=torch.long)
         saved = 0  # steps loaded from the checkpoints of an earlier run
         for step in self.steps:
-            started = time.perf_counter()
+            started, shared_before = time.perf_counter(), self.timer.get("shared")
             if step.init == "zoo":  # already trained elsewhere: rebuilt from its weights, never checkpointed
                 models.append(self.zoo_model(step))
                 curves[step.index] = []
@@ -297,7 +307,7 @@ class CellRunner:
                 per_class = getattr(self.scenario, "memory_per_class", 0)
                 chosen = select_memory(self.data.train.labels, step.classes, per_class, derive_seed(self.cell.seed, "memory", step.index))
                 memory_index = torch.cat([memory_index, chosen])
-            seconds = time.perf_counter() - started
+            seconds = time.perf_counter() - started - (self.timer.get("shared") - shared_before)  # its own training
             self.store.save(self.store.step_path(self.cell.key, step.index), {
                 "model": model.state_dict(), "method_state": self.method.state, "memory": memory_index,
                 "curve": history, "seconds": seconds, "shared": list(self.shared),
@@ -323,11 +333,17 @@ class CellRunner:
     # --- evaluation ------------------------------------------------------------------------
     def features(self, method: Method, model: Network, index: int = 0) -> ModelFeatures:
         """Features of ``model`` (step ``index``); NaN or Inf in them records the cell as diverged."""
-        features = model_features(model, method, self.data, batch_size=self.scenario.train.eval_batch_size,
-                                  device=self.device, amp=self.scenario.train.amp)
+        with self.timer.phase("extract"):
+            features = model_features(model, method, self.data, batch_size=self.scenario.train.eval_batch_size,
+                                      device=self.device, amp=self.scenario.train.amp)
         if not all(bool(torch.isfinite(f).all()) for f in (features.query, features.gallery) if f is not None):
             raise DivergedError(index, None, None, None, what=f"evaluation features of model {index}")
         return features
+
+    def evaluate(self, method: Method, features: list[ModelFeatures] | FeatureBank) -> Evaluation:
+        with self.timer.phase("score"):
+            return evaluate_matrices(method, features, self.data, self.scenario.protocol, self.scenario.metrics,
+                                     self.cell.seed, self.scenario.verification_pairs)
 
     def run(self) -> dict[str, Any]:
         started = time.perf_counter()
@@ -336,16 +352,18 @@ class CellRunner:
             if self.scenario.single_update:
                 self.reference_models()
             return {"status": "finished"}
-        eval_started = time.perf_counter()
-        features = [self.features(self.method, m, t) for t, m in enumerate(models)]
-        evaluation = evaluate_matrices(
-            self.method, features, self.data, self.scenario.protocol, self.scenario.metrics, self.cell.seed,
-            self.scenario.verification_pairs,
-        )
+        references = self.reference_models() if self.scenario.single_update else None  # training, timed as such
+        features = FeatureBank(self.store.cell_dir(self.cell.key) / "features", device=self.device)  # spilled past 1 GiB
+        try:
+            for t, model in enumerate(models):
+                features.append(self.features(self.method, model, t))
+            evaluation = self.evaluate(self.method, features)
+        finally:
+            features.close()
         metrics = {m: summarise(C) for m, C in evaluation.matrices.items()}
         outcomes: dict[str, dict[str, Any]] = {m: {"C": entries} for m, entries in evaluation.outcomes.items()}
-        if self.scenario.single_update:
-            self.add_update_metrics(metrics, outcomes)
+        if references is not None:
+            self.add_update_metrics(metrics, outcomes, *references)
         return {
             "status": "finished",
             "steps": [s.to_dict() for s in self.steps],
@@ -356,25 +374,33 @@ class CellRunner:
             "notes": evaluation.notes,
             "curves": {str(k): v for k, v in curves.items()},
             "shared_models": sorted(set(self.shared)),
-            "timings": {"steps_s": step_seconds, "eval_s": time.perf_counter() - eval_started,
-                        "total_s": time.perf_counter() - started},
+            "timings": self.phase_timings(step_seconds, time.perf_counter() - started),
+        }
+
+    def phase_timings(self, step_seconds: list[float], total: float) -> dict[str, Any]:
+        """Seconds per phase: each step's own training (resumed steps: as recorded when trained), the shared,
+        pretrained and reference models (trained here or loaded; ``shared_trained`` names the trained ones),
+        feature extraction of every model (the references' included) and scoring of the matrices."""
+        extract, score = self.timer.get("extract"), self.timer.get("score")
+        return {
+            "steps_s": step_seconds, "shared_s": dict(self.shared_seconds), "shared_trained": list(self.shared_trained),
+            "train_s": sum(step_seconds) + sum(self.shared_seconds.values()),
+            "extract_s": extract, "score_s": score, "eval_s": extract + score, "total_s": total,
         }
 
     def reference_models(self) -> tuple[Method, list[Network]]:
         """The recipe of the references and its old and independently trained new model (shared)."""
         recipe = standard_recipe(self.method.reference())
-        return recipe, [self.shared_model(recipe, step, "standard") for step in self.steps]
+        return recipe, [self.shared_model(recipe, step, "standard", label=f"reference-{step.index}") for step in self.steps]
 
-    def add_update_metrics(self, metrics: dict[str, dict[str, float]], outcomes: dict[str, dict[str, Any]]) -> None:
+    def add_update_metrics(self, metrics: dict[str, dict[str, float]], outcomes: dict[str, dict[str, Any]],
+                           recipe: Method, references: list[Network]) -> None:
         """P_com and P_up (HBCT Eqs. 14-15) against reference models of the method's own geometry:
         the old model and the independently trained new model of ``method.reference()`` (their self-tests'
         per-query outcomes go to ``outcomes[metric][name]``)."""
-        recipe, references = self.reference_models()
         reference_features = [self.features(recipe, m, t) for t, m in enumerate(references)]
         for index, name in ((0, "reference_old_self"), (1, "reference_self")):
-            feats = [reference_features[index]]
-            evaluation = evaluate_matrices(recipe, feats, self.data, self.scenario.protocol, self.scenario.metrics,
-                                           self.cell.seed, self.scenario.verification_pairs)
+            evaluation = self.evaluate(recipe, [reference_features[index]])
             for metric, C in evaluation.matrices.items():
                 metrics[metric][name] = C[0][0]
                 outcomes[metric][name] = evaluation.outcomes[metric][0][0]

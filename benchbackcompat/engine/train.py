@@ -151,8 +151,10 @@ def train_model(
     """Train ``model`` in place for ``ctx.train.epochs`` epochs; returns the per-epoch means of the loss terms.
     ``step_modules`` (a method's adapters, discriminators, ...) are trained with it, after its parameters."""
     cfg, device = ctx.train, ctx.device
-    if acceleration.channels_last:
-        model.to(memory_format=torch.channels_last)
+    if acceleration.channels_last:  # the frozen references too: their forward takes the same NHWC batches
+        for module in (model, ctx.old_model, ctx.incoming):
+            if module is not None:
+                module.to(memory_format=torch.channels_last)
     if acceleration.compile:
         model.backbone.compile()  # in place: parameter names (and checkpoints) are unchanged
         try:

@@ -1,0 +1,246 @@
+"""Estimated and measured time of a preset's whole grid (methods x scenarios x seeds) on this machine.
+
+Estimate: every model the grid trains is counted once (a shared model, reference or model
+pretrained elsewhere is keyed as the runner keys it, so it is trained once for the whole grid),
+its training images (batches per epoch x batch size x epochs) divided by the training throughput
+of its backbone, plus one forward of the frozen reference per batch for a step that has one; the
+evaluation counts one extraction pass per model (and per reference) over the query and gallery
+sets. Throughputs are calibrated here, per backbone, with the harness's own training loop and
+extraction (a few batches each).
+
+Measured: ``--measure`` runs part of the grid for real (``benchbackcompat run`` in a fresh results
+folder, one process) and prints its wall time beside the estimate of the same part, so the
+estimate of the whole grid can be checked (and scaled by the measured/estimated ratio).
+
+    python benchmarks/grid_cost.py --preset quick --scenario all --methods all --seeds 0,1,2 \
+        [--measure-scenario both --measure-methods hoc,l2 --measure-seeds 0] [--workers 1,2] [--repeats 3]
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+from tabulate import tabulate
+
+from benchbackcompat.config import config_hash
+from benchbackcompat.data.arrays import ImageArrays
+from benchbackcompat.engine.evaluate import extract_features
+from benchbackcompat.engine.runner import PRETRAIN_SEED, standard_recipe
+from benchbackcompat.engine.train import batches_per_epoch, train_model
+from benchbackcompat.method import Method, StandardMethod, StepContext
+from benchbackcompat.plugins import PluginHost
+from benchbackcompat.presets import resolve_run, split_list
+from benchbackcompat.run import make_plan
+from benchbackcompat.scenarios.data import ScenarioData, load_scenario_data
+from benchbackcompat.scenarios.steps import Step, build_steps
+
+
+@dataclass
+class Work:
+    """Images to train and to extract, per backbone; ``with_reference`` counts training images of steps
+    that also run a frozen reference model forward."""
+
+    train: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    with_reference: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    extract: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    models: int = 0
+
+    def seconds(self, rates: dict[str, tuple[float, float]]) -> float:
+        total = 0.0
+        for backbone, images in self.train.items():
+            total += images / rates[backbone][0]
+        for backbone, images in self.with_reference.items():
+            total += images / rates[backbone][1]
+        for backbone, images in self.extract.items():
+            total += images / rates[backbone][1]
+        return total
+
+
+def trained_images(data: ScenarioData, scenario, step: Step, seed: int, memory: int) -> int:
+    cfg = scenario.train_config(step.index)
+    n_new = len(data.step_data(step, seed))
+    n_memory = memory if step.replay else 0
+    return batches_per_epoch(n_new, n_memory, cfg.batch_size) * min(cfg.batch_size, n_new + n_memory) * cfg.epochs
+
+
+def grid_work(plan, data_of) -> dict[str, Work]:
+    """Work per scenario name of the plan's cells, every shared model counted once over the whole plan."""
+    seen: set[str] = set()
+    work: dict[str, Work] = defaultdict(Work)
+
+    def once(key: dict) -> bool:
+        digest = config_hash(key)
+        new = digest not in seen
+        seen.add(digest)
+        return new
+
+    for cell in plan.cells:
+        scenario, method = cell.scenario.config, plan.methods[cell.method]
+        if method.unsupported_reason(scenario):
+            continue
+        data = data_of(scenario)
+        w = work[cell.scenario.name]
+        steps = build_steps(scenario, data.num_classes)
+        memory = 0
+        models = 0
+        for step in steps:
+            if step.init == "zoo":
+                models += 1
+                continue
+            standard = step.init != "pretrained" and (method.standard_steps == "all" or
+                                                      (method.standard_steps == "first" and step.index == 0))
+            recipe = standard_recipe(method) if standard else method
+            fresh = not standard or once({"standard": recipe.describe(), "step": step.to_dict(), "seed": cell.seed,
+                                          "train": scenario.train_config(step.index).model_dump(mode="json")})
+            if step.pretrained is not None and once({"pretrained": method.reference().describe(),
+                                                      "spec": step.pretrained.__dict__, "seed": PRETRAIN_SEED}):
+                spec = step.pretrained
+                pre = Step(spec.index, (0, spec.num_classes), spec.num_classes, 1.0, spec.backbone, "scratch")
+                w.train[spec.backbone] += trained_images(data, scenario.model_copy(update={"train": scenario.pretrain}), pre,
+                                                         PRETRAIN_SEED, 0)
+                w.models += 1
+            if fresh:
+                images = trained_images(data, scenario, step, cell.seed, memory)
+                w.train[step.backbone] += images
+                if step.index > 0 or step.pretrained is not None:
+                    w.with_reference[steps[step.index - 1].backbone if step.index else step.backbone] += images
+                w.models += 1
+            memory += getattr(scenario, "memory_per_class", 0) * (step.classes[1] - step.classes[0])
+            models += 1
+        if scenario.single_update:
+            reference = standard_recipe(method.reference())
+            for step in steps:
+                if once({"standard": reference.describe(), "step": step.to_dict(), "seed": cell.seed,
+                         "train": scenario.train_config(step.index).model_dump(mode="json")}):
+                    w.train[step.backbone] += trained_images(data, scenario, step, cell.seed, 0)
+                    w.models += 1
+            models += 2
+        eval_images = len(data.query) + (len(data.gallery) if data.gallery is not None else 0)
+        for step in steps:
+            w.extract[step.backbone] += eval_images
+        if scenario.single_update:
+            for step in steps:
+                w.extract[step.backbone] += eval_images
+    return work
+
+
+def calibrate(backbones: set[str], batch: int, batches: int) -> dict[str, tuple[float, float]]:
+    """(training images/s, forward images/s) per backbone with the harness's loop, 32x32 images."""
+    from benchbackcompat.config import MultiStep
+
+    rates = {}
+    for backbone in sorted(backbones):
+        scenario = MultiStep(num_models=2, model={"backbone": backbone, "embedding_dim": 64},
+                             train={"epochs": 1, "batch_size": batch})
+        steps = build_steps(scenario, 10)
+        gen = torch.Generator().manual_seed(0)
+        images = ImageArrays(torch.randint(0, 256, (batch * batches, 3, 32, 32), dtype=torch.uint8, generator=gen),
+                             torch.arange(batch * batches) % 10)
+        method = StandardMethod()
+        ctx = StepContext(scenario=scenario, step=steps[1], steps=steps, train=scenario.train_config(1),
+                          device=torch.device("cpu"), old_model=None, train_data=images.subset(torch.arange(batch)),
+                          memory=None, mean=(0.5,) * 3, std=(0.25,) * 3, image_size=32, seed=0)
+        model = method.build_model(ctx, backbone, 10)
+        with contextlib.redirect_stderr(io.StringIO()):
+            train_model(model, method, ctx, seed=0)  # warm-up
+            ctx.train_data = images
+            started = time.perf_counter()
+            train_model(model, method, ctx, seed=1)
+            train_rate = batch * batches / (time.perf_counter() - started)
+        kwargs = dict(mean=(0.5,) * 3, std=(0.25,) * 3, batch_size=512, device=torch.device("cpu"), amp="auto")
+        extract_features(model, method, images, **kwargs)
+        started = time.perf_counter()
+        extract_features(model, method, images, **kwargs)
+        rates[backbone] = (train_rate, len(images) / (time.perf_counter() - started))
+        print(f"  {backbone}: train {train_rate:.0f} img/s, forward {rates[backbone][1]:.0f} img/s", file=sys.stderr)
+    return rates
+
+
+def plan_of(preset: str, scenarios: str, methods: str, seeds: str, host: PluginHost, assignments: list[str]):
+    if methods == "all":
+        host.load_all()
+    names = sorted(host.methods()) if methods == "all" else split_list(methods)
+    run = resolve_run(preset=preset, scenarios=split_list(scenarios), methods=names,
+                      seeds=[int(s) for s in seeds.split(",")], assignments=assignments)
+    return make_plan(run, host)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--preset", default="quick")
+    parser.add_argument("--scenario", default="all")
+    parser.add_argument("--methods", default="all")
+    parser.add_argument("--seeds", default="0,1,2")
+    parser.add_argument("--measure-scenario", help="scenarios of the part run for real (default: none run)")
+    parser.add_argument("--measure-methods", help="methods of the measured part (default: --methods)")
+    parser.add_argument("--measure-seeds", default="0")
+    parser.add_argument("--workers", default="1", help="--workers of the measured run; several (1,2) are run interleaved")
+    parser.add_argument("--calibration-batches", type=int, default=3)
+    parser.add_argument("--set", dest="assignments", action="append", default=[], metavar="KEY=VALUE",
+                        help="as `run --set`, for the estimate and the measured part (e.g. train.epochs=1)")
+    parser.add_argument("--repeats", type=int, default=1, help="measured runs (interleaved over --workers values)")
+    args = parser.parse_args()
+    host = PluginHost()
+    plan = plan_of(args.preset, args.scenario, args.methods, args.seeds, host, args.assignments)
+    cache: dict[str, ScenarioData] = {}
+
+    def data_of(scenario) -> ScenarioData:
+        key = scenario.data.model_dump_json() + scenario.protocol + scenario.eval_split
+        if key not in cache:
+            cache[key] = load_scenario_data(scenario, plan.run.cache_dir, torch.device("cpu"))
+        return cache[key]
+
+    work = grid_work(plan, data_of)
+    batch = max(s.config.train.batch_size for s in plan.run.scenarios)
+    backbones = {b for w in work.values() for b in (*w.train, *w.extract)}
+    print(f"{len(plan.cells)} cells ({args.preset}: {args.scenario} x {args.methods} x seeds {args.seeds}); "
+          f"calibrating {len(backbones)} backbones, {torch.get_num_threads()} threads", flush=True)
+    rates = calibrate(backbones, batch, args.calibration_batches)
+    rows = [[name, sum(c.scenario.name == name for c in plan.cells), w.models, sum(w.train.values()),
+             f"{w.seconds(rates) / 60:.1f}"] for name, w in work.items()]
+    total = sum(w.seconds(rates) for w in work.values())
+    rows.append(["total", len(plan.cells), sum(w.models for w in work.values()),
+                 sum(sum(w.train.values()) for w in work.values()), f"{total / 60:.1f}"])
+    print(tabulate(rows, headers=["scenario", "cells", "models trained", "training images", "estimated min"],
+                   tablefmt="github"))
+    print(f"\nestimated whole grid: {total / 3600:.2f} h on this machine with one cell at a time")
+    if not args.measure_scenario:
+        return
+    part = plan_of(args.preset, args.measure_scenario, args.measure_methods or args.methods, args.measure_seeds, host,
+                   args.assignments)
+    estimate = sum(w.seconds(rates) for w in grid_work(part, data_of).values())
+    measured: dict[str, list[float]] = defaultdict(list)
+    for _ in range(args.repeats):
+        for workers in args.workers.split(","):
+            with tempfile.TemporaryDirectory(dir=Path.cwd()) as out:
+                command = [sys.executable, "-m", "benchbackcompat", "run", "--preset", args.preset, "--scenario",
+                           args.measure_scenario, "--methods", ",".join(part.run.methods), "--seeds", args.measure_seeds,
+                           "--out", out, "--workers", workers, *(f"--set={a}" for a in args.assignments)]
+                started = time.perf_counter()
+                subprocess.run(command, check=True, capture_output=True)
+                measured[workers].append(time.perf_counter() - started)
+            print(f"  measured --workers {workers}: {measured[workers][-1]:.0f} s", file=sys.stderr, flush=True)
+    print(f"\nmeasured part: {len(part.cells)} cells ({args.measure_scenario} x {','.join(part.run.methods)} x seeds "
+          f"{args.measure_seeds}), estimated {estimate:.0f} s with one cell at a time")
+    rows = []
+    for workers, seconds in measured.items():
+        median = statistics.median(seconds)
+        rows.append([workers, f"{torch.get_num_threads() // int(workers) or 1}", f"{median:.0f}",
+                     " ".join(f"{s:.0f}" for s in seconds), f"{median / estimate:.2f}",
+                     f"{len(part.cells) * 3600 / median:.1f}", f"{total * median / estimate / 3600:.2f}"])
+    print(tabulate(rows, headers=["--workers", "threads each", "measured s (median)", "runs", "measured/estimated",
+                                  "cells per hour", "whole grid scaled, h"], tablefmt="github"))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,55 @@
+"""Speed plumbing: per-phase timings in records, ``--workers`` (no timing assertions: the machine is shared)."""
+from __future__ import annotations
+
+import pytest
+
+from benchbackcompat.cli import main
+from benchbackcompat.store import ResultStore
+from benchbackcompat.workers import threads_per_worker
+
+pytestmark = pytest.mark.slow
+
+TINY = [
+    "--set", "data.num_classes=6", "--set", "data.train_per_class=40", "--set", "data.test_per_class=12",
+    "--set", "data.open_classes=4", "--set", "data.pretrain_classes=8",
+    "--set", "train.epochs=1", "--set", "train.batch_size=32", "--set", "model.embedding_dim=16",
+]
+
+
+def test_records_time_training_shared_models_extraction_and_scoring_apart(tmp_path):
+    assert main(["run", "--out", str(tmp_path), *TINY, "--scenario", "both", "--methods", "l2,independent"]) == 0
+    records = {r["method"]: r for r in ResultStore(tmp_path).records()}
+    first, second = records["l2"]["timings"], records["independent"]["timings"]
+    # l2 runs first: it trains the standard old model (its step 0, also the old reference) and the new reference;
+    # independent's two steps are those standard models: it loads all of them
+    assert first["shared_trained"] == ["standard-0", "reference-1"]
+    assert set(first["shared_s"]) == {"standard-0", "reference-0", "reference-1"}
+    assert second["shared_trained"] == [] and set(second["shared_s"]) == {"standard-0", "standard-1", "reference-0", "reference-1"}
+    for timings in (first, second):
+        assert len(timings["steps_s"]) == 2
+        assert timings["eval_s"] == pytest.approx(timings["extract_s"] + timings["score_s"])
+        assert timings["train_s"] == pytest.approx(sum(timings["steps_s"]) + sum(timings["shared_s"].values()))
+        assert timings["total_s"] >= timings["train_s"] + timings["eval_s"] - 1e-6
+        assert min(timings["extract_s"], timings["score_s"]) > 0
+
+
+def test_workers_run_cells_in_processes_with_the_same_numbers(tmp_path):
+    args = [*TINY, "--scenario", "ext-class", "--methods", "independent,l2"]
+    assert main(["run", "--out", str(tmp_path / "one"), *args, "--workers", "1"]) == 0
+    assert main(["run", "--out", str(tmp_path / "two"), *args, "--workers", "2"]) == 0
+    one = {r["method"]: r for r in ResultStore(tmp_path / "one").records()}
+    two = {r["method"]: r for r in ResultStore(tmp_path / "two").records()}
+    assert set(two) == {"independent", "l2"} and all(r["status"] == "finished" for r in two.values())
+    for method in one:
+        assert two[method]["matrices"] == one[method]["matrices"]
+
+
+def test_workers_split_the_threads():
+    assert threads_per_worker(2, threads=2) == 1
+    assert threads_per_worker(3, threads=8) == 2
+    assert threads_per_worker(4, threads=2) == 1
+
+
+def test_workers_must_be_positive(tmp_path, capsys):
+    assert main(["run", "--out", str(tmp_path), *TINY, "--scenario", "ext-class", "--methods", "l2", "--workers", "0"]) == 2
+    assert "--workers 0" in capsys.readouterr().err
