@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime
 import logging
+import math
 import os
 import platform
 import time
