@@ -139,8 +139,9 @@ class Method:
         return query, gallery
 
     def reference(self) -> Method:
-        """The method that trains the reference models (old and independent new) of P_com and P_up:
-        by default plain cross-entropy with this method's head."""
+        """The method that trains the models pretrained elsewhere (IAM-CL2R) and, for a method that trains
+        its own old model (``standard_steps = "none"``), the independent new model of P_com/P_up: the
+        method's step-0 objective without a compatibility term. Default: plain cross-entropy."""
         return StandardMethod()
 
     def model_identity(self) -> dict[str, Any]:

@@ -136,8 +136,8 @@ def test_ext_class_run_reports_lorentz_references_and_beats_independent(tmp_path
     records = {r["method"]: r for r in ResultStore(tmp_path).records()}
     hbct, independent = records["hbct"]["metrics"]["map"], records["independent"]["metrics"]["map"]
     assert records["hbct"]["status"] == "finished"
-    # Lorentz references: the old model is HBCT's own step 0 (shared), not the Euclidean one
-    assert hbct["reference_old_self"] == pytest.approx(hbct["old_self"])
+    # Lorentz references: P_com divides by HBCT's own old model, a Lorentz model unlike the Euclidean one
+    assert hbct["p_com"] == pytest.approx((hbct["cross"] - hbct["old_self"]) / (hbct["reference_self"] - hbct["old_self"]))
     assert hbct["old_self"] != pytest.approx(independent["old_self"])
     assert hbct["cross"] > independent["cross"]
 

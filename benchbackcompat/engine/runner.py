@@ -264,7 +264,7 @@ class CellRunner:
         models, curves, step_seconds = self.run_steps()
         if not distributed.is_main():  # rank 0 evaluates and writes; the others help train the references
             if self.scenario.single_update:
-                self.reference_models()
+                self.reference_model()
             return {"status": "finished"}
         eval_started = time.perf_counter()
         features = [self.features(self.method, m) for m in models]
@@ -287,24 +287,30 @@ class CellRunner:
                         "total_s": time.perf_counter() - started},
         }
 
-    def reference_models(self) -> tuple[Method, list[Network]]:
-        """The recipe of the references and its old and independently trained new model (shared)."""
-        recipe = standard_recipe(self.method.reference())
-        return recipe, [self.shared_model(recipe, step, "standard") for step in self.steps]
+    def reference_recipe(self) -> Method:
+        """The recipe of the independently trained new model of P_com/P_up: the one that trained the
+        method's old model (its standard recipe), or for a method that trains its own old model
+        (``standard_steps = "none"``) ``method.reference()``, which must be its step-0 objective."""
+        if self.method.standard_steps == "none":
+            return self.method.reference()
+        return standard_recipe(self.method)
+
+    def reference_model(self) -> tuple[Method, Network]:
+        """The recipe of the references and its independently trained new model (shared)."""
+        recipe = self.reference_recipe()
+        return recipe, self.shared_model(recipe, self.steps[1], "standard")
 
     def add_update_metrics(self, metrics: dict[str, dict[str, float]]) -> None:
-        """P_com and P_up (HBCT Eqs. 14-15) against reference models of the method's own geometry:
-        the old model and the independently trained new model of ``method.reference()``."""
-        recipe, references = self.reference_models()
-        reference_features = [self.features(recipe, m) for m in references]
-        for index, name in ((0, "reference_old_self"), (1, "reference_self")):
-            feats = [reference_features[index]]
-            matrices, _ = compatibility_matrices(recipe, feats, self.data, self.scenario.protocol,
-                                                 self.scenario.metrics, self.cell.seed, self.scenario.verification_pairs)
-            for metric, C in matrices.items():
-                metrics[metric][name] = C[0][0]
-        for values in metrics.values():
-            values["p_com"] = cm.p_com(values["cross"], values["reference_old_self"], values["reference_self"])
+        """P_com and P_up (HBCT Eqs. 14-15). phi_o is the cross-test's gallery model, the method's own old
+        model C[0][0] (HBCT Eq. 14, seed-002 Sec. 8.5): numerator and denominator use its self-test
+        ``old_self``; phi_* is the new model trained independently with the recipe of the old one."""
+        recipe, reference = self.reference_model()
+        matrices, _ = compatibility_matrices(recipe, [self.features(recipe, reference)], self.data, self.scenario.protocol,
+                                             self.scenario.metrics, self.cell.seed, self.scenario.verification_pairs)
+        for metric, C in matrices.items():
+            values = metrics[metric]
+            values["reference_self"] = C[0][0]
+            values["p_com"] = cm.p_com(values["cross"], values["old_self"], values["reference_self"])
             values["p_up"] = cm.p_up(values["self"], values["reference_self"])
 
 
