@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import os
 import tomllib
+from importlib.resources import files
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
@@ -15,24 +17,27 @@ from benchbackcompat.config import NamedScenario, RunConfig, validate_model
 from benchbackcompat.errors import BenchError, UnknownNameError
 
 PRESET_ENV = "BENCHBACKCOMPAT_PRESETS"
-REPO_PRESETS = Path(__file__).resolve().parents[1] / "scenarios"
+# The repository's top-level scenarios/, shipped in the wheel as package data (benchbackcompat/preset_files is a
+# link to it in the checkout; build copies the files).
+BUILTIN_PRESETS = files("benchbackcompat") / "preset_files"
 
 
-def preset_dirs() -> list[Path]:
-    """Where named presets are looked up: ``$BENCHBACKCOMPAT_PRESETS`` (colon-separated), then the repository's ``scenarios/``."""
+def preset_dirs() -> list[Traversable]:
+    """Where named presets are looked up: ``$BENCHBACKCOMPAT_PRESETS`` (colon-separated), then the built-in presets."""
     extra = [Path(p) for p in os.environ.get(PRESET_ENV, "").split(os.pathsep) if p]
-    return [*extra, REPO_PRESETS]
+    return [*extra, BUILTIN_PRESETS]
 
 
-def available_presets() -> dict[str, Path]:
-    found: dict[str, Path] = {}
+def available_presets() -> dict[str, Traversable]:
+    found: dict[str, Traversable] = {}
     for directory in reversed(preset_dirs()):
         if directory.is_dir():
-            found.update({p.stem: p for p in sorted(directory.glob("*.toml"))})
+            tomls = sorted((p for p in directory.iterdir() if p.name.endswith(".toml")), key=lambda p: p.name)
+            found.update({p.name.removesuffix(".toml"): p for p in tomls})
     return found
 
 
-def preset_path(preset: str) -> Path:
+def preset_path(preset: str) -> Traversable:
     """A preset name (``quick``) or a path to a TOML file."""
     if preset.endswith(".toml") or os.sep in preset:
         path = Path(preset)
