@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from pydantic import BaseModel, ConfigDict
 from torch import Tensor, nn
 
-from benchbackcompat.metrics.retrieval import cosine_similarity
+from benchbackcompat.metrics.retrieval import Templates, cosine_similarity, normalised_templates
 from benchbackcompat.models.network import Network, build_network
 
 if TYPE_CHECKING:
@@ -131,6 +131,11 @@ class Method:
     def similarity(self) -> Similarity:
         """Score matrix of query x gallery features, higher is more similar."""
         return cosine_similarity
+
+    def templates(self) -> Templates:
+        """Class templates of the template protocol, in the geometry of ``similarity()``: by default
+        L2-normalised features averaged per class and re-normalised (IAM-CL2R code)."""
+        return normalised_templates
 
     def pair_features(self, query: Tensor, gallery: Tensor, query_step: int, gallery_step: int) -> tuple[Tensor, Tensor]:
         """The features compared for matrix entry C[query_step][gallery_step], from each model's

@@ -57,20 +57,20 @@ def model_features(model: nn.Module, method: Method, data: ScenarioData, *, batc
 
 def score(
     metric: str, protocol: str, query: Tensor, gallery: Tensor, data: ScenarioData, similarity, pairs: tuple | None,
-    chunk_size: int = 4096,
+    chunk_size: int = 4096, templates: retrieval.Templates = retrieval.normalised_templates,
 ) -> float:
     """One matrix entry: ``metric`` of ``query`` features against ``gallery`` features under ``protocol``,
     scoring ``chunk_size`` queries at a time (halved and retried when the device runs out of memory)."""
     while True:
         try:
-            return _score(metric, protocol, query, gallery, data, similarity, pairs, chunk_size)
+            return _score(metric, protocol, query, gallery, data, similarity, pairs, chunk_size, templates)
         except RuntimeError as error:
             chunk_size = halve_on_oom(error, chunk_size, f"scoring {metric}")
 
 
 def _score(
     metric: str, protocol: str, query: Tensor, gallery: Tensor, data: ScenarioData, similarity, pairs: tuple | None,
-    chunk_size: int,
+    chunk_size: int, templates: retrieval.Templates,
 ) -> float:
     ql = data.query.labels
     if protocol == "loo":
@@ -89,10 +89,11 @@ def _score(
             return retrieval.mean_average_precision(query, ql, gallery, gl, at="R" if metric == "map@r" else None,
                                                     similarity=similarity, chunk_size=chunk_size)
     if protocol == "template" and metric in ("top1", "cmc@1"):
-        return retrieval.template_top1(query, ql, gallery, gl, similarity=similarity, chunk_size=chunk_size)
+        return retrieval.template_top1(query, ql, gallery, gl, similarity=similarity, templates=templates,
+                                       chunk_size=chunk_size)
     if protocol == "verification" and metric == "verification":
         a, b, same = pairs
-        return retrieval.pair_verification(query[a], gallery[b], same)
+        return retrieval.pair_verification(query[a], gallery[b], same, similarity=similarity)
     raise ValueError(f"metric {metric!r} is not defined for protocol {protocol!r}")
 
 
@@ -124,5 +125,6 @@ def compatibility_matrices(
                 notes.append(f"C[{t}][{k}]: feature sizes differ ({query.shape[1]} vs {gallery.shape[1]})")
                 continue
             for metric in metrics:
-                matrices[metric][t][k] = score(metric, protocol, query, gallery, data, similarity, pairs)
+                matrices[metric][t][k] = score(metric, protocol, query, gallery, data, similarity, pairs,
+                                               templates=method.templates())
     return matrices, notes

@@ -329,6 +329,7 @@ def standard_recipe(method: Method) -> Method:
     recipe.build_model = method.build_model
     recipe.features = method.features
     recipe.similarity = method.similarity
+    recipe.templates = method.templates
     recipe.pair_features = method.pair_features
     return recipe
 

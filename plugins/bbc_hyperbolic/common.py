@@ -18,6 +18,7 @@ from torch import Tensor
 from benchbackcompat import geometry
 from benchbackcompat.config import ModelZoo, ScenarioBase
 from benchbackcompat.method import Batch, Method, MethodParams, Similarity, StepContext
+from benchbackcompat.metrics.retrieval import Templates
 from benchbackcompat.models.lorentz import LorentzNetwork
 from benchbackcompat.models.registry import create_backbone
 
@@ -63,6 +64,11 @@ class LorentzMethod(Method):
 
     def similarity(self) -> Similarity:
         return geometry.negative_distance(self.params.curvature)
+
+    def templates(self) -> Templates:
+        """Class templates on the hyperboloid: the Lorentzian centroid (a normalised Euclidean mean of
+        hyperboloid points leaves the manifold, and its geodesic distances collapse to the clamp)."""
+        return geometry.class_templates(self.params.curvature)
 
     def reference(self) -> Method:
         params = LorentzParams(**{k: getattr(self.params, k) for k in LorentzParams.model_fields})
