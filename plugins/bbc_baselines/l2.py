@@ -20,6 +20,7 @@ from pydantic import Field
 from torch import Tensor
 
 import benchbackcompat
+from benchbackcompat.config import ScenarioBase
 from benchbackcompat.method import Batch, Method, MethodParams, StepContext, old_unit_features
 from benchbackcompat.models.network import Network
 
@@ -66,6 +67,11 @@ class L2(Method):
     name = "l2"
     description = "cross-entropy + Euclidean distance to the frozen old model's features on old data (CoReS's l2 baseline)"
     Params = L2Params
+
+    def unsupported_reason(self, scenario: ScenarioBase) -> str | None:
+        if scenario.kind == "model-zoo":
+            return f"{self.name} trains each new model with a compatibility loss; a model zoo's models are already trained"
+        return None
 
     def loss(self, model: Network, batch: Batch, ctx: StepContext) -> dict[str, Tensor]:
         out = model(batch.images)

@@ -16,6 +16,7 @@ from pydantic import Field
 from torch import Tensor
 
 import benchbackcompat
+from benchbackcompat.config import ScenarioBase
 from benchbackcompat.errors import BenchError
 from benchbackcompat.method import Batch, Method, MethodParams, StepContext, old_unit_features
 from benchbackcompat.models.network import Network
@@ -41,6 +42,11 @@ class HotRefresh(Method):
     name = "hot-refresh"
     description = "cross-entropy + cosine contrastive alignment to the old model, old and new other-class negatives"
     Params = HotRefreshParams
+
+    def unsupported_reason(self, scenario: ScenarioBase) -> str | None:
+        if scenario.kind == "model-zoo":
+            return f"{self.name} trains each new model with a compatibility loss; a model zoo's models are already trained"
+        return None
 
     def loss(self, model: Network, batch: Batch, ctx: StepContext) -> dict[str, Tensor]:
         out = model(batch.images)

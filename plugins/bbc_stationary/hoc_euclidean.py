@@ -9,6 +9,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 import benchbackcompat
+from benchbackcompat.config import ScenarioBase
 from benchbackcompat.method import Batch, Method, StepContext
 from benchbackcompat.models.network import Network
 from bbc_stationary.alignment import HocTerms, hoc_loss
@@ -18,6 +19,11 @@ class EuclideanHOC(Method):
     name = "hoc-euclidean"
     description = "learnable classifier + higher-order (InfoNCE) alignment to the frozen old model (HOC without the d-Simplex)"
     Params = HocTerms
+
+    def unsupported_reason(self, scenario: ScenarioBase) -> str | None:
+        if scenario.kind == "model-zoo":
+            return f"{self.name} trains each new model with a compatibility loss; a model zoo's models are already trained"
+        return None
 
     def loss(self, model: Network, batch: Batch, ctx: StepContext) -> dict[str, Tensor]:
         out = model(batch.images)
