@@ -37,6 +37,10 @@ class DataConfig(StrictModel):
     pretrain_classes: int | None = Field(None, ge=2)
     seed: int = Field(0, description="rendering seed of the embedded dataset")
     class_order_seed: int | None = Field(None, description="shuffle the class order with this seed; None keeps label order")
+    eval_normalisation: Literal["train", "eval"] = Field(
+        "train", description="normalise eval_dataset images with the training data's statistics (iamcl2r code) or "
+                             "with its own (CoReS: CIFAR-10 test pairs with CIFAR-10 statistics)",
+    )
 
 
 class TrainConfig(StrictModel):

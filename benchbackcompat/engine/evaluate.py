@@ -49,7 +49,8 @@ class ModelFeatures:
 
 
 def model_features(model: nn.Module, method: Method, data: ScenarioData, *, batch_size: int, device, amp: str) -> ModelFeatures:
-    kwargs = dict(mean=data.mean, std=data.std, batch_size=batch_size, device=device, amp=amp)
+    mean, std = data.eval_stats or (data.mean, data.std)
+    kwargs = dict(mean=mean, std=std, batch_size=batch_size, device=device, amp=amp)
     query = extract_features(model, method, data.query, **kwargs)
     gallery = extract_features(model, method, data.gallery, **kwargs) if data.gallery is not None else None
     return ModelFeatures(query, gallery)
