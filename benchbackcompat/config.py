@@ -77,6 +77,14 @@ class ModelConfig(StrictModel):
 
     backbone: str = "resnet18"
     embedding_dim: int | None = Field(128, ge=2, description='projection after the backbone; "none" keeps its features')
+    pretrained: dict[str, bool | Path] = Field(
+        default_factory=dict, description="weights per backbone name: true (timm's published weights, from its cache or "
+        "downloaded) or a local checkpoint; absent: random initialisation (HBCT: ViT-B/16 from ImageNet-21k)",
+    )
+    input_size: dict[str, int] = Field(
+        default_factory=dict, description="input size per backbone name when it differs from the data's: the images "
+        "are resized on the device, bilinear (HBCT: 224 px for the ViT-B/16 on 32 px CIFAR-100)",
+    )
 
     @field_validator("embedding_dim", mode="before")
     @classmethod

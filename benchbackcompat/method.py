@@ -95,7 +95,7 @@ class Method:
             num_classes=num_classes,
             head=self.head,
             embedding_dim=ctx.scenario.model.embedding_dim,
-            image_size=ctx.image_size,
+            **backbone_options(ctx, backbone),
             in_chans=ctx.train_data.images.shape[1],
         )
 
@@ -162,6 +162,14 @@ class StandardMethod(Method):
     """Plain cross-entropy training: the shared old models and the references of P_com/P_up."""
 
     name = "standard"
+
+
+def backbone_options(ctx: StepContext, backbone: str) -> dict[str, Any]:
+    """How to build ``backbone`` in this scenario: the data's image size, its pretrained weights
+    (``model.pretrained``) and its input size (``model.input_size``, images resized on the device)."""
+    model = ctx.scenario.model
+    return {"image_size": ctx.image_size, "pretrained": getattr(model, "pretrained", {}).get(backbone, False),
+            "input_size": getattr(model, "input_size", {}).get(backbone)}
 
 
 @torch.no_grad()

@@ -25,7 +25,7 @@ import benchbackcompat
 from bbc_baselines.l2 import match_size
 from bbc_compat.common import available_data, class_means, embed_all, no_training_reason
 from benchbackcompat.config import ScenarioBase
-from benchbackcompat.method import Batch, Method, MethodParams, StepContext, old_unit_features
+from benchbackcompat.method import Batch, Method, MethodParams, StepContext, backbone_options, old_unit_features
 from benchbackcompat.models.network import Network, build_network
 
 SCALE = 1 / 0.05  # cosine classifier scale (temperature 0.05); fixed, so the shared old model is well defined
@@ -71,7 +71,7 @@ class CVS(Method):
     def build_model(self, ctx: StepContext, backbone: str, num_classes: int) -> Network:
         return build_network(
             backbone, num_classes=num_classes, head="cosine", head_kwargs={"scale": SCALE},
-            embedding_dim=ctx.scenario.model.embedding_dim, image_size=ctx.image_size,
+            embedding_dim=ctx.scenario.model.embedding_dim, **backbone_options(ctx, backbone),
             in_chans=ctx.train_data.images.shape[1],
         )
 

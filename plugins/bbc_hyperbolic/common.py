@@ -17,7 +17,7 @@ from torch import Tensor
 
 from benchbackcompat import geometry
 from benchbackcompat.config import ModelZoo, ScenarioBase
-from benchbackcompat.method import Batch, Method, MethodParams, Similarity, StepContext
+from benchbackcompat.method import Batch, Method, MethodParams, Similarity, StepContext, backbone_options
 from benchbackcompat.metrics.retrieval import Templates
 from benchbackcompat.models.lorentz import LorentzNetwork
 from benchbackcompat.models.registry import create_backbone
@@ -52,7 +52,7 @@ class LorentzMethod(Method):
         return self.params.zeta_old + step * self.params.zeta_step
 
     def build_model(self, ctx: StepContext, backbone: str, num_classes: int) -> LorentzNetwork:
-        net = create_backbone(backbone, image_size=ctx.image_size, in_chans=ctx.train_data.images.shape[1])
+        net = create_backbone(backbone, in_chans=ctx.train_data.images.shape[1], **backbone_options(ctx, backbone))
         return LorentzNetwork(net, num_classes, ctx.scenario.model.embedding_dim, self.params.curvature,
                               self.zeta(ctx.step.index))
 

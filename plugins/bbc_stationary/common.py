@@ -11,7 +11,7 @@ from torch import Tensor
 
 from benchbackcompat.config import IAMCL2R, ScenarioBase
 from benchbackcompat.errors import BenchError
-from benchbackcompat.method import Batch, Method, MethodParams, StepContext
+from benchbackcompat.method import Batch, Method, MethodParams, StepContext, backbone_options
 from benchbackcompat.models.network import Network, build_network
 
 
@@ -85,7 +85,7 @@ class FixedHeadMethod(Method):
         classes = self.num_outputs(ctx)
         variant = {"variant": self.params.simplex} if self.head == "dsimplex" else None
         return build_network(backbone, num_classes=classes, head=self.head, embedding_dim=self.feature_dim(ctx, classes),
-                             image_size=ctx.image_size, in_chans=ctx.train_data.images.shape[1], head_kwargs=variant)
+                             in_chans=ctx.train_data.images.shape[1], head_kwargs=variant, **backbone_options(ctx, backbone))
 
     def targets(self, model: Network, batch: Batch, ctx: StepContext) -> Tensor:
         return fine_tuning_targets(batch.labels, model.head.num_classes, ctx.scenario)
