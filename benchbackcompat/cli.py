@@ -1,4 +1,4 @@
-"""Command line: ``benchbackcompat run | list | show | leaderboard | validate | new-method``."""
+"""Command line: ``benchbackcompat run | list | status | show | leaderboard | validate | new-method``."""
 from __future__ import annotations
 
 import argparse
@@ -34,6 +34,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--device", help="auto (default), cpu or cuda")
     run.add_argument("--set", dest="assignments", action="append", default=[], metavar="KEY=VALUE",
                      help="override a scenario field (train.epochs=2) or a method hyperparameter (methods.l2.weight=3)")
+    run.add_argument("--force", action="store_true", help="recompute every cell of the plan, even finished ones")
+    run.add_argument("--rerun", metavar="METHOD[,METHOD]", default="",
+                     help="recompute the cells of these methods, even finished ones")
+    run.add_argument("--lock-timeout", type=float, metavar="SECONDS",
+                     help="give up waiting for a cell or model that another process holds (default: wait)")
     run.add_argument("--dry-run", action="store_true", help="print the resolved configuration and the planned steps")
     run.add_argument("--no-share", action="store_true",
                      help="train every model inside its own cell (no models shared across methods; for comparisons)")
@@ -49,6 +54,9 @@ def build_parser() -> argparse.ArgumentParser:
     listing = sub.add_parser("list", help="list what is available")
     listing.add_argument("what", choices=LISTABLE)
     listing.add_argument("--preset", default="quick")
+
+    status = sub.add_parser("status", help="list finished, partial, pending, failed and stale cells of a results directory")
+    status.add_argument("--results", type=Path, default=Path("results"))
 
     show = sub.add_parser("show", help="print a cell's compatibility matrix and metrics")
     show.add_argument("cell", nargs="?", help="cell key (a prefix is enough) or label scenario/method/seedN; omit to list cells")
@@ -70,15 +78,23 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from benchbackcompat.interrupts import watching
+
     args = build_parser().parse_args(argv)
     try:
-        return COMMANDS[args.command](args)
+        with watching():  # a real Ctrl-C stops the run; a KeyboardInterrupt raised by plugin code fails its cell
+            return COMMANDS[args.command](args)
     except BenchError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted: finished steps are saved; run the same command again to resume", file=sys.stderr)
         return 130
+    except OSError as error:  # a full or read-only disk, a missing folder: one line naming the path
+        where = f" {error.filename}" if error.filename else ""
+        print(f"error: cannot access{where}: {error.strerror or error}; check the path, its permissions and the free "
+              "space", file=sys.stderr)
+        return 2
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -86,7 +102,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from benchbackcompat.presets import resolve_run, split_list
     from benchbackcompat.report import leaderboard_tables
     from benchbackcompat.engine import distributed
-    from benchbackcompat.run import execute, make_plan, run_summary, select_shard
+    from benchbackcompat.run import execute, make_plan, rerun_methods, run_summary, select_shard
 
     data: dict = {}
     if args.dataset:
@@ -100,11 +116,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     )
     if args.no_share:
         run = run.model_copy(update={"share_models": False})
+    if args.lock_timeout is not None:
+        if args.lock_timeout <= 0:
+            raise BenchError(f"--lock-timeout {args.lock_timeout:g}: expected a positive number of seconds")
+        run = run.model_copy(update={"lock_timeout": args.lock_timeout})
     if args.channels_last or args.compile:
         run = run.model_copy(update={"channels_last": args.channels_last or run.channels_last, "compile": args.compile})
     distributed.initialise_from_environment(run.device)  # under torchrun: one rank of a data-parallel cell
     host = PluginHost()
     plan = make_plan(run, host)
+    plan.rerun = rerun_methods(plan, args.force, split_list(args.rerun))
     if args.shard:
         plan.cells = select_shard(plan.cells, args.shard)
     host.register_extensions()
@@ -137,7 +158,12 @@ def cmd_list(args: argparse.Namespace) -> int:
         host.load_all()
         rows = [[name, "available", cls.description] for name, cls in sorted(host.methods().items())]
         rows += [[name, "unavailable", failure.error] for name, failure in sorted(host.failures.items())]
+        rows += [[name, "conflict", why] for name, why in sorted(host.conflicts.items())]
         print(tabulate(rows, headers=["method", "status", "description"], tablefmt="github"))
+        for why in host.conflicts.values():
+            print(f"error: {why}", file=sys.stderr)
+        if host.conflicts:
+            return 2
     elif args.what == "scenarios":
         from benchbackcompat.presets import load_preset
 
@@ -160,6 +186,13 @@ def cmd_list(args: argparse.Namespace) -> int:
         if args.what == "backbones":
             rows.append(["timm:<name>", "any timm model by name, e.g. timm:vit_base_patch16_224"])
         print(tabulate(rows, headers=[args.what[:-1], "description"], tablefmt="github"))
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from benchbackcompat.status import render_status
+
+    print(render_status(args.results))
     return 0
 
 
@@ -240,7 +273,7 @@ def cmd_new_method(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"run": cmd_run, "list": cmd_list, "show": cmd_show, "leaderboard": cmd_leaderboard, "validate": cmd_validate,
+COMMANDS = {"run": cmd_run, "list": cmd_list, "status": cmd_status, "show": cmd_show, "leaderboard": cmd_leaderboard, "validate": cmd_validate,
             "new-method": cmd_new_method}
 
 if __name__ == "__main__":

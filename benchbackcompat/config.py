@@ -250,6 +250,7 @@ class RunConfig(StrictModel):
     channels_last: Literal["auto", "on", "off"] = "auto"  # NHWC training; auto: on CUDA
     compile: bool = False  # torch.compile the backbone for training
     cache_dir: Path = Field(default_factory=lambda: Path.home() / ".cache" / "benchbackcompat")
+    lock_timeout: float | None = Field(default=None, gt=0)  # seconds to wait for another process's cell/model lock
 
 
 def format_validation_error(error: ValidationError, where: str) -> str:

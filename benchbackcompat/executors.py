@@ -58,6 +58,11 @@ def submit(args: argparse.Namespace, plan: Plan) -> list[dict[str, Any]]:
             job.result()
         except Exception as error:  # a dead job: its cells are reported, the others are kept
             problems[shard.shard] = f"job {job.job_id} failed ({str(error).splitlines()[0] if str(error) else type(error).__name__}); log {job.paths.stderr}"
+    import torch
+
+    from benchbackcompat.run import assign_fingerprints
+
+    assign_fingerprints(plan, torch.device("cpu"))  # the cells' keys need their data's fingerprints
     store = ResultStore(plan.run.out)
     records = []
     for index, cell in enumerate(plan.cells):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib.metadata as metadata
 import logging
+import re
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +22,7 @@ import pluggy
 
 from benchbackcompat import hookspecs
 from benchbackcompat.errors import BenchError, UnknownNameError
+from benchbackcompat.interrupts import describe, must_propagate
 from benchbackcompat.method import Method
 
 GROUP = "benchbackcompat"
@@ -41,6 +43,8 @@ class PluginHost:
     manager: pluggy.PluginManager = field(default_factory=lambda: _new_manager())
     failures: dict[str, PluginFailure] = field(default_factory=dict)
     loaded: set[str] = field(default_factory=set)
+    conflicts: dict[str, str] = field(default_factory=dict)  # method name -> why it is refused (two classes)
+    results: Path | None = None  # the run's results directory (observer tracebacks go to <results>/observers/)
 
     # --- entry points ----------------------------------------------------------------------
     @staticmethod
@@ -59,9 +63,11 @@ class PluginHost:
             if not self.manager.is_registered(plugin):
                 self.manager.register(plugin, name=f"{GROUP}:{name}")
             self.manager.check_pending()
-        except Exception as error:  # a broken plugin must not break the others
+        except BaseException as error:  # a broken plugin (even one calling sys.exit) must not break the others
+            if must_propagate(error):
+                raise
             self._unregister(f"{GROUP}:{name}")
-            self.failures[name] = PluginFailure(name, f"{type(error).__name__}: {error}".splitlines()[0], traceback.format_exc())
+            self.failures[name] = PluginFailure(name, describe(error), traceback.format_exc())
             return False
         self.loaded.add(name)
         return True
@@ -83,6 +89,7 @@ class PluginHost:
         A broken observer is skipped with a one-line warning and never stops a run.
         """
         registered = []
+        self.results = Path(results)
         for entry in self.observer_entry_points():
             name = f"{OBSERVER_GROUP}:{entry.name}"
             if self.manager.has_plugin(name):
@@ -94,13 +101,41 @@ class PluginHost:
                     continue
                 self.manager.register(plugin, name=name)
                 self.manager.check_pending()
-            except Exception as error:  # a broken logger must not break the run
+            except BaseException as error:  # a broken logger must not break the run
+                if must_propagate(error):
+                    raise
                 self._unregister(name)
-                logging.getLogger(GROUP).warning(
-                    f"warning: observer {entry.name!r} disabled: " + f"{type(error).__name__}: {error}".splitlines()[0])
+                logging.getLogger(GROUP).warning(f"warning: observer {entry.name!r} disabled: {describe(error)}")
                 continue
             registered.append(entry.name)
         return registered
+
+    def notify(self, hook: str, **kwargs: Any) -> None:
+        """Call every implementation of observer hook ``hook`` (``bbc_on_log``, ``bbc_on_cell_finished``) in turn.
+        One that raises (anything, even SystemExit) is disabled for the rest of the run with a one-line warning and
+        its traceback saved under ``<results>/observers/``; the cell and the other observers carry on."""
+        for impl in getattr(self.manager.hook, hook).get_hookimpls():
+            try:
+                impl.function(*(kwargs[name] for name in impl.argnames))
+            except BaseException as error:
+                if must_propagate(error):
+                    raise
+                name = self.manager.get_name(impl.plugin) or impl.plugin_name
+                where = self._save_traceback(name)
+                self.manager.unregister(impl.plugin)
+                logging.getLogger(GROUP).warning(f"warning: observer {name!r} disabled: {hook} raised {describe(error)}"
+                                                 + (f"; traceback in {where}" if where else ""))
+
+    def _save_traceback(self, name: str) -> Path | None:
+        if self.results is None:
+            return None
+        path = self.results / "observers" / (re.sub(r"[^A-Za-z0-9_.-]", "_", name) + ".traceback.txt")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(traceback.format_exc())
+        except OSError:
+            return None
+        return path
 
     def _unregister(self, name: str) -> None:
         plugin = self.manager.get_plugin(name)
@@ -109,19 +144,33 @@ class PluginHost:
 
     # --- methods ---------------------------------------------------------------------------
     def methods(self) -> dict[str, type[Method]]:
+        """Registered methods by name; a name that two classes register goes to ``conflicts`` instead."""
         found: dict[str, type[Method]] = {}
         for result in self.manager.hook.bbc_register_methods():
             for cls in result or []:
-                found[cls.name] = cls
-        return found
+                other = found.setdefault(cls.name, cls)
+                if other is not cls:
+                    self.conflicts[cls.name] = (
+                        f"method {cls.name!r} is registered by two classes: {_origin(other)} and {_origin(cls)}; "
+                        "uninstall one of these distributions or rename one of the methods")
+        return {name: cls for name, cls in found.items() if name not in self.conflicts}
+
+    def check_unique(self, names: list[str]) -> None:
+        """Refuse ``names`` if another loaded plugin registers one of them too (an impostor or a clash)."""
+        self.methods()
+        for name in names:
+            if name in self.conflicts:
+                raise BenchError(self.conflicts[name])
 
     def method_class(self, name: str) -> type[Method]:
         """The method ``name``: its own entry point first, then every plugin (third-party names may differ)."""
         self.load(name)
         methods = self.methods()
-        if name not in methods:
+        if name not in methods and name not in self.conflicts:
             self.load_all()
             methods = self.methods()
+        if name in self.conflicts:
+            raise BenchError(self.conflicts[name])
         if name in methods:
             return methods[name]
         if name in self.failures:
@@ -146,6 +195,14 @@ class PluginHost:
             DATASETS.update({entry.name: entry for entry in entries or []})
         for entries in self.manager.hook.bbc_register_backbones():
             BACKBONES.update({entry.name: entry for entry in entries or []})
+
+
+def _origin(cls: type) -> str:
+    """``module.Class`` and the distribution that installed it."""
+    from benchbackcompat.identity import distribution_of
+
+    name, version = distribution_of(cls.__module__.split(".")[0])
+    return f"{cls.__module__}.{cls.__qualname__} (distribution {name} {version})".replace(" )", ")")
 
 
 def _new_manager() -> pluggy.PluginManager:

@@ -7,6 +7,7 @@ scenario under ``[scenarios.<name>]`` (with its ``kind``), and method hyperparam
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from importlib.resources import files
 from importlib.resources.abc import Traversable
@@ -20,6 +21,8 @@ PRESET_ENV = "BENCHBACKCOMPAT_PRESETS"
 # The repository's top-level scenarios/, shipped in the wheel as package data (benchbackcompat/preset_files is a
 # link to it in the checkout; build copies the files).
 BUILTIN_PRESETS = files("benchbackcompat") / "preset_files"
+MAX_DEPTH = 8  # tables nested deeper than this are refused (presets need 3 levels)
+SCENARIO_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")  # names become folder names (TensorBoard runs)
 
 
 def preset_dirs() -> list[Traversable]:
@@ -56,8 +59,12 @@ def load_preset(preset: str) -> dict[str, Any]:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
         raise BenchError(f"malformed preset {path}: {error}; fix the TOML (https://toml.io)") from None
+    except RecursionError:
+        data = {"": nested(["x"] * (MAX_DEPTH + 1), 0)}
     except OSError as error:
         raise BenchError(f"cannot read preset {path}: {error.strerror or error}") from None
+    if depth(data) > MAX_DEPTH:
+        raise BenchError(f"preset {path}: tables or arrays nested more than {MAX_DEPTH} deep; presets need 3 levels")
     unknown = set(data) - {"description", "defaults", "scenarios", "methods"}
     if unknown:
         raise BenchError(f"preset {path}: unknown top-level keys {sorted(unknown)}; allowed: description, defaults, scenarios, methods")
@@ -67,7 +74,19 @@ def load_preset(preset: str) -> dict[str, Any]:
         value = data.get(key, {})
         if not isinstance(value, dict) or (key != "defaults" and not all(isinstance(v, dict) for v in value.values())):
             raise BenchError(f"preset {path}: {key} must be {what}, got {value!r:.60}")
+    for name in data["scenarios"]:
+        if not SCENARIO_NAME.fullmatch(name):
+            raise BenchError(f"preset {path}: scenario name {name!r:.70} must be 1-64 letters, digits, '_', '.' or '-', "
+                             "starting with a letter or digit (it becomes a folder name)")
     return data
+
+
+def depth(value: Any, limit: int = MAX_DEPTH + 1) -> int:
+    """Nesting depth of tables and arrays in ``value``, counted up to ``limit``."""
+    if limit == 0 or not isinstance(value, (dict, list)):
+        return 0
+    children = value.values() if isinstance(value, dict) else value
+    return 1 + max((depth(child, limit - 1) for child in children), default=0)
 
 
 def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
@@ -90,7 +109,12 @@ def parse_assignment(text: str) -> tuple[list[str], Any]:
         value = tomllib.loads(f"v = {raw}")["v"]
     except tomllib.TOMLDecodeError:
         value = raw
-    return key.strip().split("."), value
+    except RecursionError:
+        value = nested(["x"] * MAX_DEPTH, 0)
+    path = key.strip().split(".")
+    if len(path) + depth(value) > MAX_DEPTH:
+        raise BenchError(f"--set {text:.60}: nested more than {MAX_DEPTH} deep; a value needs at most 3 levels")
+    return path, value
 
 
 def nested(path: list[str], value: Any) -> dict[str, Any]:
@@ -126,6 +150,9 @@ def resolve_run(
     for assignment in assignments:
         path, value = parse_assignment(assignment)
         if path[0] == "methods" and len(path) >= 3:
+            if path[1] not in methods:
+                raise BenchError(f"--set {assignment:.80}: method {path[1]!r} is not among --methods "
+                                 f"({', '.join(methods)}); add it to --methods or fix the name")
             method_params = deep_merge(method_params, nested(path[1:], value))
         else:
             overrides = deep_merge(overrides, nested(path, value))

@@ -1,7 +1,9 @@
 """Plan and execute a run: every (scenario, seed, method) cell, skipping finished ones."""
 from __future__ import annotations
 
+import functools
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -13,13 +15,14 @@ from benchbackcompat.config import RunConfig, ScenarioBase
 from benchbackcompat.data.registry import get_dataset
 from benchbackcompat.engine import distributed
 from benchbackcompat.engine.device import resolve_device
-from benchbackcompat.engine.runner import Cell, run_cell, worker_name
+from benchbackcompat.engine.runner import Cell, run_cell, unsupported, worker_name
 from benchbackcompat.engine.train import Acceleration
 from benchbackcompat.errors import BenchError, UnknownNameError
+from benchbackcompat.identity import code_identity
 from benchbackcompat.method import Method
 from benchbackcompat.models.registry import BACKBONES, TIMM_PREFIX, list_backbones
 from benchbackcompat.plugins import PluginHost
-from benchbackcompat.scenarios.data import load_scenario_data
+from benchbackcompat.scenarios.data import ScenarioData, load_scenario_data
 from benchbackcompat.scenarios.steps import build_steps
 from benchbackcompat.store import ResultStore
 
@@ -32,6 +35,7 @@ class Plan:
     run: RunConfig
     methods: dict[str, Method]
     cells: list[Cell]
+    rerun: frozenset[str] = frozenset()  # methods whose cells are recomputed even if finished (--rerun, --force)
 
     def describe(self) -> str:
         lines = [f"preset {self.run.preset!r}, seeds {self.run.seeds}, results in {self.run.out}"]
@@ -47,7 +51,7 @@ class Plan:
                                  + (f" ({step.pretrained.num_classes}-class pretrained)" if step.pretrained else "")
                                  + (", replay" if step.replay else ""))
             for name, method in self.methods.items():
-                reason = method.unsupported_reason(scenario)
+                reason = unsupported(method, scenario)
                 if reason:
                     lines.append(f"  {name}: not applicable ({reason})")
         lines.append(f"{len(self.cells)} cells: " + ", ".join(c.label for c in self.cells))
@@ -57,7 +61,9 @@ class Plan:
 def make_plan(run: RunConfig, host: PluginHost) -> Plan:
     """Validate everything that can be validated before training: methods, hyperparameters, dataset and
     backbone names, steps."""
-    methods = {name: host.create_method(name, run.method_params.get(name, {})) for name in run.methods}
+    methods = {name: host.create_method(name, run.method_params.get(name, {})) for name in dict.fromkeys(run.methods)}
+    host.check_unique(list(methods))
+    codes = {name: code_identity(type(method)) for name, method in methods.items()}
     host.register_extensions()
     for named in run.scenarios:
         check_names(named.config)
@@ -65,10 +71,19 @@ def make_plan(run: RunConfig, host: PluginHost) -> Plan:
         if classes:
             build_steps(named.config, classes)
     cells = [
-        Cell(named, name, methods[name].params.model_dump(mode="json"), seed, run.preset)
-        for named in run.scenarios for seed in run.seeds for name in run.methods
+        Cell(named, name, methods[name].params.model_dump(mode="json"), seed, run.preset, codes[name])
+        for named in run.scenarios for seed in dict.fromkeys(run.seeds) for name in methods
     ]
     return Plan(run, methods, cells)
+
+
+def rerun_methods(plan: Plan, force: bool, rerun: list[str]) -> frozenset[str]:
+    """The methods to recompute: all with ``--force``, else those of ``--rerun`` (which must be in the plan)."""
+    unknown = [name for name in rerun if name not in plan.methods]
+    if unknown:
+        raise BenchError(f"--rerun {','.join(unknown)}: not among --methods ({', '.join(plan.methods)}); "
+                         "add it to --methods or drop it from --rerun")
+    return frozenset(plan.methods) if force else frozenset(rerun)
 
 
 def check_names(scenario: ScenarioBase) -> None:
@@ -108,35 +123,35 @@ def execute(plan: Plan, host: PluginHost) -> list[dict[str, Any]]:
     running (its lock is held) is put off to the end, then waited for and its record taken, so
     nothing is run twice or lost."""
     run = plan.run
-    store = distributed.RankStore(run.out) if distributed.active() else ResultStore(run.out)
+    store = distributed.RankStore(run.out, run.lock_timeout) if distributed.active() else ResultStore(run.out, run.lock_timeout)
+    if distributed.is_main():
+        store.remove_orphan_temporaries()  # from writes that a kill cut short
     host.load_observers(run.out)  # loggers (TensorBoard, ...) of entry point group benchbackcompat.observers
     device = resolve_device(run.device)
     plugin_versions = {name: _plugin_version(host, name) for name in run.methods}
     records: dict[str, dict[str, Any]] = {}
-    data_cache: dict[str, Any] = {}
+    data_of = assign_fingerprints(plan, device)
 
     def run_one(cell: Cell) -> dict[str, Any]:
         existing = store.record(cell.key)  # another process may have finished it meanwhile
         if existing is not None:
             return existing
-        config = cell.scenario.config
-        data_key = config.data.model_dump_json() + config.protocol + config.eval_split
-        if data_key not in data_cache:
-            data_cache[data_key] = load_scenario_data(config, run.cache_dir, device)
         progress.set_postfix_str(cell.label)
         method = type(plan.methods[cell.method])(plan.methods[cell.method].params)  # fresh state per cell
-        record = run_cell(cell, method, data_cache[data_key], store, device, observer=host.manager.hook.bbc_on_log if distributed.is_main() else None,
+        record = run_cell(cell, method, data_of(cell), store, device, observer=functools.partial(host.notify, "bbc_on_log") if distributed.is_main() else None,
                           plugin_versions=plugin_versions, share_models=run.share_models,
                           acceleration=Acceleration.resolve(run.channels_last, run.compile, device))
         if record["status"] == "finished":
-            host.manager.hook.bbc_on_cell_finished(record=record)
+            host.notify("bbc_on_cell_finished", record=record)
         return record
 
     pending = []
-    for cell in plan.cells:
-        existing = store.record(cell.key)
+    for cell in {cell.key: cell for cell in plan.cells}.values():  # a duplicate cell runs (and counts) once
+        existing = None if cell.method in plan.rerun else store.record(cell.key)
         if existing is None:
             pending.append(cell)
+            if distributed.is_main():
+                store.write_cell_entry(cell.key, {"label": cell.label, "method": cell.method, "identity": cell.identity})
         else:
             records[cell.key] = existing
     progress = tqdm(total=len(pending), desc="cells", unit="cell", dynamic_ncols=True,
@@ -147,6 +162,8 @@ def execute(plan: Plan, host: PluginHost) -> list[dict[str, Any]]:
             if not mine:
                 elsewhere.append(cell)
                 continue
+            if cell.method in plan.rerun and distributed.is_main():
+                store.clear_cell(cell.key)
             records[cell.key] = run_one(cell)
         progress.update()
     for cell in elsewhere:  # running in another process: wait for it (or run it, if that process died)
@@ -156,7 +173,24 @@ def execute(plan: Plan, host: PluginHost) -> list[dict[str, Any]]:
     progress.close()
     if device.type == "cuda":
         torch.cuda.empty_cache()
-    return [records[cell.key] for cell in plan.cells]
+    return list({cell.key: records[cell.key] for cell in plan.cells}.values())
+
+
+def assign_fingerprints(plan: Plan, device: torch.device) -> Callable[[Cell], ScenarioData]:
+    """Load each scenario's data once and give every cell its data fingerprint (part of its key); returns
+    the loader (cell -> its ScenarioData, on ``device``)."""
+    loaded: dict[str, ScenarioData] = {}
+
+    def data_of(cell: Cell) -> ScenarioData:
+        config = cell.scenario.config
+        data_key = config.data.model_dump_json() + config.protocol + config.eval_split
+        if data_key not in loaded:
+            loaded[data_key] = load_scenario_data(config, plan.run.cache_dir, device)
+        return loaded[data_key]
+
+    for cell in plan.cells:
+        cell.data_fingerprint = data_of(cell).fingerprint
+    return data_of
 
 
 def select_shard(cells: list[Cell], shard: str) -> list[Cell]:

@@ -263,3 +263,152 @@ def test_any_bytes_with_a_valid_checksum_load_cleanly(noise, position, from_real
         checksum_path(path).write_text(hashlib.sha256(data).hexdigest())
         result = assert_clean(lambda: load_checkpoint(path))
         assert result is None or isinstance(result, (dict, BenchError))
+
+
+# --- results you can trust: the remaining gaps (issue 16) ---------------------------------------------------------
+
+FIXTURE_RECORDS = Path(__file__).parent / "fixtures" / "leaderboard_records.json"
+
+
+def test_leaderboard_escapes_record_kinds_and_metric_names_and_skips_malformed_records(tmp_path, caplog):
+    import json
+
+    from benchbackcompat.store import ResultStore
+
+    records = json.loads(FIXTURE_RECORDS.read_text())
+    store = ResultStore(tmp_path / "results")
+    attack = "<img src=x onerror=alert(1)>"
+    for record in records:
+        record = {**record, "kind": attack if record["kind"] == "multi-step" else record["kind"]}
+        record["metrics"] = {(attack if m == "cmc@1" else m): v for m, v in record.get("metrics", {}).items()}
+        record["matrices"] = {(attack if m == "cmc@1" else m): v for m, v in record.get("matrices", {}).items()}
+        store.write_record(record["key"], record)
+    bad = {**records[0], "key": "f" * 16, "metrics": {"cmc@1": {"AA": "not a number"}}, "seed": [0]}
+    store.write_record(bad["key"], bad)
+    assert main(["leaderboard", "--results", str(tmp_path / "results"), "--out", str(tmp_path / "board")]) == 0
+    pages = "".join(p.read_text() for p in (tmp_path / "board").glob("*.md"))
+    assert "<img" not in pages and "&lt;img" in pages
+    assert [r.getMessage() for r in caplog.records if "malformed" in r.getMessage()] == [
+        f"warning: skipping a malformed record in {tmp_path / 'results'} (cell {'f' * 16!r}): seed: Input should be a "
+        "valid integer"]
+
+
+def test_set_for_a_method_not_in_methods_is_an_error():
+    with pytest.raises(BenchError, match=r"method 'l3' is not among --methods \(l2\)"):
+        resolve_run(preset="quick", scenarios=["both"], methods=["l2"], assignments=["methods.l3.weight=2"])
+
+
+@pytest.mark.parametrize("name", ["../../x", "a/b", ".hidden", "x" * 65, "tab\tname"])
+def test_scenario_names_that_would_make_unsafe_paths_are_refused(name, tmp_path):
+    path = tmp_path / "p.toml"
+    path.write_text(f'[scenarios."{name}"]\nkind = "both"\n'.replace("\t", "\\t"))
+    with pytest.raises(BenchError, match="must be 1-64 letters") as info:
+        load_preset(str(path))
+    assert "\n" not in str(info.value)
+
+
+def test_tensorboard_paths_stay_inside_the_log_folder():
+    from benchbackcompat.observers.tensorboard import safe_part
+
+    assert [safe_part(p) for p in ["..", ".", "", "a/b", "ok-1.2"]] == ["__", "_", "_", "a_b", "ok-1.2"]
+
+
+@pytest.mark.parametrize("where", ["preset", "set"])
+def test_deeply_nested_toml_is_one_line(where, tmp_path):
+    deep = "[" * 3000 + "]" * 3000
+    if where == "preset":
+        path = tmp_path / "deep.toml"
+        path.write_text(f'[scenarios.a]\nkind = "both"\nx = {deep}\n')
+        call = lambda: load_preset(str(path))  # noqa: E731
+    else:
+        call = lambda: resolve_run(preset="quick", scenarios=["both"], methods=["l2"], assignments=[f"x={deep}"])  # noqa
+    with pytest.raises(BenchError, match="nested more than 8 deep") as info:
+        call()
+    assert "\n" not in str(info.value)
+
+
+def image_tree(root: Path, classes: int = 3) -> Path:
+    from PIL import Image
+
+    for split in ("train", "test"):
+        for c in range(classes):
+            folder = root / split / f"c{c}"
+            folder.mkdir(parents=True)
+            for i in range(2):
+                Image.new("RGB", (8, 8), (40 * c, i, 0)).save(folder / f"{i}.jpg")
+    return root
+
+
+@pytest.mark.parametrize("damage", ["truncated", "not-an-image", "bomb", "symlink"])
+def test_bad_image_files_and_degenerate_datasets_are_one_line_naming_the_file(damage, tmp_path):
+    from PIL import Image
+
+    root = image_tree(tmp_path / "tree")
+    target = root / "train" / "c1" / "1.jpg"
+    if damage == "truncated":
+        target.write_bytes(target.read_bytes()[:60])
+    elif damage == "not-an-image":
+        target.write_bytes(b"<html>not found</html>")
+    elif damage == "bomb":  # a few KB on disk, 64 megapixels decoded
+        target.unlink()
+        Image.new("L", (8000, 8000)).save(target.with_suffix(".png"))
+    elif damage == "symlink":
+        target.unlink()
+        target.symlink_to("/etc/hostname")
+    with pytest.raises(BenchError) as info:
+        load_dataset("imagefolder", DatasetRequest(cache_dir=tmp_path / "cache", root=root))
+    message = str(info.value)
+    assert "\n" not in message
+    assert ("train/c1/1.png" if damage == "bomb" else "train/c1/1.jpg") in message, message
+    assert ("above the limit of 40 megapixels" if damage == "bomb" else "not a readable image") in message
+
+
+def test_a_one_class_dataset_is_refused_before_training(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    root = image_tree(tmp_path / "tree", classes=1)
+    preset = tmp_path / "p.toml"  # data.num_classes unset: every class of the folder
+    preset.write_text('[scenarios.ms]\nkind = "multi-step"\nnum_models = 2\nprotocol = "loo"\neval_split = "test"\n'
+                      '[scenarios.ms.data]\nname = "imagefolder"\n[scenarios.ms.train]\nepochs = 1\n')
+    code = main(["run", "--out", str(tmp_path / "run"), "--preset", str(preset), "--scenario", "ms", "--methods", "l2",
+                 "--data-root", str(root)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and err[-1].startswith("error: dataset 'imagefolder' has 1 class(es)"), err
+    assert not list((tmp_path / "run").glob("cells/*/record.json"))
+
+
+def test_tinyimagenet_with_bad_annotations_names_the_line(tmp_path):
+    root = tmp_path / "tiny"
+    image_tree_root = root / "train" / "n01" / "images"
+    image_tree_root.mkdir(parents=True)
+    (root / "train" / "n02" / "images").mkdir(parents=True)
+    from PIL import Image
+
+    for wnid in ("n01", "n02"):
+        Image.new("RGB", (8, 8)).save(root / "train" / wnid / "images" / "a.jpg")
+    (root / "wnids.txt").write_text("n01\nn02\n")
+    (root / "val" / "images").mkdir(parents=True)
+    (root / "val" / "val_annotations.txt").write_text("v.jpg\tn01\nv2.jpg n03 garbage\n")
+    with pytest.raises(BenchError, match=r"val_annotations.txt line 2 .* separated by a tab") as info:
+        load_dataset("tinyimagenet", DatasetRequest(cache_dir=tmp_path / "cache", root=root))
+    assert "\n" not in str(info.value)
+
+
+def test_a_class_without_training_images_is_named(tmp_path):
+    """E.g. a TinyImageNet wnid listed in wnids.txt whose train folder is empty."""
+    from benchbackcompat.data import registry
+    from benchbackcompat.data.arrays import DatasetBundle, ImageArrays
+
+    bundle = DatasetBundle("x", ["a", "b", "c"], (0.0,) * 3, (1.0,) * 3, {
+        "train": ImageArrays(torch.zeros(2, 3, 4, 4, dtype=torch.uint8), torch.tensor([0, 2])),
+        "test": ImageArrays(torch.zeros(2, 3, 4, 4, dtype=torch.uint8), torch.tensor([0, 2]))})
+    with pytest.raises(BenchError, match="class 'b' has no training images"):
+        registry.check_not_degenerate("x", bundle, DatasetRequest(cache_dir=tmp_path))
+
+
+def test_io_errors_are_one_line_naming_the_path(tmp_path, capsys):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    code = main(["run", "--out", str(blocker / "results"), "--scenario", "both", "--methods", "l2",
+                 "--set", "data.num_classes=4", "--set", "train.epochs=1"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and err[-1].startswith("error: cannot access ") and str(blocker) in err[-1], err

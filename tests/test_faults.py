@@ -376,3 +376,64 @@ def test_fault_spec_counts_hits_and_rejects_bad_specs():
     finally:
         faults.configure(None)
     faults.fault_point("train-batch")  # cleared: nothing happens
+
+
+# --- results you can trust: files and locks (issue 16) -----------------------------------------------------------
+
+def test_records_are_strict_json_with_nan_as_null(tmp_path):
+    store = ResultStore(tmp_path)
+    path = store.write_record("a" * 16, {"key": "a" * 16, "matrices": {"m": [[1.0, float("nan")], [float("inf"), 2.0]]}})
+
+    def refuse(constant):
+        raise ValueError(f"not strict JSON: {constant}")
+
+    record = json.loads(path.read_text(), parse_constant=refuse)
+    assert record["matrices"]["m"] == [[1.0, None], [None, 2.0]]
+    assert store.record("a" * 16)["matrices"]["m"] == [[1.0, None], [None, 2.0]]
+
+
+def test_temporary_files_of_killed_writers_are_removed_on_the_next_run(tmp_path):
+    store = ResultStore(tmp_path)
+    folder = store.cell_dir("a" * 16)
+    folder.mkdir(parents=True)
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    orphan = folder / f".record.json.{int(dead.stdout)}.tmp"
+    live = folder / f".record.json.{os.getpid()}.tmp"
+    young = folder / f".step-0.pt.{int(dead.stdout)}.tmp"
+    for path in (orphan, live, young):
+        path.write_text("partial")
+    for path in (orphan, live):
+        os.utime(path, (0, 0))
+    assert store.remove_orphan_temporaries() == [orphan]
+    assert not orphan.exists() and live.exists() and young.exists()
+
+
+def test_a_lock_names_its_holder_and_gives_up_after_the_timeout(tmp_path):
+    import time
+
+    from benchbackcompat.store.locks import file_lock
+
+    path = tmp_path / "locks" / "cell-x.lock"
+    with file_lock(path):  # flock locks belong to the open file, so a second open waits even in this process
+        started = time.monotonic()
+        with pytest.raises(BenchError) as info:
+            with file_lock(path, timeout=0.5):
+                pass
+        assert 0.5 <= time.monotonic() - started < 5
+    message = str(info.value)
+    assert f"pid {os.getpid()} since " in message and "--lock-timeout" in message and "\n" not in message
+    with file_lock(path, timeout=0.5) as mine:  # released: taken at once
+        assert mine
+
+
+def test_a_traceback_that_cannot_be_written_does_not_crash_the_failure_handler(tmp_path, caplog):
+    from benchbackcompat.engine.runner import save_traceback
+
+    store = ResultStore(tmp_path)
+    store.cell_dir("a" * 16).parent.mkdir(parents=True)
+    store.cell_dir("a" * 16).write_text("a file where the cell folder should be")
+    try:
+        raise RuntimeError("plugin bug")
+    except RuntimeError:
+        assert save_traceback(store, "a" * 16) is None
+    assert "cannot write" in caplog.text and "the traceback is lost" in caplog.text

@@ -24,8 +24,8 @@ def test_shards_partition_the_plan():
     run = resolve_run(preset="quick", scenarios=["ext-class", "both"], methods=["independent", "l2"], seeds=[0, 1, 2])
     cells = make_plan(run, PluginHost()).cells
     shards = [select_shard(cells, f"{i}/5") for i in range(5)]
-    keys = [c.key for shard in shards for c in shard]
-    assert sorted(keys) == sorted(c.key for c in cells) and len(set(keys)) == len(cells) == 12
+    keys = [c.label for shard in shards for c in shard]
+    assert sorted(keys) == sorted(c.label for c in cells) and len(set(keys)) == len(cells) == 12
     for bad in ("5/5", "1", "a/b", "-1/3"):
         with pytest.raises(BenchError, match="expected I/N"):
             select_shard(cells, bad)

@@ -1,8 +1,14 @@
-"""On-disk cache of decoded datasets: one torch file of uint8 arrays per request key."""
+"""On-disk cache of decoded datasets: one torch file of uint8 arrays per request key, with its SHA-256 beside it.
+
+A cache file that is missing its checksum, does not match it, or cannot be loaded (flipped or
+random bytes, a torn write) is rebuilt from the source with one warning line.
+"""
 from __future__ import annotations
 
 import hashlib
+import io
 import json
+import logging
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -13,7 +19,7 @@ import torch
 from benchbackcompat.data.arrays import DatasetBundle, ImageArrays
 from benchbackcompat.errors import BenchError
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: a .sha256 checksum beside each file
 
 
 def cache_path(cache_dir: Path, name: str, key: dict[str, Any]) -> Path:
@@ -28,22 +34,45 @@ def file_fingerprint(path: Path) -> list[Any]:
     return [path.name, stat.st_size, stat.st_mtime_ns]
 
 
-def save_bundle(path: Path, bundle: DatasetBundle) -> None:
-    """Write atomically (temporary file, then rename), so a crash never leaves a torn cache."""
-    payload = {
-        "name": bundle.name, "class_names": list(bundle.class_names),
-        "mean": list(bundle.mean), "std": list(bundle.std),
-        "splits": {k: {"images": v.images.cpu(), "labels": v.labels.cpu()} for k, v in bundle.splits.items()},
-    }
+def checksum_file(path: Path) -> Path:
+    return path.with_name(path.name + ".sha256")
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        torch.save(payload, tmp)
+        tmp.write_bytes(data)
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
 
 
+def save_bundle(path: Path, bundle: DatasetBundle) -> None:
+    """Write atomically (temporary file, then rename), then its SHA-256 beside it: a crash never leaves a torn
+    cache, and a cache without a matching checksum is rebuilt."""
+    payload = {
+        "name": bundle.name, "class_names": list(bundle.class_names),
+        "mean": list(bundle.mean), "std": list(bundle.std),
+        "splits": {k: {"images": v.images.cpu(), "labels": v.labels.cpu()} for k, v in bundle.splits.items()},
+    }
+    buffer = io.BytesIO()
+    torch.save(payload, buffer)
+    data = buffer.getvalue()
+    checksum_file(path).unlink(missing_ok=True)
+    _write_atomic(path, data)
+    _write_atomic(checksum_file(path), hashlib.sha256(data).hexdigest().encode())
+
+
 def load_bundle(path: Path) -> DatasetBundle:
+    """The bundle at ``path``; ValueError when it has no checksum or does not match it."""
+    with open(path, "rb") as handle:
+        digest = hashlib.file_digest(handle, "sha256").hexdigest()
+    try:
+        recorded = checksum_file(path).read_text().strip()
+    except (OSError, UnicodeDecodeError):
+        raise ValueError("it has no checksum") from None
+    if digest != recorded:
+        raise ValueError("it does not match its checksum")
     payload = torch.load(path, map_location="cpu", weights_only=True)
     return DatasetBundle(
         name=payload["name"], class_names=list(payload["class_names"]),
@@ -54,13 +83,15 @@ def load_bundle(path: Path) -> DatasetBundle:
 
 def cached(cache_dir: Path, name: str, key: dict[str, Any], build: Callable[[], DatasetBundle]) -> DatasetBundle:
     """Load the bundle for (name, key) from `cache_dir`, or build it and store it there.
-    An unreadable cache file is rebuilt."""
+    A cache file that fails its checksum or cannot be loaded is rebuilt, with one warning line."""
     path = cache_path(cache_dir, name, key)
     if path.is_file():
         try:
             return load_bundle(path)
-        except (OSError, RuntimeError, EOFError, KeyError, ValueError):
-            pass
+        except Exception as error:  # damaged bytes make torch.load raise many kinds of errors
+            why = str(error) if isinstance(error, ValueError) and str(error).startswith("it ") else \
+                f"it cannot be loaded ({type(error).__name__})"
+            logging.getLogger("benchbackcompat").warning(f"warning: dataset cache {path}: {why}; rebuilding it")
     bundle = build()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -23,6 +23,7 @@ except ImportError:  # a torchvision without image decoders (deprecated since 0.
     decode_image = decode_jpeg = None
 
 _CHUNK = 4096
+MAX_PIXELS = 40_000_000  # a decoded image above this (about 120 MB as RGB) is refused: a decompression bomb
 
 
 def _decode_pil(blob: bytes) -> Tensor:
@@ -63,16 +64,48 @@ def resize_images(images: Tensor, size: int) -> Tensor:
     return out
 
 
-def decode_images(blobs: Sequence[bytes], image_size: int | None, source: str) -> Tensor:
+def check_image(blob: bytes, name: str, source: str) -> None:
+    """Read only the header: a file that is not an image, or whose size is above MAX_PIXELS, is refused by name."""
+    try:
+        with Image.open(io.BytesIO(blob)) as image:
+            width, height = image.size
+    except Exception as error:  # PIL raises many kinds of errors on bad bytes
+        raise BenchError(f"{source}: {name} is not a readable image ({type(error).__name__}: "
+                         f"{str(error).splitlines()[0][:80] if str(error) else ''}); remove or replace it") from None
+    if width * height > MAX_PIXELS:
+        raise BenchError(f"{source}: {name} is {width}x{height} pixels, above the limit of {MAX_PIXELS // 10**6} "
+                         "megapixels for decoded images; shrink or remove it")
+
+
+def _decode_named(blobs: Sequence[bytes], names: Sequence[str], source: str) -> list[Tensor]:
+    """Decode one chunk; a file that fails (truncated, not an image) is named in a one-line error."""
+    for blob, name in zip(blobs, names):
+        check_image(blob, name, source)
+    try:
+        return _decode_chunk(blobs)
+    except Exception:  # find the file that breaks the chunk
+        for blob, name in zip(blobs, names):
+            try:
+                _decode_chunk([blob])
+            except Exception as error:
+                raise BenchError(f"{source}: cannot decode {name} ({type(error).__name__}: "
+                                 f"{str(error).splitlines()[0][:80] if str(error) else 'damaged or truncated'}); "
+                                 "remove or replace it") from None
+        raise
+
+
+def decode_images(blobs: Sequence[bytes], image_size: int | None, source: str,
+                  names: Sequence[str] | None = None) -> Tensor:
     """Decode encoded images (JPEG/PNG/...) to uint8 N x 3 x H x W, resized to image_size if set;
-    without image_size all images must share one size."""
+    without image_size all images must share one size. A bad file is named (``names``) in a one-line error."""
     if not blobs:
         raise BenchError(f"no images found in {source}; check --data-root")
+    names = list(names) if names is not None else [f"image {i}" for i in range(len(blobs))]
     images = []
     for start in range(0, len(blobs), _CHUNK):
         with warnings.catch_warnings():  # torchvision 0.29 warns on every call that it prefers torchcodec
             warnings.simplefilter("ignore", DeprecationWarning)
-            decoded = _decode_chunk(blobs[start : start + _CHUNK])
+            decoded = _decode_named(blobs[start : start + _CHUNK], names[start : start + _CHUNK], source)
         if image_size is not None and len({x.shape for x in decoded}) == 1:
             decoded = list(resize_images(torch.stack(decoded), image_size))
         elif image_size is not None:

@@ -59,7 +59,7 @@ def _from_files(name: str, tree: FileTree, class_names: list[str], files: Files,
         label_tensor = torch.tensor(labels, dtype=torch.int64)
         index = first_per_class(label_tensor, keep, per_class[split]).tolist()
         blobs = [tree.read(names[i]) for i in index]
-        images = decode_images(blobs, request.image_size, f"{tree.path} ({split})")
+        images = decode_images(blobs, request.image_size, f"{tree.path} ({split})", [names[i] for i in index])
         splits[split] = ImageArrays(images, label_tensor[index])
     return _bundle(name, class_names[:keep], splits)
 
@@ -134,9 +134,12 @@ def _tinyimagenet_files(tree: FileTree) -> tuple[list[str], Files]:
                 raise BenchError(f"{tree.path}: train class {parts[1]} is not listed in wnids.txt")
             train.append((name, index[parts[1]]))
     test: list[tuple[str, int]] = []
-    for line in tree.read(annotations).decode().splitlines():
+    for number, line in enumerate(tree.read(annotations).decode(errors="replace").splitlines(), 1):
         if line.strip():
-            file, wnid = line.split("\t")[:2]
+            file, wnid = (line.split("\t") + [""])[:2]
+            if wnid not in index:
+                raise BenchError(f"{tree.path}: {annotations} line {number} ({line[:60]!r}) does not give a file and a "
+                                 "wnid of wnids.txt separated by a tab; fix or replace the annotations")
             test.append((f"{prefix}val/images/{file}", index[wnid]))
     return wnids, {"train": _unzip(train), "test": _unzip(test)}
 

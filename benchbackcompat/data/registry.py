@@ -5,6 +5,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import torch
+
 from benchbackcompat.data import loaders
 from benchbackcompat.data.arrays import DatasetBundle
 from benchbackcompat.data.embedded import load_embedded
@@ -73,3 +75,17 @@ def get_dataset(name: str) -> DatasetEntry:
 def load_dataset(name: str, request: DatasetRequest) -> DatasetBundle:
     """Load dataset `name` for `request` (cached in request.cache_dir)."""
     return get_dataset(name).load(request)
+
+
+def check_not_degenerate(name: str, bundle: DatasetBundle, request: DatasetRequest) -> None:
+    """Refuse a dataset with fewer than two classes, or a class without training images: every metric would be
+    trivially 100 or undefined."""
+    classes = bundle.class_names
+    if len(classes) < 2:
+        raise BenchError(f"dataset {name!r} has {len(classes)} class(es) (from {request.root or 'its default source'}); "
+                         "compatibility needs at least 2: add classes or raise data.num_classes")
+    counts = torch.bincount(bundle.splits["train"].labels.cpu(), minlength=len(classes)).tolist()
+    empty = [classes[i] for i, n in enumerate(counts[: len(classes)]) if n == 0]
+    if empty:
+        raise BenchError(f"dataset {name!r}: class {empty[0]!r} has no training images"
+                         + (f" (nor {len(empty) - 1} others)" if len(empty) > 1 else "") + "; add images or remove it")

@@ -1,18 +1,20 @@
 """Runs cells: trains a method through a scenario's steps (resuming finished steps), evaluates, stores the record.
 
 A cell is one (scenario, method, seed, configuration); its key is a hash of the resolved
-configuration. Models that do not depend on the method (standard old models, the references
+configuration (without data paths), the method's code identity, the core's results version and the
+data's content fingerprint (benchbackcompat/identity.py). Models that do not depend on the method (standard old models, the references
 of P_com/P_up, models pretrained elsewhere) are trained once and shared through the store.
 """
 from __future__ import annotations
 
+import logging
 import math
 import os
 import platform
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -29,6 +31,8 @@ from benchbackcompat.engine.evaluate import (
     model_features,
 )
 from benchbackcompat.engine.train import Acceleration, DivergedError, train_model
+from benchbackcompat.identity import RESULTS_VERSION, source_hash, source_packages
+from benchbackcompat.interrupts import describe, must_propagate
 from benchbackcompat.method import Method, StepContext, frozen_copy
 from benchbackcompat.metrics import compatibility as cm
 from benchbackcompat.models.network import Network
@@ -37,7 +41,8 @@ from benchbackcompat.scenarios.data import ScenarioData, select_memory
 from benchbackcompat.scenarios.steps import Step, build_steps
 from benchbackcompat.store import ResultStore
 
-CELL_FORMAT = 1
+CELL_FORMAT = 2
+log = logging.getLogger("benchbackcompat")
 PRETRAIN_SEED = 0  # models pretrained elsewhere do not depend on the cell's seed
 
 
@@ -48,20 +53,44 @@ class Cell:
     params: dict[str, Any]
     seed: int
     preset: str
+    code: dict[str, Any] = field(default_factory=dict)  # the method's code identity (identity.code_identity)
+    data_fingerprint: str | None = None  # set once the scenario's data is loaded
+
+    @property
+    def identity(self) -> dict[str, Any]:
+        """What the numbers depend on besides the configuration (stored in the record)."""
+        return {"code": self.code, "results_version": RESULTS_VERSION, "data_sha256": self.data_fingerprint}
 
     @property
     def key(self) -> str:
+        if self.data_fingerprint is None:
+            raise RuntimeError(f"cell {self.label}: its key needs the data fingerprint; load the data first")
         return config_hash({
             "format": CELL_FORMAT,
-            "scenario": self.scenario.config.model_dump(mode="json"),
+            "scenario": keyed_config(self.scenario.config),
             "method": self.method,
             "params": self.params,
             "seed": self.seed,
+            **self.identity,
         })
 
     @property
     def label(self) -> str:
         return f"{self.scenario.name}/{self.method}/seed{self.seed}"
+
+
+def keyed_config(scenario: ScenarioBase) -> dict[str, Any]:
+    """The scenario configuration as it enters keys: without the data root (a path, not the content;
+    the data fingerprint stands for the content)."""
+    config = scenario.model_dump(mode="json")
+    config["data"].pop("root", None)
+    return config
+
+
+def build_code_hash(method: Method) -> str:
+    """Source hash of the non-core packages behind ``method.build_model`` (its shared models depend on it)."""
+    owner = next(c for c in type(method).__mro__ if "build_model" in vars(c))
+    return source_hash(source_packages(owner))
 
 
 def versions(plugin_versions: dict[str, str]) -> dict[str, Any]:
@@ -98,6 +127,8 @@ class CellRunner:
     def __init__(self, cell: Cell, method: Method, data: ScenarioData, store: ResultStore, device: torch.device,
                  observer=None, share_models: bool = True, acceleration: Acceleration = Acceleration()) -> None:
         self.cell, self.method, self.data, self.store, self.device = cell, method, data, store, device
+        if cell.data_fingerprint is None:  # a cell built outside a plan: keyed by the data it runs on
+            cell.data_fingerprint = data.fingerprint
         self.share_models, self.acceleration = share_models, acceleration
         self.scenario: ScenarioBase = cell.scenario.config
         self.steps: list[Step] = build_steps(self.scenario, data.num_classes)
@@ -141,13 +172,18 @@ class CellRunner:
         key = config_hash({
             "kind": kind, "recipe": recipe.describe(), "head": recipe.head, "step": step.to_dict(),
             "train": train_cfg.model_dump(mode="json"), "model": self.scenario.model.model_dump(mode="json"),
-            "data": self.scenario.data.model_dump(mode="json"), "seed": self.cell.seed, "classes": num_classes,
+            **self.data_and_code(recipe), "seed": self.cell.seed, "classes": num_classes,
             "cell": None if self.share_models else self.cell.key,
         })
         ctx = self.context(step, None, None, train_cfg, train_data)
         classes = num_classes or step.seen_classes
         model = self.fresh_model(recipe, ctx, step.backbone, classes, init_index=step.index)
         return self.stored_or_trained(key, model, lambda: self.train(recipe, model, ctx, tag=f"{kind}-{step.index}"))
+
+    def data_and_code(self, recipe: Method) -> dict[str, Any]:
+        """The parts of a shared model's key that stand for its data (content, not path) and its code."""
+        return {"data": keyed_config(self.scenario)["data"], "data_sha256": self.data.fingerprint,
+                "results_version": RESULTS_VERSION, "build_code": getattr(recipe, "build_code", None) or build_code_hash(recipe)}
 
     def stored_or_trained(self, key: str, model: Network, train: Callable[[], object]) -> Network:
         """Shared model ``key``: loaded from the store, or trained by ``train()`` and stored; under the
@@ -175,7 +211,7 @@ class CellRunner:
         key = config_hash({
             "kind": "pretrained", "recipe": recipe.describe(), "head": recipe.head, "step": pretrain_step.to_dict(),
             "train": cfg.model_dump(mode="json"), "model": self.scenario.model.model_dump(mode="json"),
-            "data": self.scenario.data.model_dump(mode="json"), "seed": PRETRAIN_SEED,
+            **self.data_and_code(recipe), "seed": PRETRAIN_SEED,
         })
         ctx = self.context(pretrain_step, None, None, cfg, self.data.pretrain_data(spec.num_classes))
         seed_everything(derive_seed(PRETRAIN_SEED, "pretrained-init", spec.index))
@@ -255,9 +291,13 @@ class CellRunner:
         return model.to(self.device).eval()
 
     # --- evaluation ------------------------------------------------------------------------
-    def features(self, method: Method, model: Network) -> ModelFeatures:
-        return model_features(model, method, self.data, batch_size=self.scenario.train.eval_batch_size,
-                              device=self.device, amp=self.scenario.train.amp)
+    def features(self, method: Method, model: Network, index: int = 0) -> ModelFeatures:
+        """Features of ``model`` (step ``index``); NaN or Inf in them records the cell as diverged."""
+        features = model_features(model, method, self.data, batch_size=self.scenario.train.eval_batch_size,
+                                  device=self.device, amp=self.scenario.train.amp)
+        if not all(bool(torch.isfinite(f).all()) for f in (features.query, features.gallery) if f is not None):
+            raise DivergedError(index, None, None, None, what=f"evaluation features of model {index}")
+        return features
 
     def run(self) -> dict[str, Any]:
         started = time.perf_counter()
@@ -267,7 +307,7 @@ class CellRunner:
                 self.reference_model()
             return {"status": "finished"}
         eval_started = time.perf_counter()
-        features = [self.features(self.method, m) for m in models]
+        features = [self.features(self.method, m, t) for t, m in enumerate(models)]
         matrices, notes = compatibility_matrices(
             self.method, features, self.data, self.scenario.protocol, self.scenario.metrics, self.cell.seed,
             self.scenario.verification_pairs,
@@ -305,7 +345,7 @@ class CellRunner:
         model C[0][0] (HBCT Eq. 14, seed-002 Sec. 8.5): numerator and denominator use its self-test
         ``old_self``; phi_* is the new model trained independently with the recipe of the old one."""
         recipe, reference = self.reference_model()
-        matrices, _ = compatibility_matrices(recipe, [self.features(recipe, reference)], self.data, self.scenario.protocol,
+        matrices, _ = compatibility_matrices(recipe, [self.features(recipe, reference, 1)], self.data, self.scenario.protocol,
                                              self.scenario.metrics, self.cell.seed, self.scenario.verification_pairs)
         for metric, C in matrices.items():
             values = metrics[metric]
@@ -326,6 +366,7 @@ def standard_recipe(method: Method) -> Method:
         **({"identity": method.model_identity()} if method.model_identity() else {}),
     }
     recipe.describe = lambda: identity
+    recipe.build_code = build_code_hash(method)
     recipe.build_model = method.build_model
     recipe.features = method.features
     recipe.similarity = method.similarity
@@ -362,6 +403,28 @@ def summarise(C: list[list[float]]) -> dict[str, Any]:
     return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in values.items()}
 
 
+def unsupported(method: Method, scenario: ScenarioBase) -> str | None:
+    """``method.unsupported_reason(scenario)``; a check that raises makes the method unavailable, with the error."""
+    try:
+        return method.unsupported_reason(scenario)
+    except BaseException as error:
+        if must_propagate(error):
+            raise
+        return f"unavailable: its support check raised {describe(error)}"
+
+
+def save_traceback(store: ResultStore, key: str) -> str | None:
+    """Write the current exception's traceback into the cell's folder; its path, or None if it cannot be written."""
+    path = store.cell_dir(key) / "traceback.txt"
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(traceback.format_exc())
+    except OSError as error:
+        log.warning(f"warning: cannot write {path} ({error.strerror or error}); the traceback is lost")
+        return None
+    return str(path)
+
+
 def run_cell(cell: Cell, method: Method, data: ScenarioData, store: ResultStore, device: torch.device,
              observer=None, plugin_versions: dict[str, str] | None = None, share_models: bool = True,
              acceleration: Acceleration = Acceleration()) -> dict[str, Any]:
@@ -371,9 +434,9 @@ def run_cell(cell: Cell, method: Method, data: ScenarioData, store: ResultStore,
         "preset": cell.preset, "method": cell.method, "params": method.params.model_dump(mode="json"),
         "seed": cell.seed, "config": cell.scenario.config.model_dump(mode="json"), "dataset": data.name,
         "device": device_name(device), "versions": versions(plugin_versions or {}),
-        "worker": worker_name(),
+        "identity": cell.identity, "worker": worker_name(),
     }
-    reason = method.unsupported_reason(cell.scenario.config)
+    reason = unsupported(method, cell.scenario.config)
     if reason:
         record = {**base, "status": "not-applicable", "reason": reason}
     else:
@@ -382,11 +445,9 @@ def run_cell(cell: Cell, method: Method, data: ScenarioData, store: ResultStore,
         except DivergedError as error:  # recorded (the leaderboard shows "nan"), not retried
             record = {**base, "status": "diverged", "reason": str(error), "step": error.step, "epoch": error.epoch,
                       "batch": error.batch, "last_finite_loss": error.last_finite}
-        except Exception as error:  # a plugin bug fails only its own cell; not recorded, so a re-run retries it
-            path = store.cell_dir(cell.key) / "traceback.txt"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(traceback.format_exc())
-            reason = f"{type(error).__name__}: {error}".splitlines()[0]
-            return {**base, "status": "failed", "reason": reason, "traceback": str(path)}
+        except BaseException as error:  # plugin code (even sys.exit or its own KeyboardInterrupt) fails only its cell;
+            if must_propagate(error):  # not recorded, so a re-run retries it. A real Ctrl-C stops the run.
+                raise
+            return {**base, "status": "failed", "reason": describe(error), "traceback": save_traceback(store, cell.key)}
     store.write_record(cell.key, record)
     return record

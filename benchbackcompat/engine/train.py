@@ -22,12 +22,25 @@ EpochObserver = Callable[[int, dict[str, float]], None]
 
 
 class DivergedError(RuntimeError):
-    """The loss became NaN or Inf; the cell stops and is recorded as diverged."""
+    """The loss, the weights after an epoch or the features at evaluation became NaN or Inf; the cell stops
+    and is recorded as diverged."""
 
-    def __init__(self, step: int, epoch: int, batch: int, last_finite: float | None) -> None:
+    def __init__(self, step: int, epoch: int | None, batch: int | None, last_finite: float | None,
+                 what: str = "loss") -> None:
         self.step, self.epoch, self.batch, self.last_finite = step, epoch, batch, last_finite
         last = "none (the first batch)" if last_finite is None else f"{last_finite:.6g}"
-        super().__init__(f"loss diverged (NaN/Inf) at step {step}, epoch {epoch}, batch {batch}; last finite loss {last}")
+        where = f"step {step}" + (f", epoch {epoch}" if epoch is not None else "") + (
+            f", batch {batch}" if batch is not None else "")
+        super().__init__(f"{what} diverged (NaN/Inf) at {where}; last finite loss {last}")
+
+
+def nonfinite_weights(model: nn.Module) -> list[str]:
+    """Names of the floating-point parameters and buffers of ``model`` holding NaN or Inf (one sync)."""
+    named = [(n, t) for n, t in (*model.named_parameters(), *model.named_buffers()) if t.is_floating_point()]
+    if not named:
+        return []
+    finite = torch.stack([torch.isfinite(t).all() for _, t in named]).tolist()
+    return [name for (name, _), ok in zip(named, finite) if not ok]
 
 
 class TrainingOutOfMemory(BenchError):
@@ -191,6 +204,10 @@ def train_model(
             for key, value in terms.items():
                 sums[key] = sums.get(key, 0.0) + float(value.detach())
             count += 1
+        broken = nonfinite_weights(model)  # the last updates of an epoch are never checked through the loss
+        if broken:  # the same on every rank (averaged gradients, same updates)
+            raise DivergedError(ctx.step.index, epoch, None, last_finite,
+                                what=f"weights ({', '.join(broken[:3])}{', ...' if len(broken) > 3 else ''})")
         means = {k: v / max(count, 1) for k, v in sums.items()}
         means["lr"] = optimizer.param_groups[0]["lr"]
         history.append(means)

@@ -7,6 +7,7 @@ package with the same two hook implementations and its own entry point.
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,7 @@ class TensorBoardObserver:
 
     def writer(self, cell: str) -> Any:
         if cell not in self.writers:
-            self.writers[cell] = self.writer_factory(log_dir=str(self.logdir / cell))
+            self.writers[cell] = self.writer_factory(log_dir=str(self.logdir.joinpath(*map(safe_part, cell.split("/")))))
         return self.writers[cell]
 
     @hookimpl
@@ -56,3 +57,9 @@ def create(results: Path) -> TensorBoardObserver | None:
     except ImportError:
         return None
     return TensorBoardObserver(Path(results) / "tensorboard", SummaryWriter)
+
+
+def safe_part(name: str) -> str:
+    """One path component that stays inside the log folder: other characters become "_", "." and ".." are refused."""
+    part = re.sub(r"[^A-Za-z0-9_.-]", "_", name)
+    return part if part.strip(".") else part.replace(".", "_") or "_"

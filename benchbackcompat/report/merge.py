@@ -1,7 +1,7 @@
 """Merging results from several directories (or machines) into one set of records.
 
 Duplicate rule: a cell is identified by its key (the hash of the resolved scenario configuration,
-method, hyperparameters and seed). When several directories hold the same key, exactly one record
+method, hyperparameters, seed, method code, results version and data fingerprint). When several directories hold the same key, exactly one record
 is kept, never two:
   1. a finished record beats an unfinished one (diverged, then not-applicable, then failed), so a
      cell that failed on one machine and finished on another counts as finished;
@@ -10,13 +10,56 @@ Discarded duplicates are reported, and flagged when their numbers differ from th
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
+import logging
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, ValidationError
+
 from benchbackcompat.errors import BenchError
 from benchbackcompat.store import ResultStore
+
+log = logging.getLogger("benchbackcompat")
+Number = float | None
+
+
+class RecordShape(BaseModel):
+    """The fields of a record that the leaderboard reads, with their types (other fields pass through)."""
+
+    model_config = ConfigDict(extra="allow")
+    key: str
+    label: str
+    status: str
+    method: str
+    scenario: str
+    kind: str
+    seed: int
+    preset: str | None = None
+    dataset: str | None = None
+    reason: str | None = None
+    params: dict[str, Any] = {}
+    config: dict[str, Any] = {}
+    notes: list[str] = []
+    steps: list[dict[str, Any]] = []
+    versions: dict[str, Any] = {}
+    metrics: dict[str, dict[str, Number | list[Number]]] = {}
+    matrices: dict[str, list[list[Number]]] = {}
+
+
+def well_formed(records: Iterable[dict[str, Any]], source: str) -> Iterator[dict[str, Any]]:
+    """The records whose fields have the types the leaderboard reads; each other one is reported and skipped."""
+    for record in records:
+        try:
+            RecordShape.model_validate(record, strict=False)
+        except ValidationError as error:
+            first = error.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            log.warning(f"warning: skipping a malformed record in {source} (cell {str(record.get('key'))[:40]!r}): "
+                        f"{where}: {first['msg']}".replace("\n", " "))
+            continue
+        yield record
 
 STATUS_PRIORITY = {"finished": 0, "diverged": 1, "not-applicable": 2, "failed": 3}
 
@@ -61,7 +104,7 @@ def read_results(roots: list[Path]) -> Merged:
     for root in roots:
         if not (Path(root) / "cells").is_dir():
             raise BenchError(f"no results in {root} (no cells/ folder); run `benchbackcompat run --out {root}` first")
-    return merge_records((str(root), ResultStore(root).records()) for root in roots)
+    return merge_records((str(root), well_formed(ResultStore(root).records(), str(root))) for root in roots)
 
 
 def _priority(record: dict[str, Any]) -> int:

@@ -55,6 +55,11 @@ class Page:
         return [r for t in self.tables for r in t.records]
 
 
+def kind_text(kind: str) -> str:
+    """A scenario kind as code when it is a known one, else as escaped text (records are not trusted)."""
+    return f"`{kind}`" if kind in KIND_MEASURES else escape(kind)
+
+
 def pages_of(tables: list[Table]) -> list[Page]:
     grouped: dict[tuple[str, str], list[Table]] = defaultdict(list)
     for table in tables:
@@ -91,7 +96,8 @@ def figure_links(table: Table, page: Page, out: Path) -> list[str]:
             made.append(("self vs cross", figures.scatter_figure(table, metric, out / "figures" / f"{name}-scatter.png")))
         else:
             made.append(("AA_tau over tasks", figures.aa_curve_figure(table, metric, out / "figures" / f"{name}-aa.png")))
-        lines += [f"![{escape(table.title)}: {what}, {metric_name(metric)}](figures/{path.name})" for what, path in made if path]
+        lines += [f"![{escape(table.title)}: {what}, {escape(metric_name(metric))}](figures/{path.name})"
+                  for what, path in made if path]
     return lines
 
 
@@ -102,7 +108,7 @@ def page_markdown(page: Page, out: Path, date: str) -> str:
     for table in page.tables:
         description = table.config.get("description", "")
         parts.append(f"## {escape(table.title)}")
-        parts.append(f"{escape(description)}  \nKind: `{table.kind}` ({KIND_MEASURES.get(table.kind, table.kind)}).  \n"
+        parts.append(f"{escape(description)}  \nKind: {kind_text(table.kind)} ({KIND_MEASURES.get(table.kind) or escape(table.kind)}).  \n"
                      f"Scale: {escape(scale(table))}.")
         parts.append(table_markdown(table, notes))
         parts.extend(figure_links(table, page, out))
@@ -137,8 +143,8 @@ def readme_markdown(pages: list[Page], merged: Merged, command: str, date: str) 
             seen.setdefault((table.scenario, table.config.get("description", "")), table)
     for (scenario, description), table in sorted(seen.items()):
         measures = SINGLE_MEASURES if table.single_update else MULTI_MEASURES
-        rows.append(f"| {escape(scenario)} | `{table.kind}` | {escape(description)} | "
-                    f"{KIND_MEASURES.get(table.kind, table.kind)}: {measures} |")
+        rows.append(f"| {escape(scenario)} | {kind_text(table.kind)} | {escape(description)} | "
+                    f"{KIND_MEASURES.get(table.kind) or escape(table.kind)}: {measures} |")
     parts.append("\n".join(rows))
     parts.append("## Reading the tables")
     parts.append("\n".join([
@@ -156,7 +162,7 @@ def readme_markdown(pages: list[Page], merged: Merged, command: str, date: str) 
     ]))
     parts.append("## Merging results")
     parts.append("Results of several `--results` directories (or machines) are merged by cell key (the hash of the "
-                 "resolved configuration and seed); a duplicate key is kept once: a finished record wins over an "
+                 "resolved configuration, seed, method code and data content); a duplicate key is kept once: a finished record wins over an "
                  "unfinished one, otherwise the directory listed first wins. Nothing is counted twice.")
     if merged.duplicates:
         differing = sum(d.differs for d in merged.duplicates)

@@ -34,7 +34,7 @@ def format_stat(stat: Stat, column: Column, seeds: int) -> str:
 
 
 def table_markdown(table: Table, notes: Footnotes) -> str:
-    headers = ["method", "rank", *(c.header for c in table.columns), "seeds"]
+    headers = ["method", "rank", *(f"{c.statistic.header} ({escape(c.metric)})" for c in table.columns), "seeds"]
     best = {c.id: best_ids(table, c) for c in table.columns}
     rows = []
     for i, row in enumerate(table.rows):

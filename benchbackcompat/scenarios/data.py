@@ -9,9 +9,10 @@ from torch import Tensor
 
 from benchbackcompat.config import DataConfig, ScenarioBase
 from benchbackcompat.data.arrays import DatasetBundle, ImageArrays
-from benchbackcompat.data.registry import DatasetRequest, load_dataset
+from benchbackcompat.data.registry import DatasetRequest, check_not_degenerate, load_dataset
 from benchbackcompat.engine.device import derive_seed, generator
 from benchbackcompat.errors import BenchError
+from benchbackcompat.identity import tensor_fingerprint
 from benchbackcompat.scenarios.steps import Step
 
 SINGLE_SET_PROTOCOLS = ("loo", "verification")  # one evaluation set, encoded by both models
@@ -32,6 +33,7 @@ class ScenarioData:
     name: str
     eval_stats: tuple[tuple[float, float, float], tuple[float, float, float]] | None = None  # (mean, std) of query and
     # gallery when they differ from the training data's (eval_normalisation = "eval"); None: mean, std
+    fingerprint: str = ""  # SHA-256 of the images and labels above (content, not path): part of cell keys
 
     def step_data(self, step: Step, seed: int) -> ImageArrays:
         """Images of the classes ``step.classes``; a seeded random ``data_fraction`` of them if below 1."""
@@ -93,7 +95,9 @@ def _reorder(arrays: ImageArrays, order: Tensor) -> ImageArrays:
 def load_scenario_data(scenario: ScenarioBase, cache_dir: Path, device: torch.device) -> ScenarioData:
     """Load the scenario's datasets (decoded once, cached as uint8) and move them to ``device``."""
     cfg = scenario.data
-    bundle: DatasetBundle = load_dataset(cfg.name, _request(cfg, cache_dir))
+    request = _request(cfg, cache_dir)
+    bundle: DatasetBundle = load_dataset(cfg.name, request)
+    check_not_degenerate(cfg.name, bundle, request)
     train, test = bundle.splits["train"], bundle.splits["test"]
     if cfg.class_order_seed is not None:
         order = torch.randperm(bundle.num_classes, generator=generator(cfg.class_order_seed))
@@ -107,17 +111,22 @@ def load_scenario_data(scenario: ScenarioBase, cache_dir: Path, device: torch.de
         query, gallery, eval_stats = _open_set(cfg, bundle, cache_dir)
         if scenario.protocol in SINGLE_SET_PROTOCOLS:  # one set: an eval_dataset's test split (CoReS: "We do not
             query, gallery = (gallery if cfg.eval_dataset is not None else query), None  # use the training-set of CIFAR-10")
+    pretrain = bundle.splits.get("pretrain")
+    sets = (train, query, gallery, pretrain)
+    fingerprint = tensor_fingerprint([t for s in sets for t in ((s.images, s.labels) if s else (None, None))],
+                                     extra=(bundle.mean, bundle.std, bundle.num_classes) + ((eval_stats,) if eval_stats else ()))
     return ScenarioData(
         train=train.to(device),
         query=query.to(device),
         gallery=gallery.to(device) if gallery is not None else None,
-        pretrain=bundle.splits["pretrain"].to(device) if "pretrain" in bundle.splits else None,
+        pretrain=pretrain.to(device) if pretrain is not None else None,
         mean=bundle.mean,
         std=bundle.std,
         image_size=bundle.image_size,
         num_classes=bundle.num_classes,
         name=bundle.name,
         eval_stats=eval_stats,
+        fingerprint=fingerprint,
     )
 
 

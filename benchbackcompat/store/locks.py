@@ -1,31 +1,74 @@
 """Advisory file locks (POSIX ``flock``) so that several processes can share one results directory.
 
 A lock is released by the kernel when its holder dies, so a killed run never leaves a stale lock.
+The holder writes ``host pid start-time`` into the lock file, so that a process kept waiting can say
+who holds it, and give up after ``timeout`` seconds with an error naming the holder.
 """
 from __future__ import annotations
 
+import datetime as dt
 import fcntl
+import logging
 import os
+import platform
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from benchbackcompat.errors import BenchError
+
+POLL_S = 0.2
+
+
+def holder(path: Path) -> str:
+    """Who holds the lock at ``path`` (as its holder wrote it), or "an unknown process"."""
+    try:
+        text = path.read_text().strip()
+    except (OSError, UnicodeDecodeError):
+        text = ""
+    return text or "an unknown process"
+
 
 @contextmanager
-def file_lock(path: Path, *, blocking: bool = True) -> Iterator[bool]:
+def file_lock(path: Path, *, blocking: bool = True, timeout: float | None = None) -> Iterator[bool]:
     """Hold an exclusive lock on ``path`` (created if missing); yields False when ``blocking`` is
-    False and another process holds it."""
+    False and another process holds it. Blocking with a ``timeout`` raises BenchError naming the holder."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
-        except BlockingIOError:
+        if not _acquire(fd, path, blocking, timeout):
             yield False
             return
+        started = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{platform.node()} pid {os.getpid()} since {started}\n".encode(), 0)
         try:
             yield True
         finally:
+            os.ftruncate(fd, 0)
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
+
+
+def _acquire(fd: int, path: Path, blocking: bool, timeout: float | None) -> bool:
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except BlockingIOError:
+        if not blocking:
+            return False
+    logging.getLogger("benchbackcompat").info(f"waiting for {path.name}, held by {holder(path)}")
+    if timeout is None:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        return True
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            time.sleep(POLL_S)
+    raise BenchError(f"lock {path} is still held by {holder(path)} after {timeout:g} s; wait for that process, "
+                     "or raise --lock-timeout")

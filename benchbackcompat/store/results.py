@@ -1,6 +1,7 @@
 """The results directory.
 
 ``<out>/cells/<key>/record.json``   one record per (scenario, method, seed, configuration), written atomically
+``<out>/cells/<key>/cell.json``     the planned cell (label, method, code and data identity), written when it is queued
 ``<out>/cells/<key>/step-<t>.pt``   the cell's finished steps, to resume an interrupted cell
 ``<out>/models/<key>.pt``          models shared between cells (standard old models, references, pretrained models)
 ``<out>/locks/``                   advisory locks: several processes may run on one results directory at once
@@ -9,6 +10,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
+import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,8 +24,9 @@ RECORD_FORMAT = 1
 
 
 class ResultStore:
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, lock_timeout: float | None = None) -> None:
         self.root = Path(root)
+        self.lock_timeout = lock_timeout  # seconds to wait for another process's lock (None: as long as it takes)
         self.reported: set[Path] = set()
 
     def cell_dir(self, key: str) -> Path:
@@ -39,7 +44,13 @@ class ResultStore:
         except (OSError, UnicodeDecodeError, json.JSONDecodeError):
             record, stored = None, None
         if isinstance(record, dict) and stored == record_checksum(record) and record.get("format") == RECORD_FORMAT:
-            return record
+            if record.get("key") == key:
+                return record
+            if path not in self.reported:
+                self.reported.add(path)
+                log.warning(f"warning: result {path} belongs to cell {record.get('key')!r}, not to its folder {key!r} "
+                            "(copied?); ignoring it (a run recomputes the cell)")
+            return None
         if path not in self.reported:
             self.reported.add(path)
             problem = "does not match its checksum (truncated or corrupted)" if isinstance(record, dict) else "cannot be read"
@@ -47,12 +58,48 @@ class ResultStore:
         return None
 
     def write_record(self, key: str, record: dict[str, Any]) -> Path:
-        """Write the record atomically with the SHA-256 of its content (``sha256``)."""
+        """Write the record atomically with the SHA-256 of its content (``sha256``), as strict JSON: NaN and
+        Inf (not valid JSON) are written as null, which every reader takes as "not computable"."""
         path = self.cell_dir(key) / "record.json"
-        payload = json.loads(json.dumps({"format": RECORD_FORMAT, **record}, default=str))
+        payload = json.loads(json.dumps(strict_json({"format": RECORD_FORMAT, **record}), default=str, allow_nan=False))
         payload["sha256"] = record_checksum(payload)
-        atomic_write_bytes(path, json.dumps(payload, indent=1).encode())
+        atomic_write_bytes(path, json.dumps(payload, indent=1, allow_nan=False).encode())
         return path
+
+    def write_cell_entry(self, key: str, entry: dict[str, Any]) -> None:
+        """Note a queued cell (``cell.json``), so that ``status`` can list it before it has a result."""
+        atomic_write_bytes(self.cell_dir(key) / "cell.json", json.dumps({"key": key, **entry}, indent=1).encode())
+
+    def cell_entry(self, key: str) -> dict[str, Any] | None:
+        try:
+            entry = json.loads((self.cell_dir(key) / "cell.json").read_text())
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            return None
+        return entry if isinstance(entry, dict) else None
+
+    def clear_cell(self, key: str) -> None:
+        """Forget a cell's result, saved steps and traceback (``--force``/``--rerun``); its cell.json stays."""
+        folder = self.cell_dir(key)
+        for path in [folder / "record.json", folder / "traceback.txt", *folder.glob("step-*.pt*")]:
+            path.unlink(missing_ok=True)
+
+    def remove_orphan_temporaries(self, min_age_s: float = 60.0) -> list[Path]:
+        """Delete ``.NAME.PID.tmp`` files that killed writers left (their pid is not running here and they are
+        older than ``min_age_s``, so a live writer on another host is left alone); returns those deleted."""
+        removed = []
+        for path in [*self.root.glob("cells/*/.*.tmp"), *self.root.glob("models/.*.tmp")]:
+            pid = path.name.rsplit(".", 2)[-2]
+            try:
+                if not pid.isdigit() or _running(int(pid)) or time.time() - path.stat().st_mtime < min_age_s:
+                    continue
+                path.unlink()
+            except OSError:
+                continue
+            removed.append(path)
+        return removed
+
+    def keys(self) -> list[str]:
+        return sorted(p.name for p in (self.root / "cells").glob("*") if p.is_dir())
 
     def records(self) -> Iterator[dict[str, Any]]:
         for path in sorted((self.root / "cells").glob("*/record.json")):
@@ -73,14 +120,35 @@ class ResultStore:
     # --- locks (several processes on one directory) ------------------------------------------
     def cell_lock(self, key: str, *, blocking: bool = True):
         """Held while a process runs cell ``key``; yields False (non-blocking) when another process runs it."""
-        return file_lock(self.root / "locks" / f"cell-{key}.lock", blocking=blocking)
+        return file_lock(self.root / "locks" / f"cell-{key}.lock", blocking=blocking, timeout=self.lock_timeout)
 
     def model_lock(self, key: str):
         """Held while a process loads or trains shared model ``key``, so that it is trained once."""
-        return file_lock(self.root / "locks" / f"model-{key}.lock")
+        return file_lock(self.root / "locks" / f"model-{key}.lock", timeout=self.lock_timeout)
 
     save = staticmethod(save_checkpoint)
     load = staticmethod(load_checkpoint)
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def strict_json(value: Any) -> Any:
+    """``value`` with every non-finite float replaced by None (recursively through dicts, lists and tuples)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: strict_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [strict_json(v) for v in value]
+    return value
 
 
 def record_checksum(record: dict[str, Any]) -> str:

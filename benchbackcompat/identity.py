@@ -1,0 +1,88 @@
+"""What a stored number depends on besides its configuration: the code that computed it and the data's content.
+
+A cell's key hashes its configuration together with
+
+- the method's **code identity**: the distribution that ships it (name, version) and a SHA-256 of
+  the source files of every non-core package its class comes from, so editing a plugin makes its
+  old cells stale even when nobody bumps the version;
+- :data:`RESULTS_VERSION`, the core's declared results version: bump it in the same commit as any
+  deliberate change of the numbers the core produces (training loop, evaluation, metrics, data);
+- the **data fingerprint**: a SHA-256 of the decoded images and labels, never the path they were
+  read from (the same zip reached through two paths is one cell; new images behind one path are
+  another).
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata as metadata
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+RESULTS_VERSION = 1
+CORE_PACKAGES = frozenset({"benchbackcompat", "builtins", "abc", "typing", "pydantic"})
+
+
+def source_packages(cls: type) -> list[str]:
+    """Top-level packages of ``cls`` and its bases that are not the core (covered by RESULTS_VERSION)."""
+    found = {base.__module__.split(".")[0] for base in cls.__mro__}
+    return sorted(found - CORE_PACKAGES)
+
+
+def source_files(package: str) -> list[Path]:
+    """The Python files of top-level module or package ``package`` (a single module: its one file)."""
+    module = sys.modules.get(package)
+    if module is None:
+        return []
+    paths = getattr(module, "__path__", None)
+    if paths:
+        return sorted(p for root in paths for p in Path(root).rglob("*.py") if "__pycache__" not in p.parts)
+    file = getattr(module, "__file__", None)
+    return [Path(file)] if file else []
+
+
+def source_hash(packages: Iterable[str]) -> str:
+    """SHA-256 over the names and bytes of the packages' source files (in a stable order)."""
+    digest = hashlib.sha256()
+    for package in packages:
+        for path in source_files(package):
+            digest.update(f"{package}/{path.name}\0".encode())
+            digest.update(path.read_bytes())
+            digest.update(b"\0")
+    return digest.hexdigest()
+
+
+def distribution_of(package: str) -> tuple[str, str]:
+    """(name, version) of the installed distribution that provides top-level ``package``, else ("unknown", "")."""
+    for entry in metadata.entry_points(group="benchbackcompat"):
+        if entry.module.split(".")[0] == package and entry.dist is not None:
+            return entry.dist.name, entry.dist.version
+    names = metadata.packages_distributions().get(package, [])
+    if names:
+        return names[0], metadata.version(names[0])
+    return "unknown", ""
+
+
+def code_identity(cls: type) -> dict[str, Any]:
+    """The method class's distribution(s), version(s) and source hash (see the module docstring)."""
+    packages = source_packages(cls)
+    dists = sorted({"{} {}".format(*distribution_of(p)).strip() for p in packages})
+    return {"class": f"{cls.__module__}.{cls.__qualname__}", "distribution": ", ".join(dists) or "benchbackcompat",
+            "source_sha256": source_hash(packages)}
+
+
+def tensor_fingerprint(tensors: Iterable[torch.Tensor | None], extra: Any = None) -> str:
+    """SHA-256 of tensors' dtypes, shapes and bytes (None marks an absent tensor) plus ``repr(extra)``."""
+    digest = hashlib.sha256(repr(extra).encode())
+    for tensor in tensors:
+        if tensor is None:
+            digest.update(b"none\0")
+            continue
+        array = np.ascontiguousarray(tensor.detach().cpu().numpy())
+        digest.update(f"{array.dtype}{array.shape}\0".encode())
+        digest.update(memoryview(array).cast("B"))
+    return digest.hexdigest()

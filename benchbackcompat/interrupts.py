@@ -1,0 +1,48 @@
+"""Telling a real Ctrl-C from a ``KeyboardInterrupt`` (or ``SystemExit``) raised by plugin code.
+
+Plugin and observer code is isolated with ``except BaseException``: whatever it raises fails only
+its cell or its observer. Two things still go through: ``GeneratorExit`` (generator machinery) and a
+``KeyboardInterrupt`` caused by a real SIGINT, which :func:`watching` notes as it arrives.
+"""
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+_state = {"watching": False, "received": False}
+
+
+def _on_sigint(signum, frame) -> None:
+    _state["received"] = True
+    signal.default_int_handler(signum, frame)
+
+
+@contextmanager
+def watching() -> Iterator[None]:
+    """Note real SIGINTs while the block runs (main thread only; elsewhere every KeyboardInterrupt counts as real)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, _on_sigint)
+    saved = dict(_state)
+    _state.update(watching=True, received=False)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        _state.update(saved)
+
+
+def must_propagate(error: BaseException) -> bool:
+    """True for what isolation must not swallow: GeneratorExit, and a KeyboardInterrupt from a real Ctrl-C (any
+    KeyboardInterrupt when SIGINTs are not watched)."""
+    if isinstance(error, GeneratorExit):
+        return True
+    return isinstance(error, KeyboardInterrupt) and (_state["received"] or not _state["watching"])
+
+
+def describe(error: BaseException) -> str:
+    """``Type: message`` on one line (``SystemExit: 0`` for sys.exit(0))."""
+    return f"{type(error).__name__}: {error}".splitlines()[0]

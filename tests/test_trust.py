@@ -1,0 +1,395 @@
+"""Results you can trust: cells keyed by code and data identity, --force/--rerun, status, impostor guard.
+
+Runs use a 4-class ImageFolder tree of 8x8 images (about a second per cell).
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from benchbackcompat.cli import main
+from benchbackcompat.store import ResultStore
+
+RUN = ["--scenario", "multi-step", "--set", "num_models=2", "--set", "data.name=imagefolder", "--set", "eval_split=test",
+       "--set", "protocol=loo", "--set", "train.epochs=1", "--set", "train.batch_size=8", "--set", "model.embedding_dim=8",
+       "--set", "data.num_classes=4", "--set", "data.train_per_class=8", "--set", "data.test_per_class=4"]
+
+
+def write_tree(root: Path, seed: int = 0) -> Path:
+    rng = np.random.default_rng(seed)
+    for split, count in (("train", 8), ("test", 4)):
+        for c in range(4):
+            folder = root / split / f"c{c}"
+            folder.mkdir(parents=True, exist_ok=True)
+            for i in range(count):
+                Image.fromarray((rng.integers(0, 64, (8, 8, 3)) + 60 * c).astype(np.uint8)).save(folder / f"{i}.png")
+    return root
+
+
+@pytest.fixture
+def tree(tmp_path, monkeypatch) -> Path:
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # a private dataset cache
+    return write_tree(tmp_path / "tree")
+
+
+def run(out: Path, root: Path, methods: str, *extra: str) -> tuple[int, str, int]:
+    """Exit code, stderr and the number of records written by this run."""
+    before = records_bytes(out)
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        code = main(["run", "--out", str(out), "--data-root", str(root), "--methods", methods, *RUN, *extra])
+    after = records_bytes(out)
+    return code, err.getvalue(), sum(before.get(path) != data for path, data in after.items())
+
+
+def records_bytes(out: Path) -> dict[Path, bytes]:
+    return {path: path.read_bytes() for path in out.glob("cells/*/record.json")}
+
+
+def computed(result: tuple[int, str, int]) -> int:
+    assert result[0] == 0, result[1]
+    return result[2]
+
+
+def install_plugin(where: Path, name: str, body: str, dist: str = "mine-plugin") -> None:
+    """A third-party plugin module ``name`` installed as distribution ``dist`` (entry point = module name)."""
+    (where / f"{name}.py").write_text(textwrap.dedent(body))
+    info = where / f"{dist.replace('-', '_')}-1.0.dist-info"
+    info.mkdir(exist_ok=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(f"[benchbackcompat]\n{name} = {name}\n")
+
+
+MINE = """
+    import benchbackcompat
+    from bbc_baselines.l2 import L2
+
+    class Mine(L2):
+        name = "mine"
+        description = "l2 under another name"
+
+    @benchbackcompat.hookimpl
+    def bbc_register_methods():
+        return [Mine]
+"""
+
+
+@pytest.mark.slow
+def test_changing_a_methods_code_recomputes_its_cell_and_status_calls_the_old_one_stale(tree, tmp_path, monkeypatch,
+                                                                                        capsys):
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    install_plugin(plugins, "mine", MINE)
+    monkeypatch.syspath_prepend(str(plugins))
+    out = tmp_path / "run"
+    assert computed(run(out, tree, "mine")) == 1
+    assert computed(run(out, tree, "mine")) == 0
+    (plugins / "mine.py").write_text((plugins / "mine.py").read_text() + "\n# a code change, same version\n")
+    sys.modules.pop("mine", None)
+    assert computed(run(out, tree, "mine")) == 1  # new code, new key: recomputed, not reused
+    assert main(["status", "--results", str(out)]) == 0
+    table = capsys.readouterr().out
+    assert "1 finished, 1 stale" in table and "method source_sha256 changed" in table
+    records = list(ResultStore(out).records())
+    assert len({r["identity"]["code"]["source_sha256"] for r in records}) == 2
+    assert all("mine-plugin 1.0" in r["identity"]["code"]["distribution"] and "commit" in r["versions"] for r in records)
+    sys.modules.pop("mine", None)
+
+
+@pytest.mark.slow
+def test_same_data_through_two_paths_is_one_cell_and_new_images_another(tree, tmp_path):
+    out = tmp_path / "run"
+    link = tmp_path / "link"
+    link.symlink_to(tree)
+    assert computed(run(out, tree, "independent")) == 1
+    assert computed(run(out, link, "independent")) == 0  # a symlink: same content, same cell
+    assert computed(run(out, Path(str(tree) + "/../tree"), "independent")) == 0
+    write_tree(tree, seed=1)  # other images behind the same path
+    assert computed(run(out, tree, "independent")) == 1
+    fingerprints = {r["identity"]["data_sha256"] for r in ResultStore(out).records()}
+    assert len(fingerprints) == 2
+
+
+@pytest.mark.slow
+def test_force_and_rerun_recompute_finished_cells(tree, tmp_path):
+    out = tmp_path / "run"
+    assert computed(run(out, tree, "independent,l2")) == 2
+    assert computed(run(out, tree, "independent,l2", "--rerun", "l2")) == 1
+    assert computed(run(out, tree, "independent,l2", "--force")) == 2
+    code, log, _ = run(out, tree, "independent", "--rerun", "l2")
+    assert code == 2 and "--rerun l2: not among --methods" in log
+
+
+@pytest.mark.slow
+def test_duplicate_cells_run_and_count_once(tree, tmp_path, capsys):
+    out = tmp_path / "run"
+    code, log, written = run(out, tree, "independent,independent", "--seeds", "0,0")
+    assert code == 0 and "\n1 cells in" in log and written == 1
+
+
+def test_status_lists_finished_partial_failed_and_pending_cells(tmp_path, capsys):
+    store = ResultStore(tmp_path)
+    store.write_record("a" * 16, {"key": "a" * 16, "label": "s/m/seed0", "method": "independent", "status": "finished",
+                                  "identity": {"results_version": 0}})
+    store.write_cell_entry("b" * 16, {"label": "s/m/seed1"})
+    store.save(store.step_path("b" * 16, 0), {"x": 1})
+    store.write_cell_entry("c" * 16, {"label": "s/m/seed2"})
+    (store.cell_dir("c" * 16) / "traceback.txt").write_text("boom")
+    store.write_cell_entry("d" * 16, {"label": "s/m/seed3"})
+    assert main(["status", "--results", str(tmp_path)]) == 0
+    lines = {line.split("|")[2].strip(): line for line in capsys.readouterr().out.splitlines() if "seed" in line}
+    assert "stale" in lines["s/m/seed0"] and "core results version 0" in lines["s/m/seed0"]
+    assert "partial" in lines["s/m/seed1"] and "steps saved: 0" in lines["s/m/seed1"]
+    assert "failed" in lines["s/m/seed2"] and "pending" in lines["s/m/seed3"]
+
+
+def test_a_record_copied_into_another_cells_folder_is_not_served(tmp_path, caplog):
+    store = ResultStore(tmp_path)
+    store.write_record("a" * 16, {"key": "a" * 16, "status": "finished"})
+    (store.cell_dir("b" * 16)).mkdir(parents=True)
+    (store.cell_dir("b" * 16) / "record.json").write_bytes((store.cell_dir("a" * 16) / "record.json").read_bytes())
+    assert store.record("b" * 16) is None and "belongs to cell" in caplog.text
+    assert store.record("a" * 16) is not None
+
+
+IMPOSTOR = """
+    import benchbackcompat
+    from bbc_baselines.independent import Independent
+
+    class Dup(Independent):
+        name = "dup"
+
+    class FakeL2(Independent):
+        name = "l2"
+
+    @benchbackcompat.hookimpl
+    def bbc_register_methods():
+        return [Dup, FakeL2]
+"""
+
+
+@pytest.mark.parametrize("methods", ["dup,l2", "l2,dup"])
+def test_a_method_name_registered_twice_is_an_error_naming_both_distributions(methods, tmp_path, monkeypatch, capsys):
+    install_plugin(tmp_path, "dup", IMPOSTOR, dist="evil-plugin")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        assert main(["run", "--out", str(tmp_path / "run"), "--scenario", "both", "--methods", methods, "--dry-run"]) == 2
+        message = capsys.readouterr().err
+        assert "'l2' is registered by two classes" in message and "evil-plugin 1.0" in message
+        assert "bbc_baselines.l2.L2 (distribution benchbackcompat" in message and message.count("\n") == 1
+        assert main(["list", "methods"]) == 2
+        captured = capsys.readouterr()
+        assert "| l2 " in captured.out and "conflict" in captured.out and "evil-plugin" in captured.err
+    finally:
+        sys.modules.pop("dup", None)
+
+
+# --- divergence after the last update, or at evaluation ------------------------------------------------------------
+
+@pytest.mark.slow
+def test_weights_that_diverge_in_the_last_update_of_an_epoch_record_the_cell_as_diverged(tree, tmp_path):
+    out = tmp_path / "run"  # step 0: 16 images, one batch per epoch, so no later loss would show the NaN
+    code, log, written = run(out, tree, "independent", "--set", "train.lr=inf", "--set", "train.batch_size=16")
+    assert code == 1 and written == 1
+    (record,) = ResultStore(out).records()
+    assert record["status"] == "diverged" and record["step"] == 0 and record["epoch"] == 0
+    assert record["reason"].startswith("weights (") and "diverged (NaN/Inf) at step 0, epoch 0" in record["reason"]
+
+
+NAN_FEATURES = """
+    import benchbackcompat
+    from bbc_baselines.independent import Independent
+
+    class NanFeatures(Independent):
+        name = "nanfeat"
+
+        def features(self, model, images):
+            features = super().features(model, images)
+            return features if model.training else features * float("nan")  # NaN at evaluation only
+
+    @benchbackcompat.hookimpl
+    def bbc_register_methods():
+        return [NanFeatures]
+"""
+
+
+@pytest.mark.slow
+def test_non_finite_features_at_evaluation_record_the_cell_as_diverged(tree, tmp_path, monkeypatch):
+    install_plugin(tmp_path, "nanfeat", NAN_FEATURES, dist="nan-plugin")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        code, log, written = run(tmp_path / "run", tree, "nanfeat")
+    finally:
+        sys.modules.pop("nanfeat", None)
+    assert code == 1 and written == 1
+    (record,) = ResultStore(tmp_path / "run").records()
+    assert record["status"] == "diverged" and record["reason"].startswith("evaluation features of model 0 diverged")
+
+
+# --- the dataset cache is checked ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("damage", ["flip", "random", "no-checksum", "truncate"])
+def test_a_damaged_dataset_cache_is_rebuilt_with_one_warning(damage, tmp_path, caplog):
+    from benchbackcompat.data import DatasetRequest, load_dataset
+
+    root = write_tree(tmp_path / "tree")
+    request = DatasetRequest(cache_dir=tmp_path / "cache", root=root)
+    first = load_dataset("imagefolder", request)
+    (path,) = (tmp_path / "cache").glob("*.pt")
+    data = bytearray(path.read_bytes())
+    if damage == "flip":  # a few bytes inside the image arrays: torch.load would still succeed
+        for i in range(len(data) - 2000, len(data) - 1000, 97):
+            data[i] ^= 0xFF
+        path.write_bytes(bytes(data))
+    elif damage == "random":
+        path.write_bytes(np.random.default_rng(0).bytes(len(data)))
+    elif damage == "truncate":
+        path.write_bytes(bytes(data[: len(data) // 2]))
+    else:
+        Path(str(path) + ".sha256").unlink()
+    caplog.clear()
+    again = load_dataset("imagefolder", request)
+    warnings = [r.getMessage() for r in caplog.records]
+    assert len(warnings) == 1 and warnings[0].startswith(f"warning: dataset cache {path}:") and "rebuilding" in warnings[0]
+    assert "\n" not in warnings[0]
+    assert all(bool((first.splits[s].images == again.splits[s].images).all()) for s in first.splits)
+    caplog.clear()
+    load_dataset("imagefolder", request)  # rebuilt with a fresh checksum: no warning now
+    assert not caplog.records
+
+
+# --- plugin and observer code cannot take the run down -------------------------------------------------------------
+
+ROGUE = """
+    import os, signal, sys
+    import benchbackcompat
+    from bbc_baselines.l2 import L2
+
+    class Exits(L2):
+        name = "exits"
+
+        def loss(self, model, batch, ctx):
+            sys.exit(0)
+
+    class Interrupts(L2):
+        name = "interrupts"
+
+        def loss(self, model, batch, ctx):
+            raise KeyboardInterrupt("raised by the plugin, not by a user")
+
+    class RealCtrlC(L2):
+        name = "ctrl-c"
+
+        def loss(self, model, batch, ctx):
+            os.kill(os.getpid(), signal.SIGINT)  # what pressing Ctrl-C does
+            return super().loss(model, batch, ctx)
+
+    class BadCheck(L2):
+        name = "badcheck"
+
+        def unsupported_reason(self, scenario):
+            raise SystemExit("support check exits")
+
+    @benchbackcompat.hookimpl
+    def bbc_register_methods():
+        return [Exits, Interrupts, RealCtrlC, BadCheck]
+"""
+
+OBSERVERS = """
+    import sys
+    import benchbackcompat
+
+    class Rogue:
+        @benchbackcompat.hookimpl
+        def bbc_on_log(self, cell, step, epoch, values):
+            raise SystemExit(3)
+
+        @benchbackcompat.hookimpl
+        def bbc_on_cell_finished(self, record):
+            raise KeyboardInterrupt("observer")
+
+    class Counter:
+        finished = []
+
+        @benchbackcompat.hookimpl
+        def bbc_on_cell_finished(self, record):
+            Counter.finished.append(record["label"])
+
+    def rogue(results):
+        return Rogue()
+
+    def counter(results):
+        return Counter()
+"""
+
+
+@pytest.fixture
+def rogue(tmp_path, monkeypatch):
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    install_plugin(plugins, "rogue", ROGUE, dist="rogue-plugin")
+    entry_points = plugins / "rogue_plugin-1.0.dist-info" / "entry_points.txt"
+    entry_points.write_text("[benchbackcompat]\n" + "".join(f"{n} = rogue\n" for n in
+                                                            ("exits", "interrupts", "ctrl-c", "badcheck")))
+    monkeypatch.syspath_prepend(str(plugins))
+    yield plugins
+    for name in ("rogue", "rogue_observers"):
+        sys.modules.pop(name, None)
+
+
+@pytest.mark.slow
+def test_sys_exit_and_keyboard_interrupt_from_a_plugin_fail_only_its_cell(rogue, tree, tmp_path):
+    out = tmp_path / "run"
+    code, log, written = run(out, tree, "exits,interrupts,independent")
+    assert code == 1 and written == 1  # independent finished; the two failed cells are not recorded
+    assert "multi-step/exits/seed0: failed (SystemExit: 0; traceback in" in log
+    assert "multi-step/interrupts/seed0: failed (KeyboardInterrupt: raised by the plugin, not by a user" in log
+    assert len(list(out.glob("cells/*/traceback.txt"))) == 2
+
+
+@pytest.mark.slow
+def test_a_real_ctrl_c_still_stops_the_run_cleanly(rogue, tree, tmp_path):
+    code, log, written = run(tmp_path / "run", tree, "ctrl-c,independent")
+    assert code == 130 and "interrupted: finished steps are saved" in log and written == 0
+
+
+def test_a_support_check_that_raises_marks_the_method_unavailable(rogue, tree, tmp_path, capsys):
+    argv = ["run", "--out", str(tmp_path / "run"), "--scenario", "both", "--methods", "badcheck", "--dry-run"]
+    assert main(argv) == 0
+    assert "badcheck: not applicable (unavailable: its support check raised SystemExit: support check exits)" in \
+        capsys.readouterr().out
+    code, log, written = run(tmp_path / "run", tree, "badcheck")
+    (record,) = ResultStore(tmp_path / "run").records()
+    assert code == 0 and record["status"] == "not-applicable" and "support check raised" in record["reason"]
+
+
+@pytest.mark.slow
+def test_an_observer_that_raises_is_disabled_and_the_cells_finish(rogue, tree, tmp_path, caplog):
+    (rogue / "rogue_observers.py").write_text(textwrap.dedent(OBSERVERS))
+    info = rogue / "rogue_plugin-1.0.dist-info" / "entry_points.txt"
+    info.write_text(info.read_text() + "[benchbackcompat.observers]\na-rogue = rogue_observers:rogue\n"
+                    "b-counter = rogue_observers:counter\n")
+    out = tmp_path / "run"
+    code, log, written = run(out, tree, "independent,l2")
+    assert code == 0 and written == 2
+    import rogue_observers
+
+    assert rogue_observers.Counter.finished == ["multi-step/independent/seed0", "multi-step/l2/seed0"]
+    warnings = [r.getMessage() for r in caplog.records if "observer" in r.getMessage()]
+    assert len(warnings) == 1 and "bbc_on_log raised SystemExit: 3" in warnings[0]
+    assert "SystemExit" in next(out.glob("observers/*.traceback.txt")).read_text()
+
+
+def test_a_plugin_calling_sys_exit_at_import_is_listed_unavailable(tmp_path, monkeypatch, capsys):
+    install_plugin(tmp_path, "quitter", "import sys\nsys.exit(3)\n", dist="quitter-plugin")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert main(["list", "methods"]) == 0
+    out = capsys.readouterr().out
+    assert "| quitter" in out and "SystemExit: 3" in out and "| l2 " in out
