@@ -168,6 +168,10 @@ class MultiStep(ScenarioBase):
         "memory of this many images per class (the -ER variants)"
     )
     metrics: list[RetrievalMetric] = Field(default_factory=lambda: ["cmc@1"], min_length=1)
+    update_gain: bool = Field(
+        False, description="also train each step's upper bound (the model trained alone with the recipe of the "
+        "method's first model; shared) and report the update gain per pair (CoReS Eq. 3): T-1 more models per recipe",
+    )
 
 
 class CL2R(ScenarioBase):

@@ -71,6 +71,7 @@ def test_paper_scenario_matches_the_spec(name):
         assert config.data.eval_normalisation == row.get("eval_normalisation", "train"), section
     if "protocol" in row:
         assert config.protocol == row["protocol"], section
+    assert getattr(config, "update_gain", False) == (name == "cores-10"), section  # CoReS reports Gamma per pair
     if "init" in row:
         assert config.init == row["init"], section
     if "pretrain" in row:

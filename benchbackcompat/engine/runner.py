@@ -313,13 +313,17 @@ class CellRunner:
             self.scenario.verification_pairs,
         )
         metrics = {m: summarise(C) for m, C in matrices.items()}
+        gains = {}
         if self.scenario.single_update:
             self.add_update_metrics(metrics)
+        elif getattr(self.scenario, "update_gain", False):
+            gains = {"update_gain": self.update_gains(matrices)}
         return {
             "status": "finished",
             "steps": [s.to_dict() for s in self.steps],
             "metrics": metrics,
             "matrices": matrices,
+            **gains,
             "notes": notes,
             "curves": {str(k): v for k, v in curves.items()},
             "shared_models": sorted(set(self.shared)),
@@ -352,6 +356,30 @@ class CellRunner:
             values["reference_self"] = C[0][0]
             values["p_com"] = cm.p_com(values["cross"], values["old_self"], values["reference_self"])
             values["p_up"] = cm.p_up(values["self"], values["reference_self"])
+            # CoReS Eq. 3 with the independently trained new model as the upper bound: P_com under CoReS's name
+            values["update_gain"] = cm.update_gain(values["cross"], values["old_self"], values["reference_self"])
+
+    def update_gains(self, matrices: dict[str, list[list[float]]]) -> dict[str, list[list[float]]]:
+        """The update gain of every pair k < t (CoReS Eq. 3, Tables 5, 6, 12): G[t][k] = (C[t][k] - C[k][k]) /
+        (U[t] - C[k][k]), U[t] the self-test of step t's upper bound, the model trained alone on step t's data
+        with the recipe of the method's first model (shared); NaN on and above the diagonal."""
+        recipe = self.reference_recipe()
+        uppers = []
+        for step in self.steps[1:]:
+            upper = self.shared_model(recipe, step, "standard")
+            self_test, _ = compatibility_matrices(recipe, [self.features(recipe, upper, step.index)], self.data,
+                                                  self.scenario.protocol, self.scenario.metrics, self.cell.seed,
+                                                  self.scenario.verification_pairs)
+            uppers.append(self_test)
+        gains = {}
+        for metric, C in matrices.items():
+            T = len(C)
+            G = [[math.nan] * T for _ in range(T)]
+            for t in range(1, T):
+                for k in range(t):
+                    G[t][k] = cm.update_gain(C[t][k], C[k][k], uppers[t - 1][metric][0][0])
+            gains[metric] = G
+        return gains
 
 
 def standard_recipe(method: Method) -> Method:
