@@ -71,7 +71,8 @@ def test_paper_scenario_matches_the_spec(name):
         assert config.data.eval_normalisation == row.get("eval_normalisation", "train"), section
     if "protocol" in row:
         assert config.protocol == row["protocol"], section
-    assert getattr(config, "update_gain", False) == (name == "cores-10"), section  # CoReS reports Gamma per pair
+    per_pair = name in ("cores-10", "hbct-sequential")  # CoReS's Gamma, HBCT Fig. 5's P_com per pair
+    assert getattr(config, "update_gain", False) == per_pair, section
     if "init" in row:
         assert config.init == row["init"], section
     if "pretrain" in row:
