@@ -5,6 +5,7 @@ import argparse
 import json
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from benchbackcompat.errors import BenchError
@@ -34,6 +35,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--device", help="auto (default), cpu or cuda")
     run.add_argument("--set", dest="assignments", action="append", default=[], metavar="KEY=VALUE",
                      help="override a scenario field (train.epochs=2) or a method hyperparameter (methods.l2.weight=3)")
+    run.add_argument("--grid", dest="grids", action="append", default=[], metavar="methods.NAME.KEY=V1,V2",
+                     help="search these values of a method hyperparameter (repeatable: the Cartesian product) on a validation "
+                          "split of the training data, then run the selected setting; methods.NAME alone: the method's own grid")
     run.add_argument("--force", action="store_true", help="recompute every cell of the plan, even finished ones")
     run.add_argument("--rerun", metavar="METHOD[,METHOD]", default="",
                      help="recompute the cells of these methods, even finished ones")
@@ -66,6 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     board.add_argument("--results", type=Path, action="append",
                        help="results directory (repeatable, merged; on a duplicate cell the first listed wins; default ./results)")
     board.add_argument("--out", type=Path, help="write the leaderboard folder (Markdown pages, figures, CSV, JSON) instead of printing")
+    board.add_argument("--grids", action="store_true", help="also print the whole grid of every method whose hyperparameters were selected")
 
     validate = sub.add_parser("validate", help="validate a preset and method hyperparameters without running")
     validate.add_argument("--preset", default="quick")
@@ -102,7 +107,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from benchbackcompat.presets import resolve_run, split_list
     from benchbackcompat.report import leaderboard_tables
     from benchbackcompat.engine import distributed
-    from benchbackcompat.run import execute, make_plan, rerun_methods, run_summary, select_shard
+    from benchbackcompat.run import execute, make_plan, rerun_methods, run_summary, select_shard, selected_cells
 
     data: dict = {}
     if args.dataset:
@@ -111,7 +116,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         data["root"] = str(args.data_root)
     run = resolve_run(
         preset=args.preset, scenarios=split_list(args.scenario), methods=split_list(args.methods), seeds=args.seeds,
-        scenario_overrides={"data": data} if data else None, assignments=args.assignments, out=args.out,
+        scenario_overrides={"data": data} if data else None, assignments=args.assignments, grids=args.grids, out=args.out,
         device=args.device,
     )
     if args.no_share:
@@ -140,9 +145,16 @@ def cmd_run(args: argparse.Namespace) -> int:
         from benchbackcompat.executors import submit
 
         records = submit(args, plan)
+    # grids: the selected settings on the full protocol, as soon as their selection is recorded (not sharded: with
+    # shards or jobs, the processes that find a selection complete run its cells, each cell once under its lock)
+    finals, waiting = selected_cells(plan)
+    if finals:
+        records += execute(plan, host, finals) if args.executor == "inline" else submit(args, replace(plan, cells=finals))
     if not distributed.is_main():
         return 0
     print(leaderboard_tables(records))
+    for line in waiting:
+        print(f"grid {line}", file=sys.stderr)
     summary, code = run_summary(records, time.perf_counter() - started, run.out)
     print(summary, file=sys.stderr)
     return code
@@ -243,7 +255,7 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
         written = write_leaderboard(merged, args.out, command_line(roots, args.out), render_date())
         print(f"wrote {len(written)} files to {args.out} ({args.out / 'README.md'})")
     else:
-        print(leaderboard_tables(merged.records))
+        print(leaderboard_tables(merged.records, grids=args.grids))
     if merged.duplicates:
         print(f"{len(merged.duplicates)} duplicate cells counted once (the first --results directory wins, finished "
               f"records over unfinished ones)", file=sys.stderr)

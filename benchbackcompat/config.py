@@ -10,7 +10,15 @@ import json
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from benchbackcompat.errors import BenchError
 
@@ -19,6 +27,13 @@ class StrictModel(BaseModel):
     """Base for every configuration model: unknown keys are errors, values are validated on assignment."""
 
     model_config = ConfigDict(extra="forbid", validate_assignment=True, frozen=False)
+
+
+class ValidationSplit(StrictModel):
+    """A held-out part of the training data, used only to select hyperparameters."""
+
+    fraction: float = Field(0.2, gt=0, lt=1, description="fraction of every training class held out for validation")
+    seed: int = Field(0, description="seed of the per-class draw")
 
 
 class DataConfig(StrictModel):
@@ -41,6 +56,17 @@ class DataConfig(StrictModel):
         "train", description="normalise eval_dataset images with the training data's statistics (iamcl2r code) or "
                              "with its own (CoReS: CIFAR-10 test pairs with CIFAR-10 statistics)",
     )
+    validation: ValidationSplit | None = Field(
+        None, description="selection runs only: train on the training data minus this split, evaluate on it (never the test set)"
+    )
+
+    @model_serializer(mode="wrap")
+    def _omit_unset_validation(self, handler: Any) -> dict[str, Any]:
+        """Without a validation split the dump (and so every key hashed from it) is what it was before the field existed."""
+        data = handler(self)
+        if data.get("validation") is None:
+            data.pop("validation", None)
+        return data
 
 
 class TrainConfig(StrictModel):
@@ -94,6 +120,7 @@ class ModelConfig(StrictModel):
 
 
 Protocol = Literal["loo", "nn", "template", "verification"]
+SelectionRule = Literal["hbct", "ac-then-aa"]
 RetrievalMetric = Literal["cmc@1", "cmc@5", "map", "map@r", "top1", "verification"]
 
 
@@ -113,6 +140,11 @@ class ScenarioBase(StrictModel):
     def single_update(self) -> bool:
         return False
 
+    @property
+    def selection_rule(self) -> SelectionRule:
+        """How a grid point is chosen on the validation split for this kind (benchbackcompat.selection)."""
+        return "ac-then-aa"
+
     def train_config(self, step: int) -> TrainConfig:
         """The training configuration of ``step``."""
         return self.train
@@ -125,6 +157,10 @@ class SingleUpdateBase(ScenarioBase):
     @property
     def single_update(self) -> bool:
         return True
+
+    @property
+    def selection_rule(self) -> SelectionRule:
+        return "hbct"
 
     def train_config(self, step: int) -> TrainConfig:
         return self.new_train if step > 0 and self.new_train is not None else self.train
@@ -240,6 +276,15 @@ class NamedScenario(StrictModel):
     config: ScenarioConfig
 
 
+class SelectionConfig(StrictModel):
+    """How grid points are compared: the validation split and the tolerance of HBCT's rule."""
+
+    validation: ValidationSplit = Field(default_factory=ValidationSplit)
+    tolerance: float = Field(
+        0.0, ge=0, description="single updates: a setting qualifies if its P_up is at most this far below the reference's (0)"
+    )
+
+
 class RunConfig(StrictModel):
     """Everything ``benchbackcompat run`` needs, fully resolved."""
 
@@ -247,6 +292,11 @@ class RunConfig(StrictModel):
     scenarios: list[NamedScenario] = Field(min_length=1)
     methods: list[str] = Field(min_length=1)
     method_params: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    grids: dict[str, dict[str, list[Any]] | Literal["default"]] = Field(
+        default_factory=dict,
+        description='method -> hyperparameter -> values (the Cartesian product is searched), or "default": the method\'s own grid',
+    )
+    selection: SelectionConfig = Field(default_factory=SelectionConfig)
     seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
     out: Path = Path("results")
     device: str = "auto"

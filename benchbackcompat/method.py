@@ -29,9 +29,13 @@ Similarity = Callable[[Tensor, Tensor], Tensor]
 
 
 class MethodParams(BaseModel):
-    """Base of every method's hyperparameters: unknown keys are rejected."""
+    """Base of every method's hyperparameters: unknown keys are rejected.
+
+    ``grid`` is the method's default search space (its paper's ranges), used by ``--grid methods.NAME``
+    and by presets that say ``NAME = "default"`` under ``[grids]``: hyperparameter -> candidate values."""
 
     model_config = ConfigDict(extra="forbid")
+    grid: ClassVar[dict[str, list[Any]]] = {}
 
 
 @dataclass

@@ -2,7 +2,8 @@
 
 A preset file has an optional ``[defaults]`` table merged into every scenario, one table per
 scenario under ``[scenarios.<name>]`` (with its ``kind``), and method hyperparameters under
-``[methods.<name>]``. Command-line values are applied last.
+``[methods.<name>]``, hyperparameter grids under ``[grids.<method>]`` (``key = [values]``) and the
+validation split and tolerance of selection under ``[selection]``. Command-line values are applied last.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from typing import Any
 
 from benchbackcompat.config import NamedScenario, RunConfig, validate_model
 from benchbackcompat.errors import BenchError, UnknownNameError
+from benchbackcompat.selection import DEFAULT_GRID, parse_grid_option
 
 PRESET_ENV = "BENCHBACKCOMPAT_PRESETS"
 # The repository's top-level scenarios/, shipped in the wheel as package data (benchbackcompat/preset_files is a
@@ -65,14 +67,17 @@ def load_preset(preset: str) -> dict[str, Any]:
         raise BenchError(f"cannot read preset {path}: {error.strerror or error}") from None
     if depth(data) > MAX_DEPTH:
         raise BenchError(f"preset {path}: tables or arrays nested more than {MAX_DEPTH} deep; presets need 3 levels")
-    unknown = set(data) - {"description", "defaults", "scenarios", "methods"}
+    allowed = ("description", "defaults", "scenarios", "methods", "grids", "selection")
+    unknown = set(data) - set(allowed)
     if unknown:
-        raise BenchError(f"preset {path}: unknown top-level keys {sorted(unknown)}; allowed: description, defaults, scenarios, methods")
+        raise BenchError(f"preset {path}: unknown top-level keys {sorted(unknown)}; allowed: {', '.join(allowed)}")
     if not data.get("scenarios"):
         raise BenchError(f"preset {path} defines no [scenarios.<name>] table")
-    for key, what in (("defaults", "[defaults] table"), ("scenarios", "[scenarios.<name>] tables"), ("methods", "[methods.<name>] tables")):
+    for key, what in (("defaults", "[defaults] table"), ("scenarios", "[scenarios.<name>] tables"), ("methods", "[methods.<name>] tables"),
+                      ("grids", '[grids.<method>] tables (or <method> = "default")'), ("selection", "[selection] table")):
         value = data.get(key, {})
-        if not isinstance(value, dict) or (key != "defaults" and not all(isinstance(v, dict) for v in value.values())):
+        entries = value.values() if isinstance(value, dict) and key not in ("defaults", "selection") else []
+        if not isinstance(value, dict) or not all(isinstance(v, dict) or (key == "grids" and v == DEFAULT_GRID) for v in entries):
             raise BenchError(f"preset {path}: {key} must be {what}, got {value!r:.60}")
     for name in data["scenarios"]:
         if not SCENARIO_NAME.fullmatch(name):
@@ -136,20 +141,42 @@ def resolve_run(
     seeds: list[int] | None = None,
     scenario_overrides: dict[str, Any] | None = None,
     assignments: list[str] = (),
+    grids: list[str] = (),
     out: Path | None = None,
     device: str | None = None,
     cache_dir: Path | None = None,
 ) -> RunConfig:
-    """Build the run configuration: defaults < preset < command line. Fails with one line on any bad value."""
+    """Build the run configuration: defaults < preset < command line. Fails with one line on any bad value.
+
+    ``grids`` are ``--grid methods.NAME.KEY=V1,V2`` options: each replaces the preset's values of that key;
+    ``--grid methods.NAME`` (no key) searches the default grid that the method declares (its ``Params.grid``)."""
     data = load_preset(preset)
     known = data["scenarios"]
     if scenarios == ["all"]:
         scenarios = list(known)
     overrides = dict(scenario_overrides or {})
     method_params: dict[str, dict[str, Any]] = {k: dict(v) for k, v in data.get("methods", {}).items()}
+    grid_tables: dict[str, Any] = {k: v if v == DEFAULT_GRID else dict(v) for k, v in data.get("grids", {}).items()}
+    for option in grids:
+        if "=" not in option and option.count(".") == 1 and option.startswith("methods."):
+            method, key, values = option.split(".", 1)[1], None, DEFAULT_GRID
+        else:
+            method, key, values = parse_grid_option(option)
+        if method not in methods:
+            raise BenchError(f"--grid {option:.80}: method {method!r} is not among --methods ({', '.join(methods)}); "
+                             "add it to --methods or fix the name")
+        if key is None:
+            grid_tables[method] = values
+            continue
+        if grid_tables.get(method) == DEFAULT_GRID:
+            grid_tables[method] = {}
+        grid_tables.setdefault(method, {})[key] = values
+    selection: dict[str, Any] = dict(data.get("selection", {}))
     for assignment in assignments:
         path, value = parse_assignment(assignment)
-        if path[0] == "methods" and len(path) >= 3:
+        if path[0] == "selection" and len(path) >= 2:
+            selection = deep_merge(selection, nested(path[1:], value))
+        elif path[0] == "methods" and len(path) >= 3:
             if path[1] not in methods:
                 raise BenchError(f"--set {assignment:.80}: method {path[1]!r} is not among --methods "
                                  f"({', '.join(methods)}); add it to --methods or fix the name")
@@ -169,6 +196,8 @@ def resolve_run(
         "scenarios": resolved,
         "methods": methods,
         "method_params": {m: method_params.get(m, {}) for m in methods},
+        "grids": {m: grid_tables[m] for m in methods if m in grid_tables},
+        "selection": selection,
     }
     if seeds is not None:
         run["seeds"] = seeds

@@ -4,7 +4,7 @@ from __future__ import annotations
 import functools
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,8 @@ from benchbackcompat.method import Method
 from benchbackcompat.models.registry import BACKBONES, TIMM_PREFIX, list_backbones
 from benchbackcompat.plugins import PluginHost
 from benchbackcompat.scenarios.data import ScenarioData, load_scenario_data
+from benchbackcompat.search import Search, make_search, method_grid
+from benchbackcompat.selection import grid_points
 from benchbackcompat.scenarios.steps import build_steps
 from benchbackcompat.store import ResultStore
 
@@ -35,7 +37,21 @@ class Plan:
     run: RunConfig
     methods: dict[str, Method]
     cells: list[Cell]
+    searches: list[Search]  # grids: their selection cells are among ``cells``, their final cells come after
     rerun: frozenset[str] = frozenset()  # methods whose cells are recomputed even if finished (--rerun, --force)
+    loaded: dict[str, ScenarioData] = field(default_factory=dict, repr=False)  # scenario data by configuration
+
+    def final_cells(self, store: ResultStore) -> tuple[list[Cell], list[str]]:
+        """The selected settings' cells of every search whose selection is recorded, and a line for each other."""
+        cells, waiting = [], []
+        for search in self.searches:
+            chosen = search.final_cells(store)
+            if chosen is None:
+                waiting.append(f"{search.scenario.name}/{search.method}: selection cells still missing (other shards?)")
+            elif not chosen:
+                waiting.append(f"{search.scenario.name}/{search.method}: no grid point finished on the validation split")
+            cells += chosen or []
+        return cells, waiting
 
     def describe(self) -> str:
         lines = [f"preset {self.run.preset!r}, seeds {self.run.seeds}, results in {self.run.out}"]
@@ -54,6 +70,11 @@ class Plan:
                 reason = unsupported(method, scenario)
                 if reason:
                     lines.append(f"  {name}: not applicable ({reason})")
+        for search in self.searches:
+            lines.append(f"grid {search.scenario.name}/{search.method}: {len(search.points)} settings of "
+                         f"{', '.join(search.grid)} x {len(self.run.seeds)} seeds on a validation split "
+                         f"({self.run.selection.validation.fraction:.0%} of each class), rule {search.identity['rule']}, "
+                         "then the selected setting")
         lines.append(f"{len(self.cells)} cells: " + ", ".join(c.label for c in self.cells))
         return "\n".join(lines)
 
@@ -70,11 +91,19 @@ def make_plan(run: RunConfig, host: PluginHost) -> Plan:
         classes = named.config.data.num_classes or DEFAULT_CLASSES.get(named.config.data.name)
         if classes:
             build_steps(named.config, classes)
-    cells = [
-        Cell(named, name, methods[name].params.model_dump(mode="json"), seed, run.preset, codes[name])
-        for named in run.scenarios for seed in dict.fromkeys(run.seeds) for name in methods
-    ]
-    return Plan(run, methods, cells)
+    grids = {name: method_grid(methods[name], run.grids[name]) for name in methods if name in run.grids}
+    grids = {name: grid for name, grid in grids.items() if len(grid_points(grid)) > 1}
+    points = {name: [host.create_method(name, {**run.method_params.get(name, {}), **point}).params.model_dump(mode="json")
+                     for point in grid_points(grid)] for name, grid in grids.items()}
+    cells, searches = [], []
+    for named in run.scenarios:
+        for name in methods:
+            if name in grids and unsupported(methods[name], named.config) is None:
+                searches.append(make_search(run, named, name, grids[name], points[name], codes[name]))
+            else:
+                cells += [Cell(named, name, methods[name].params.model_dump(mode="json"), seed, run.preset, codes[name])
+                          for seed in dict.fromkeys(run.seeds)]
+    return Plan(run, methods, [c for search in searches for c in search.cells] + cells, searches)
 
 
 def rerun_methods(plan: Plan, force: bool, rerun: list[str]) -> frozenset[str]:
@@ -116,28 +145,31 @@ def run_summary(records: list[dict[str, Any]], seconds: float, out: Path) -> tup
     return "\n".join(lines), int(bad > 0)
 
 
-def execute(plan: Plan, host: PluginHost) -> list[dict[str, Any]]:
-    """Run every unfinished cell; returns all records (finished ones read back from the store).
+def execute(plan: Plan, host: PluginHost, cells: list[Cell] | None = None) -> list[dict[str, Any]]:
+    """Run every unfinished cell of ``cells`` (default: the plan's); returns all records (finished ones read
+    back from the store).
 
     Several processes may execute plans on one results directory: a cell that another process is
     running (its lock is held) is put off to the end, then waited for and its record taken, so
     nothing is run twice or lost."""
     run = plan.run
-    store = distributed.RankStore(run.out, run.lock_timeout) if distributed.active() else ResultStore(run.out, run.lock_timeout)
+    store = open_store(run)
     if distributed.is_main():
         store.remove_orphan_temporaries()  # from writes that a kill cut short
     host.load_observers(run.out)  # loggers (TensorBoard, ...) of entry point group benchbackcompat.observers
     device = resolve_device(run.device)
     plugin_versions = {name: _plugin_version(host, name) for name in run.methods}
     records: dict[str, dict[str, Any]] = {}
-    data_of = assign_fingerprints(plan, device)
+    cells = plan.cells if cells is None else cells
+    data_of = assign_fingerprints(plan, device, cells)
 
     def run_one(cell: Cell) -> dict[str, Any]:
         existing = store.record(cell.key)  # another process may have finished it meanwhile
         if existing is not None:
             return existing
         progress.set_postfix_str(cell.label)
-        method = type(plan.methods[cell.method])(plan.methods[cell.method].params)  # fresh state per cell
+        kind = type(plan.methods[cell.method])
+        method = kind(kind.Params.model_validate(cell.params))  # fresh state per cell, the cell's (grid point's) params
         record = run_cell(cell, method, data_of(cell), store, device, observer=functools.partial(host.notify, "bbc_on_log") if distributed.is_main() else None,
                           plugin_versions=plugin_versions, share_models=run.share_models,
                           acceleration=Acceleration.resolve(run.channels_last, run.compile, device))
@@ -146,7 +178,7 @@ def execute(plan: Plan, host: PluginHost) -> list[dict[str, Any]]:
         return record
 
     pending = []
-    for cell in {cell.key: cell for cell in plan.cells}.values():  # a duplicate cell runs (and counts) once
+    for cell in {cell.key: cell for cell in cells}.values():  # a duplicate cell runs (and counts) once
         existing = None if cell.method in plan.rerun else store.record(cell.key)
         if existing is None:
             pending.append(cell)
@@ -173,24 +205,40 @@ def execute(plan: Plan, host: PluginHost) -> list[dict[str, Any]]:
     progress.close()
     if device.type == "cuda":
         torch.cuda.empty_cache()
-    return list({cell.key: records[cell.key] for cell in plan.cells}.values())
+    return list({cell.key: records[cell.key] for cell in cells}.values())
 
 
-def assign_fingerprints(plan: Plan, device: torch.device) -> Callable[[Cell], ScenarioData]:
-    """Load each scenario's data once and give every cell its data fingerprint (part of its key); returns
-    the loader (cell -> its ScenarioData, on ``device``)."""
-    loaded: dict[str, ScenarioData] = {}
+def open_store(run: RunConfig) -> ResultStore:
+    """The results store of this process (under torchrun: the rank's view, rank 0 reading and writing)."""
+    return distributed.RankStore(run.out, run.lock_timeout) if distributed.active() else ResultStore(run.out, run.lock_timeout)
 
+
+def assign_fingerprints(plan: Plan, device: torch.device, cells: list[Cell] | None = None) -> Callable[[Cell], ScenarioData]:
+    """Load each scenario's data once per plan and give every cell of ``cells`` (default: the plan's) its data
+    fingerprint (part of its key); returns the loader (cell -> its ScenarioData, on ``device``)."""
     def data_of(cell: Cell) -> ScenarioData:
         config = cell.scenario.config
         data_key = config.data.model_dump_json() + config.protocol + config.eval_split
-        if data_key not in loaded:
-            loaded[data_key] = load_scenario_data(config, plan.run.cache_dir, device)
-        return loaded[data_key]
+        if data_key not in plan.loaded:
+            plan.loaded[data_key] = load_scenario_data(config, plan.run.cache_dir, device)
+        return plan.loaded[data_key]
 
-    for cell in plan.cells:
+    for cell in plan.cells if cells is None else cells:
         cell.data_fingerprint = data_of(cell).fingerprint
     return data_of
+
+
+def selected_cells(plan: Plan) -> tuple[list[Cell], list[str]]:
+    """Grids: the cells of the settings chosen so far (selection complete in the store), keyed, and a line for each
+    search still waiting. Not sharded: with shards or jobs, whichever process finds a selection complete runs
+    its cells, each once under its lock."""
+    if not plan.searches:
+        return [], []
+    device = resolve_device(plan.run.device)
+    assign_fingerprints(plan, device, [cell for search in plan.searches for cell in search.cells])
+    cells, waiting = plan.final_cells(open_store(plan.run))
+    assign_fingerprints(plan, device, cells)
+    return cells, waiting
 
 
 def select_shard(cells: list[Cell], shard: str) -> list[Cell]:

@@ -15,7 +15,7 @@ import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -55,6 +55,10 @@ class Cell:
     preset: str
     code: dict[str, Any] = field(default_factory=dict)  # the method's code identity (identity.code_identity)
     data_fingerprint: str | None = None  # set once the scenario's data is loaded
+    role: Literal["result", "selection"] = "result"  # selection: a grid point scored on the validation split
+    selection: dict[str, Any] | None = None  # how params were chosen (grid, rule, split, seeds): part of the key
+    outcome: dict[str, Any] | None = None  # what the choice saw (validation scores, cost): recorded, not keyed
+    point: str = ""  # the grid point in words (labels only)
 
     @property
     def identity(self) -> dict[str, Any]:
@@ -72,11 +76,13 @@ class Cell:
             "params": self.params,
             "seed": self.seed,
             **self.identity,
+            **({"selection": self.selection} if self.selection is not None else {}),
         })
 
     @property
     def label(self) -> str:
-        return f"{self.scenario.name}/{self.method}/seed{self.seed}"
+        point = f"[{'validation ' if self.role == 'selection' else 'selected '}{self.point}]" if self.point else ""
+        return f"{self.scenario.name}/{self.method}{point}/seed{self.seed}"
 
 
 def keyed_config(scenario: ScenarioBase) -> dict[str, Any]:
@@ -462,7 +468,8 @@ def run_cell(cell: Cell, method: Method, data: ScenarioData, store: ResultStore,
         "preset": cell.preset, "method": cell.method, "params": method.params.model_dump(mode="json"),
         "seed": cell.seed, "config": cell.scenario.config.model_dump(mode="json"), "dataset": data.name,
         "device": device_name(device), "versions": versions(plugin_versions or {}),
-        "identity": cell.identity, "worker": worker_name(),
+        "identity": cell.identity, "worker": worker_name(), "role": cell.role,
+        **({"selection": {**cell.selection, **(cell.outcome or {})}} if cell.selection is not None else {}),
     }
     reason = unsupported(method, cell.scenario.config)
     if reason:

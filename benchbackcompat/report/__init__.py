@@ -12,9 +12,10 @@ from benchbackcompat.report.aggregate import build_tables
 from benchbackcompat.report.tables import tables_markdown
 
 
-def leaderboard_tables(records: Iterable[dict[str, Any]]) -> str:
-    """One Markdown table per (scenario, dataset, preset, configuration), with footnotes."""
-    return tables_markdown(build_tables(records))
+def leaderboard_tables(records: Iterable[dict[str, Any]], grids: bool = False) -> str:
+    """One Markdown table per (scenario, dataset, preset, configuration), with footnotes; ``grids``: the whole
+    grid of every method whose hyperparameters were selected."""
+    return tables_markdown(build_tables(records), grids)
 
 
 __all__ = ["leaderboard_tables"]

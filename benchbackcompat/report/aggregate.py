@@ -95,6 +95,8 @@ def build_tables(records: Iterable[Record]) -> list[Table]:
     """Group, aggregate and rank; tables sorted by (dataset, preset, scenario, variant)."""
     groups: dict[tuple[str, str, str, str], list[Record]] = defaultdict(list)
     for record in records:
+        if record.get("role") == "selection":  # a grid point on the validation split: shown in its search's grid table
+            continue
         config = json.dumps(record.get("config", {}), sort_keys=True)
         groups[(record.get("dataset", "?"), record.get("preset", "?"), record["scenario"], config)].append(record)
     variants = _variant_labels({key: members[0].get("config", {}) for key, members in groups.items()})
@@ -130,12 +132,18 @@ def _table(records: list[Record], variant: str) -> Table:
     metrics = list(dict.fromkeys(m for r in records for m in r.get("metrics", {})))
     metrics = metrics or list(first.get("config", {}).get("metrics", []))
     columns = columns_for(first["kind"], metrics)
-    by_method: dict[tuple[str, str], list[Record]] = defaultdict(list)
-    for record in records:
-        by_method[(record["method"], json.dumps(record.get("params", {}), sort_keys=True))].append(record)
+    by_method: dict[tuple[str, str, str], list[Record]] = defaultdict(list)
+    for record in records:  # a setting chosen from a grid is its own row, apart from the same setting run directly
+        chosen = record.get("selection")
+        search = json.dumps({k: chosen[k] for k in ("grid", "rule", "tolerance", "validation")}, sort_keys=True) if chosen else ""
+        by_method[(record["method"], json.dumps(record.get("params", {}), sort_keys=True), search)].append(record)
     rows = [Row(method, method, json.loads(params), sorted(members, key=lambda r: r["seed"]))
-            for (method, params), members in sorted(by_method.items())]
+            for (method, params, _), members in sorted(by_method.items())]
     _label_parameter_variants(rows)
+    for row in rows:
+        chosen = row.records[0].get("selection")
+        if chosen:
+            row.label = f"{row.method} (selected " + ", ".join(f"{k}={json.dumps(v)}" for k, v in chosen["selected"].items()) + ")"
     for row in rows:
         _fill(row, columns)
     table = Table(first["scenario"], first["kind"], first.get("dataset", "?"), first.get("preset", "?"),
@@ -153,6 +161,8 @@ def _label_parameter_variants(rows: list[Row]) -> None:
             continue
         flat = [flatten(row.params) for row in same]
         differing = sorted({f for p in flat for f in p if len({json.dumps(q.get(f)) for q in flat}) > 1})
+        if not differing:  # the same setting, run directly and chosen from a grid: labelled below
+            continue
         for row, p in zip(same, flat):
             row.label = f"{row.method} (" + ", ".join(f"{f}={json.dumps(p.get(f))}" for f in differing) + ")"
 

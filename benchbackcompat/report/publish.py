@@ -22,6 +22,7 @@ from benchbackcompat.report.exports import csv_export, json_export
 from benchbackcompat.report.markdown import escape, slug
 from benchbackcompat.report.merge import Merged
 from benchbackcompat.report.provenance import header_markdown, provenance
+from benchbackcompat.report.selection import selection_markdown
 from benchbackcompat.report.tables import Footnotes, table_markdown
 
 KIND_MEASURES = {
@@ -111,6 +112,8 @@ def page_markdown(page: Page, out: Path, date: str) -> str:
         parts.append(f"{escape(description)}  \nKind: {kind_text(table.kind)} ({KIND_MEASURES.get(table.kind) or escape(table.kind)}).  \n"
                      f"Scale: {escape(scale(table))}.")
         parts.append(table_markdown(table, notes))
+        if chosen := selection_markdown(table, grids=True):
+            parts.append(chosen)
         parts.extend(figure_links(table, page, out))
     if notes.texts:
         parts.append(notes.render())

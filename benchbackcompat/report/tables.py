@@ -9,6 +9,7 @@ from tabulate import tabulate
 from benchbackcompat.report.aggregate import Missing, Stat, Table, best_ids
 from benchbackcompat.report.columns import Column
 from benchbackcompat.report.markdown import escape
+from benchbackcompat.report.selection import selection_markdown
 
 
 @dataclass
@@ -53,10 +54,12 @@ def table_markdown(table: Table, notes: Footnotes) -> str:
     return tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True)
 
 
-def tables_markdown(tables: list[Table]) -> str:
-    """Every table with a heading and its footnotes (the terminal summary after a run)."""
+def tables_markdown(tables: list[Table], grids: bool = False) -> str:
+    """Every table with a heading, how grid rows were selected (and with ``grids`` their whole grids) and the
+    footnotes (the terminal summary after a run)."""
     notes = Footnotes()
     parts = [f"### {escape(t.title)} · {escape(t.dataset)} · preset {escape(t.preset)}\n\n{table_markdown(t, notes)}"
+             + (f"\n\n{chosen}" if (chosen := selection_markdown(t, grids)) else "")
              for t in tables]
     if notes.texts:
         parts.append(notes.render())

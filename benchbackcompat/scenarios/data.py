@@ -7,7 +7,7 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
-from benchbackcompat.config import DataConfig, ScenarioBase
+from benchbackcompat.config import DataConfig, ScenarioBase, ValidationSplit
 from benchbackcompat.data.arrays import DatasetBundle, ImageArrays
 from benchbackcompat.data.registry import DatasetRequest, check_not_degenerate, load_dataset
 from benchbackcompat.engine.device import derive_seed, generator
@@ -71,6 +71,34 @@ def select_memory(labels: Tensor, classes: tuple[int, int], per_class: int, seed
     return by_class[rank < per_class].sort().values
 
 
+def per_class_sample(labels: Tensor, fraction: float, seed: int) -> Tensor:
+    """Sorted indices of a seeded random ``round(fraction * n_c)`` images of every class c (at least 1, at most
+    n_c - 1), drawn independently of any other split: the validation part of a training set."""
+    labels = labels.cpu()
+    shuffled = torch.randperm(len(labels), generator=generator(seed))
+    by_class = shuffled[torch.sort(labels[shuffled], stable=True).indices]
+    sorted_labels = labels[by_class]
+    first = torch.searchsorted(sorted_labels, sorted_labels, side="left")
+    count = torch.searchsorted(sorted_labels, sorted_labels, side="right") - first
+    rank = torch.arange(len(by_class)) - first
+    quota = torch.minimum(torch.round(count * fraction).clamp(min=1), (count - 1).clamp(min=1))
+    return by_class[rank < quota].sort().values
+
+
+def validation_sets(train: ImageArrays, split: ValidationSplit, two_sets: bool) -> tuple[ImageArrays, ImageArrays, ImageArrays | None]:
+    """(training minus validation, query, gallery) carved from the training images only. A protocol with one
+    evaluation set (leave-one-out, verification) gets the validation images as query and no gallery; one with
+    two sets gets every validation class split in halves (query: the first half of a seeded draw)."""
+    held = torch.zeros(len(train.labels), dtype=torch.bool)
+    held[per_class_sample(train.labels, split.fraction, derive_seed(split.seed, "validation"))] = True
+    rest, validation = train.subset(~held), train.subset(held)
+    if not two_sets:
+        return rest, validation, None
+    query = torch.zeros(len(validation.labels), dtype=torch.bool)
+    query[per_class_sample(validation.labels, 0.5, derive_seed(split.seed, "validation-query"))] = True
+    return rest, validation.subset(query), validation.subset(~query)
+
+
 def _request(cfg: DataConfig, cache_dir: Path) -> DatasetRequest:
     return DatasetRequest(
         cache_dir=cache_dir,
@@ -103,7 +131,9 @@ def load_scenario_data(scenario: ScenarioBase, cache_dir: Path, device: torch.de
         order = torch.randperm(bundle.num_classes, generator=generator(cfg.class_order_seed))
         train, test = _reorder(train, order), _reorder(test, order)
     eval_stats = None
-    if scenario.eval_split == "test":
+    if cfg.validation is not None:  # a selection run: the test and open-set images are never used
+        train, query, gallery = validation_sets(train, cfg.validation, scenario.protocol not in SINGLE_SET_PROTOCOLS)
+    elif scenario.eval_split == "test":
         query, gallery = test, None
         if scenario.protocol not in SINGLE_SET_PROTOCOLS:
             raise BenchError(f"protocol {scenario.protocol!r} needs separate query and gallery sets: set eval_split = \"open\"")

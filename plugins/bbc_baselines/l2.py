@@ -16,6 +16,8 @@ from typing import Literal
 
 import torch
 import torch.nn.functional as F
+from typing import Any, ClassVar
+
 from pydantic import Field
 from torch import Tensor
 
@@ -33,6 +35,9 @@ class L2Params(MethodParams):
         "cores", description="cores: CE + weight * mean Euclidean distance on old-class samples (CoReS L_dist); "
                              "openbct: the MSE alone (openBCT --l2); squared: CE + weight * mean squared distance on every sample",
     )
+
+    # HBCT Sec. 5 (seed-002 §3): every baseline gets 10 settings, lambda in [0, 1]
+    grid: ClassVar[dict[str, list[Any]]] = {"weight": [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0]}
 
 
 def match_size(features: Tensor, size: int) -> Tensor:

@@ -14,7 +14,7 @@ n2o map). The new feature is truncated or zero-padded to the old feature size wh
 """
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, ClassVar, Literal
 
 import torch
 import torch.nn.functional as F
@@ -38,6 +38,9 @@ class BCTParams(MethodParams):
         "scaled-mean", description="old-classifier rows for new classes: the old model's class-mean directions at the "
         "learned rows' mean norm and bias, the raw class means (bias 0), or none (influence on old classes only, openBCT)"
     )
+
+    # HBCT Sec. 5 (seed-002 §3): every baseline gets 10 settings, lambda in [0, 1]
+    grid: ClassVar[dict[str, list[Any]]] = {"weight": [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0]}
 
 
 def old_classifier(old_model: Network, ctx: StepContext, num_classes: int, synthesis: Synthesis) -> tuple[Tensor, Tensor]:

@@ -5,6 +5,8 @@ head) + (1 - lambda) * L_iNCE(phi_t, phi_ref) (Stationary-HOC Eqs. 3-5), phi_ref
 """
 from __future__ import annotations
 
+from typing import Any, ClassVar
+
 import torch.nn.functional as F
 from torch import Tensor
 
@@ -15,10 +17,17 @@ from benchbackcompat.models.network import Network
 from bbc_stationary.alignment import HocTerms, hoc_loss
 
 
+class EuclideanHocParams(HocTerms):
+    # HBCT Sec. 5 (seed-002 §3): 10 settings per baseline, lambda in [0, 1] and, for the contrastive ones, tau in
+    # {0.5, 1.0}. HOC's lambda already lies in [0, 1] (it weighs the cross-entropy, 1 - lambda the alignment) and
+    # its rho is an inverse temperature, so tau in {0.5, 1.0} is rho in {2, 1}: 5 x 2.
+    grid: ClassVar[dict[str, list[Any]]] = {"lam": [0.1, 0.3, 0.5, 0.7, 0.9], "rho": [2.0, 1.0]}
+
+
 class EuclideanHOC(Method):
     name = "hoc-euclidean"
     description = "learnable classifier + higher-order (InfoNCE) alignment to the frozen old model (HOC without the d-Simplex)"
-    Params = HocTerms
+    Params = EuclideanHocParams
 
     def unsupported_reason(self, scenario: ScenarioBase) -> str | None:
         if scenario.kind == "model-zoo":
