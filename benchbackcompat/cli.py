@@ -38,7 +38,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--grid", dest="grids", action="append", default=[], metavar="methods.NAME.KEY=V1,V2",
                      help="search these values of a method hyperparameter (repeatable: the Cartesian product) on a validation "
                           "split of the training data, then run the selected setting; methods.NAME alone: the method's own grid")
-    run.add_argument("--force", action="store_true", help="recompute every cell of the plan, even finished ones")
+    run.add_argument("--force", action="store_true",
+                     help="recompute every cell of the plan, even finished ones (shared models are keyed by their own "
+                          "code and data identity, and reused)")
     run.add_argument("--rerun", metavar="METHOD[,METHOD]", default="",
                      help="recompute the cells of these methods, even finished ones")
     run.add_argument("--lock-timeout", type=float, metavar="SECONDS",
@@ -256,6 +258,9 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
         print(f"wrote {len(written)} files to {args.out} ({args.out / 'README.md'})")
     else:
         print(leaderboard_tables(merged.records, grids=args.grids))
+    if merged.superseded:
+        print(f"{len(merged.superseded)} older records of the same cells (other method code, results version or data) "
+              "left out; `benchbackcompat status` lists them as stale", file=sys.stderr)
     if merged.duplicates:
         print(f"{len(merged.duplicates)} duplicate cells counted once (the first --results directory wins, finished "
               f"records over unfinished ones)", file=sys.stderr)

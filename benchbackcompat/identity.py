@@ -27,9 +27,10 @@ RESULTS_VERSION = 1
 CORE_PACKAGES = frozenset({"benchbackcompat", "builtins", "abc", "typing", "pydantic"})
 
 
-def source_packages(cls: type) -> list[str]:
-    """Top-level packages of ``cls`` and its bases that are not the core (covered by RESULTS_VERSION)."""
-    found = {base.__module__.split(".")[0] for base in cls.__mro__}
+def source_packages(cls: type, within: type = object) -> list[str]:
+    """Top-level packages of ``cls`` and of its bases that subclass ``within`` (the method base class: mixins from
+    large libraries are left out), except the core (covered by RESULTS_VERSION)."""
+    found = {base.__module__.split(".")[0] for base in cls.__mro__ if issubclass(base, within)}
     return sorted(found - CORE_PACKAGES)
 
 
@@ -67,9 +68,9 @@ def distribution_of(package: str) -> tuple[str, str]:
     return "unknown", ""
 
 
-def code_identity(cls: type) -> dict[str, Any]:
+def code_identity(cls: type, within: type = object) -> dict[str, Any]:
     """The method class's distribution(s), version(s) and source hash (see the module docstring)."""
-    packages = source_packages(cls)
+    packages = source_packages(cls, within)
     dists = sorted({"{} {}".format(*distribution_of(p)).strip() for p in packages})
     return {"class": f"{cls.__module__}.{cls.__qualname__}", "distribution": ", ".join(dists) or "benchbackcompat",
             "source_sha256": source_hash(packages)}

@@ -146,7 +146,7 @@ class PluginHost:
     def methods(self) -> dict[str, type[Method]]:
         """Registered methods by name; a name that two classes register goes to ``conflicts`` instead."""
         found: dict[str, type[Method]] = {}
-        for result in self.manager.hook.bbc_register_methods():
+        for result in self.isolated_results("bbc_register_methods"):
             for cls in result or []:
                 other = found.setdefault(cls.name, cls)
                 if other is not cls:
@@ -154,6 +154,22 @@ class PluginHost:
                         f"method {cls.name!r} is registered by two classes: {_origin(other)} and {_origin(cls)}; "
                         "uninstall one of these distributions or rename one of the methods")
         return {name: cls for name, cls in found.items() if name not in self.conflicts}
+
+    def isolated_results(self, hook: str) -> list[Any]:
+        """The results of every implementation of registration hook ``hook``; a plugin whose implementation raises
+        (anything, even SystemExit) is unregistered and listed as unavailable with its error."""
+        results = []
+        for impl in reversed(getattr(self.manager.hook, hook).get_hookimpls()):  # pluggy's call order
+            try:
+                results.append(impl.function())
+            except BaseException as error:
+                if must_propagate(error):
+                    raise
+                name = (self.manager.get_name(impl.plugin) or impl.plugin_name).removeprefix(f"{GROUP}:")
+                self.failures[name] = PluginFailure(name, f"{hook} raised {describe(error)}", traceback.format_exc())
+                self.loaded.discard(name)
+                self.manager.unregister(impl.plugin)
+        return results
 
     def check_unique(self, names: list[str]) -> None:
         """Refuse ``names`` if another loaded plugin registers one of them too (an impostor or a clash)."""
@@ -183,7 +199,13 @@ class PluginHost:
         from benchbackcompat.config import validate_model
 
         cls = self.method_class(name)
-        return cls(validate_model(cls.Params, params, f"hyperparameters of method {name!r}"))
+        validated = validate_model(cls.Params, params, f"hyperparameters of method {name!r}")
+        try:
+            return cls(validated)
+        except BaseException as error:  # plugin code: a one-line error, not a traceback or an exit
+            if must_propagate(error):
+                raise
+            raise BenchError(f"method {name!r} cannot be created: {describe(error)}") from None
 
     # --- datasets and backbones ------------------------------------------------------------
     def register_extensions(self) -> None:
@@ -191,9 +213,9 @@ class PluginHost:
         from benchbackcompat.data.registry import DATASETS
         from benchbackcompat.models.registry import BACKBONES
 
-        for entries in self.manager.hook.bbc_register_datasets():
+        for entries in self.isolated_results("bbc_register_datasets"):
             DATASETS.update({entry.name: entry for entry in entries or []})
-        for entries in self.manager.hook.bbc_register_backbones():
+        for entries in self.isolated_results("bbc_register_backbones"):
             BACKBONES.update({entry.name: entry for entry in entries or []})
 
 

@@ -84,7 +84,7 @@ def make_plan(run: RunConfig, host: PluginHost) -> Plan:
     backbone names, steps."""
     methods = {name: host.create_method(name, run.method_params.get(name, {})) for name in dict.fromkeys(run.methods)}
     host.check_unique(list(methods))
-    codes = {name: code_identity(type(method)) for name, method in methods.items()}
+    codes = {name: code_identity(type(method), within=Method) for name, method in methods.items()}
     host.register_extensions()
     for named in run.scenarios:
         check_names(named.config)

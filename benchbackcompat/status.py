@@ -15,6 +15,7 @@ from typing import Any
 
 from benchbackcompat.errors import BenchError
 from benchbackcompat.identity import RESULTS_VERSION, code_identity
+from benchbackcompat.method import Method
 from benchbackcompat.plugins import PluginHost
 from benchbackcompat.store import ResultStore
 
@@ -55,7 +56,7 @@ def staleness(record: dict[str, Any], current: dict[str, Any], host: PluginHost)
     name = record.get("method", "")
     if name not in current:
         try:
-            current[name] = code_identity(host.method_class(name))
+            current[name] = code_identity(host.method_class(name), within=Method)
         except BenchError as error:
             current[name] = str(error)
     now = current[name]

@@ -11,6 +11,7 @@ import zipfile
 from pathlib import Path
 from unittest import mock
 
+import numpy as np
 import pytest
 import torch
 from hypothesis import HealthCheck, example, given, settings
@@ -339,14 +340,18 @@ def image_tree(root: Path, classes: int = 3) -> Path:
     return root
 
 
-@pytest.mark.parametrize("damage", ["truncated", "not-an-image", "bomb", "symlink"])
+@pytest.mark.parametrize("damage", ["truncated", "truncated-scan", "not-an-image", "bomb", "symlink"])
 def test_bad_image_files_and_degenerate_datasets_are_one_line_naming_the_file(damage, tmp_path):
     from PIL import Image
 
     root = image_tree(tmp_path / "tree")
     target = root / "train" / "c1" / "1.jpg"
-    if damage == "truncated":
+    if damage == "truncated":  # inside the header
         target.write_bytes(target.read_bytes()[:60])
+    elif damage == "truncated-scan":  # a valid header, the image data cut short
+        noise = np.random.default_rng(0).integers(0, 256, (64, 64, 3), dtype=np.uint8)
+        Image.fromarray(noise).save(target, quality=95)
+        target.write_bytes(target.read_bytes()[: int(target.stat().st_size * 0.7)])
     elif damage == "not-an-image":
         target.write_bytes(b"<html>not found</html>")
     elif damage == "bomb":  # a few KB on disk, 64 megapixels decoded
@@ -360,7 +365,8 @@ def test_bad_image_files_and_degenerate_datasets_are_one_line_naming_the_file(da
     message = str(info.value)
     assert "\n" not in message
     assert ("train/c1/1.png" if damage == "bomb" else "train/c1/1.jpg") in message, message
-    assert ("above the limit of 40 megapixels" if damage == "bomb" else "not a readable image") in message
+    expected = {"bomb": "above the limit of 40 megapixels", "truncated-scan": "cannot decode"}
+    assert expected.get(damage, "not a readable image") in message
 
 
 def test_a_one_class_dataset_is_refused_before_training(tmp_path, monkeypatch, capsys):

@@ -5,6 +5,7 @@ Runs use a 4-class ImageFolder tree of 8x8 images (about a second per cell).
 from __future__ import annotations
 
 import contextlib
+import json
 import io
 import sys
 import textwrap
@@ -387,9 +388,38 @@ def test_an_observer_that_raises_is_disabled_and_the_cells_finish(rogue, tree, t
     assert "SystemExit" in next(out.glob("observers/*.traceback.txt")).read_text()
 
 
-def test_a_plugin_calling_sys_exit_at_import_is_listed_unavailable(tmp_path, monkeypatch, capsys):
-    install_plugin(tmp_path, "quitter", "import sys\nsys.exit(3)\n", dist="quitter-plugin")
+@pytest.mark.parametrize("when", ["import", "registration"])
+def test_a_plugin_calling_sys_exit_is_listed_unavailable(when, tmp_path, monkeypatch, capsys):
+    body = "import sys\nsys.exit(3)\n" if when == "import" else (
+        "import sys, benchbackcompat\n\n@benchbackcompat.hookimpl\ndef bbc_register_methods():\n    sys.exit(3)\n")
+    install_plugin(tmp_path, "quitter", body, dist="quitter-plugin")
     monkeypatch.syspath_prepend(str(tmp_path))
-    assert main(["list", "methods"]) == 0
+    try:
+        assert main(["list", "methods"]) == 0
+    finally:
+        sys.modules.pop("quitter", None)
     out = capsys.readouterr().out
     assert "| quitter" in out and "SystemExit: 3" in out and "| l2 " in out
+
+
+def test_leaderboard_keeps_the_newest_record_of_a_cell_and_ignores_the_data_path(tmp_path, capsys):
+    import copy
+
+    fixture = Path(__file__).parent / "fixtures" / "leaderboard_records.json"
+    old = next(r for r in json.loads(fixture.read_text()) if r["status"] == "finished")
+    old = {**old, "computed_at": "2026-01-01T00:00:00+00:00"}
+    old["config"]["data"]["root"] = "../shared/data"
+    new = copy.deepcopy(old)  # recomputed after a code change: another key, the same cell for a reader
+    new.update(key="f" * 16, computed_at="2026-02-01T00:00:00+00:00")
+    new["config"]["data"]["root"] = "/abs/path/to/shared/data"
+    metric = next(iter(new["metrics"]))
+    new["metrics"][metric]["self"] = 12.5
+    store = ResultStore(tmp_path)
+    for record in (old, new):
+        store.write_record(record["key"], record)
+    assert main(["leaderboard", "--results", str(tmp_path)]) == 0
+    captured = capsys.readouterr()
+    row = next(line for line in captured.out.splitlines() if line.startswith(f"| {old['method']} "))
+    assert row.rstrip("| ").endswith("1") and "(root=" not in captured.out  # one seed, one table (no path variant)
+    assert "12.50" in row and "40.00" not in row  # the newest record's self-test
+    assert "1 older records of the same cells" in captured.err

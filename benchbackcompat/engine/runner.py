@@ -7,6 +7,7 @@ of P_com/P_up, models pretrained elsewhere) are trained once and shared through 
 """
 from __future__ import annotations
 
+import datetime
 import logging
 import math
 import os
@@ -96,7 +97,7 @@ def keyed_config(scenario: ScenarioBase) -> dict[str, Any]:
 def build_code_hash(method: Method) -> str:
     """Source hash of the non-core packages behind ``method.build_model`` (its shared models depend on it)."""
     owner = next(c for c in type(method).__mro__ if "build_model" in vars(c))
-    return source_hash(source_packages(owner))
+    return source_hash(source_packages(owner, within=Method))
 
 
 def versions(plugin_versions: dict[str, str]) -> dict[str, Any]:
@@ -484,5 +485,6 @@ def run_cell(cell: Cell, method: Method, data: ScenarioData, store: ResultStore,
             if must_propagate(error):  # not recorded, so a re-run retries it. A real Ctrl-C stops the run.
                 raise
             return {**base, "status": "failed", "reason": describe(error), "traceback": save_traceback(store, cell.key)}
+    record["computed_at"] = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     store.write_record(cell.key, record)
     return record

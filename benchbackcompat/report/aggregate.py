@@ -97,11 +97,17 @@ def build_tables(records: Iterable[Record]) -> list[Table]:
     for record in records:
         if record.get("role") == "selection":  # a grid point on the validation split: shown in its search's grid table
             continue
-        config = json.dumps(record.get("config", {}), sort_keys=True)
+        config = json.dumps(without_data_root(record.get("config", {})), sort_keys=True)
         groups[(record.get("dataset", "?"), record.get("preset", "?"), record["scenario"], config)].append(record)
-    variants = _variant_labels({key: members[0].get("config", {}) for key, members in groups.items()})
+    variants = _variant_labels({key: without_data_root(members[0].get("config", {})) for key, members in groups.items()})
     tables = [_table(members, variants[key]) for key, members in groups.items()]
     return sorted(tables, key=lambda t: (t.dataset, t.preset, t.scenario, t.variant))
+
+
+def without_data_root(config: dict[str, Any]) -> dict[str, Any]:
+    """The configuration without ``data.root``: the same data reached through two paths is one table."""
+    data = config.get("data")
+    return {**config, "data": {k: v for k, v in data.items() if k != "root"}} if isinstance(data, dict) else config
 
 
 def _variant_labels(configs: dict[tuple[str, str, str, str], dict[str, Any]]) -> dict[tuple, str]:

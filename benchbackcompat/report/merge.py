@@ -7,9 +7,12 @@ is kept, never two:
      cell that failed on one machine and finished on another counts as finished;
   2. otherwise the record from the directory listed first wins (``--results`` order is priority).
 Discarded duplicates are reported, and flagged when their numbers differ from the kept record.
+Records of the same cell under other keys (computed by other code or on other data: stale) are
+left out in favour of the most recently computed one, and counted.
 """
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -61,6 +64,7 @@ def well_formed(records: Iterable[dict[str, Any]], source: str) -> Iterator[dict
             continue
         yield record
 
+SELECTION_OUTCOME = ("selected", "note", "grid_size", "points", "grid_seconds")  # what a grid search saw, not how it ran
 STATUS_PRIORITY = {"finished": 0, "diverged": 1, "not-applicable": 2, "failed": 3}
 
 
@@ -77,6 +81,30 @@ class Duplicate:
 class Merged:
     records: list[dict[str, Any]]
     duplicates: list[Duplicate] = field(default_factory=list)
+    superseded: list[dict[str, Any]] = field(default_factory=list)  # older records of the same cell (other code/data)
+
+
+def slot(record: dict[str, Any]) -> str:
+    """What a reader means by "the same cell": scenario configuration (without the data path), method, hyperparameters,
+    seed, preset, dataset, role and how a grid chose the parameters, whatever code or data version computed it."""
+    config = dict(record.get("config") or {})
+    config["data"] = {k: v for k, v in (config.get("data") or {}).items() if k != "root"}
+    selection = {k: v for k, v in (record.get("selection") or {}).items() if k not in SELECTION_OUTCOME}
+    return json.dumps([record.get("dataset"), record.get("preset"), record["scenario"], config, record["method"],
+                       record.get("params"), record["seed"], record.get("role", "result"), selection],
+                      sort_keys=True, default=str)
+
+
+def latest_per_slot(records: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(the newest record of each slot, the older ones): after a method's code or the data changed, the old record
+    stays in the store (stale, see ``benchbackcompat status``) but must not be pooled with the new one as a seed."""
+    newest: dict[str, dict[str, Any]] = {}
+    for record in records:
+        other = newest.setdefault(slot(record), record)
+        if other is not record and str(record.get("computed_at") or "") > str(other.get("computed_at") or ""):
+            newest[slot(record)] = record
+    kept = {id(r) for r in newest.values()}
+    return [r for r in records if id(r) in kept], [r for r in records if id(r) not in kept]
 
 
 def merge_records(sources: Iterable[tuple[str, Iterable[dict[str, Any]]]]) -> Merged:
@@ -96,7 +124,8 @@ def merge_records(sources: Iterable[tuple[str, Iterable[dict[str, Any]]]]) -> Me
             else:
                 duplicates.append(Duplicate(key, old["label"], old_name, name, _differs(record, old)))
     records = [record for _, record in sorted(kept.values(), key=lambda item: item[1]["key"])]
-    return Merged(records, sorted(duplicates, key=lambda d: (d.key, d.dropped)))
+    records, superseded = latest_per_slot(records)
+    return Merged(records, sorted(duplicates, key=lambda d: (d.key, d.dropped)), superseded)
 
 
 def read_results(roots: list[Path]) -> Merged:
