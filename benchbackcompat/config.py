@@ -56,6 +56,10 @@ class DataConfig(StrictModel):
         False, description="each seed of a run shuffles the class order with its own seed (sets class_order_seed), "
         "so seeds vary which classes each model sees as well as the initialisation and data subsets"
     )
+    eval_normalisation: Literal["train", "eval"] = Field(
+        "train", description="normalise eval_dataset images with the training data's statistics (iamcl2r code) or "
+                             "with its own (CoReS: CIFAR-10 test pairs with CIFAR-10 statistics)",
+    )
     validation: ValidationSplit | None = Field(
         None, description="selection runs only: train on the training data minus this split, evaluate on it (never the test set)"
     )
@@ -106,6 +110,14 @@ class ModelConfig(StrictModel):
 
     backbone: str = "resnet18"
     embedding_dim: int | None = Field(128, ge=2, description='projection after the backbone; "none" keeps its features')
+    pretrained: dict[str, bool | Path] = Field(
+        default_factory=dict, description="weights per backbone name: true (timm's published weights, from its cache or "
+        "downloaded) or a local checkpoint; absent: random initialisation (HBCT: ViT-B/16 from ImageNet-21k)",
+    )
+    input_size: dict[str, int] = Field(
+        default_factory=dict, description="input size per backbone name when it differs from the data's: the images "
+        "are resized on the device, bilinear (HBCT: 224 px for the ViT-B/16 on 32 px CIFAR-100)",
+    )
 
     @field_validator("embedding_dim", mode="before")
     @classmethod
@@ -234,6 +246,10 @@ class MultiStep(ScenarioBase):
         "memory of this many images per class (the -ER variants)"
     )
     metrics: list[RetrievalMetric] = Field(default_factory=lambda: ["cmc@1"], min_length=1)
+    update_gain: bool = Field(
+        False, description="also train each step's upper bound (the model trained alone with the recipe of the "
+        "method's first model; shared) and report the update gain per pair (CoReS Eq. 3): T-1 more models per recipe",
+    )
 
     @property
     def traits(self) -> frozenset[Trait]:

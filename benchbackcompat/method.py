@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from pydantic import BaseModel, ConfigDict
 from torch import Tensor, nn
 
-from benchbackcompat.metrics.retrieval import cosine_similarity
+from benchbackcompat.metrics.retrieval import Templates, cosine_similarity, normalised_templates
 from benchbackcompat.models.network import Network, build_network
 from benchbackcompat.seeds import derive_seed
 
@@ -127,7 +127,7 @@ class Method:
             num_classes=num_classes,
             head=self.head,
             embedding_dim=ctx.scenario.model.embedding_dim,
-            image_size=ctx.image_size,
+            **backbone_options(ctx, backbone),
             in_chans=ctx.train_data.images.shape[1],
         )
 
@@ -174,6 +174,11 @@ class Method:
         """Score matrix of query x gallery features, higher is more similar."""
         return cosine_similarity
 
+    def templates(self) -> Templates:
+        """Class templates of the template protocol, in the geometry of ``similarity()``: by default
+        L2-normalised features averaged per class and re-normalised (IAM-CL2R code)."""
+        return normalised_templates
+
     def pair_features(self, query: Tensor, gallery: Tensor, query_step: int, gallery_step: int) -> tuple[Tensor, Tensor]:
         """The features compared for matrix entry C[query_step][gallery_step], from each model's
         stored features (extracted once): PSP/LSP project the query to the gallery model's classes,
@@ -181,8 +186,9 @@ class Method:
         return query, gallery
 
     def reference(self) -> Method:
-        """The method that trains the reference models (old and independent new) of P_com and P_up:
-        by default plain cross-entropy with this method's head."""
+        """The method that trains the models pretrained elsewhere (IAM-CL2R) and, for a method that trains
+        its own old model (``standard_steps = "none"``), the independent new model of P_com/P_up: the
+        method's step-0 objective without a compatibility term. Default: plain cross-entropy."""
         return StandardMethod()
 
     def model_identity(self) -> dict[str, Any]:
@@ -228,6 +234,14 @@ def match_size(features: Tensor, size: int) -> Tensor:
     if features.shape[1] >= size:
         return features[:, :size]
     return F.pad(features, (0, size - features.shape[1]))
+
+
+def backbone_options(ctx: StepContext, backbone: str) -> dict[str, Any]:
+    """How to build ``backbone`` in this scenario: the data's image size, its pretrained weights
+    (``model.pretrained``) and its input size (``model.input_size``, images resized on the device)."""
+    model = ctx.scenario.model
+    return {"image_size": ctx.image_size, "pretrained": getattr(model, "pretrained", {}).get(backbone, False),
+            "input_size": getattr(model, "input_size", {}).get(backbone)}
 
 
 @torch.no_grad()

@@ -108,6 +108,77 @@ def test_boundary_meta_drops_iqr_outliers():
     assert r_max[0].item() == pytest.approx(0.25) and valid.tolist() == [True, False]
 
 
+def official_r_max(distances: list[float], factor: float = 1.5) -> float | None:
+    """extract_feat.gen_class_meta of Ashespt/AdvBCT written out on a Python list: None if skipped."""
+    radius = sorted(distances)
+    kept = radius
+    if len(radius) >= 4:
+        n = len(radius)
+        q3, q1 = radius[int(3 * n / 4)], radius[int(n / 4)]
+        iqr = q3 - q1
+        kept = [r for r in radius if not (r < q1 - factor * iqr or r > q3 + factor * iqr)]
+    return kept[-1] if len(kept) > 1 else None
+
+
+def test_boundary_meta_reads_the_quartiles_from_the_sorted_distances_as_the_official_code():
+    # unit vectors at 0, 2, 4 and 60 degrees: q1 = r[1], q3 = r[3] (the 60-degree one) keep every
+    # distance, r_max = |v_60 - c| = 0.7271 (interpolated quartiles would drop it: 0.2733)
+    angles = torch.deg2rad(torch.tensor([0.0, 2.0, 4.0, 60.0], dtype=torch.float64))
+    unit = torch.stack([angles.cos(), angles.sin()], dim=1)
+    _, r_max, valid = advbct.boundary_meta(unit, torch.zeros(4, dtype=torch.long), 1)
+    assert r_max[0].item() == pytest.approx(0.7271, abs=1e-4) and valid.tolist() == [True]
+
+
+def test_boundary_meta_matches_the_official_procedure_on_random_classes():
+    generator = torch.Generator().manual_seed(0)
+    sizes = [1, 2, 3, 4, 5, 6, 7, 9, 12, 17, 30]
+    labels = torch.cat([torch.full((n,), k) for k, n in enumerate(sizes)])
+    features = torch.randn(len(labels), 8, generator=generator) + 2 * torch.randn(len(sizes), 8, generator=generator)[labels]
+    centres, r_max, valid = advbct.boundary_meta(features, labels, len(sizes))
+    unit = F.normalize(features, dim=1)
+    for k in range(len(sizes)):
+        members = unit[labels == k]
+        centre = members.mean(0)
+        expected = official_r_max([(f - centre).norm().item() for f in members])
+        assert valid[k].item() == (expected is not None)
+        if expected is not None:
+            assert r_max[k].item() == pytest.approx(expected, rel=1e-5)
+
+
+def test_adversarial_weight_counts_epochs_from_zero_in_the_loss():
+    """The official trainer weights L_adv by (E - e + 1) / E for e = 0..E-1: 3/2 then 1 for E = 2."""
+    assert [advbct.adversarial_weight(e, 2) for e in range(2)] == [1.5, 1.0]
+
+    class Tiny(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.body = nn.Linear(4, 3)
+
+        def forward(self, x):
+            features = self.body(x.flatten(1)[:, :4])
+            return SimpleNamespace(features=features, logits=features)
+
+        def embed(self, x):
+            return self.forward(x).features
+
+    torch.manual_seed(0)
+    model, old = Tiny(), Tiny()
+    method = advbct.AdvBCT()
+    ctx = SimpleNamespace(train=SimpleNamespace(epochs=2, batch_size=4), train_data=arrays([0, 1, 2, 0, 1, 2, 0, 1]),
+                          memory=None, step=SimpleNamespace(replay=False), old_model=old, clock=lambda: (2, 4))
+    batch = SimpleNamespace(images=torch.randn(4, 3, 4, 4), labels=torch.tensor([0, 1, 2, 0]))
+    method.meta = advbct.boundary_meta(old.embed(ctx.train_data.images.float()).detach(), ctx.train_data.labels, 3)
+    module = nn.Module()
+    module.elastic = nn.Parameter(torch.zeros(3))
+    module.discriminator = advbct.discriminator(3).eval()
+    method.trainable = module  # what before_step returns as the step's trainable modules
+    for iteration, weight in ((0, 1.5), (1, 1.5), (2, 1.0), (3, 1.0)):  # 2 batches per epoch
+        method.iteration = iteration
+        terms = method.loss(model, batch, ctx)
+        extra = terms["loss"] - terms["ce"] - terms["compatibility"]
+        assert extra.item() == pytest.approx(weight * terms["adversarial"].item(), rel=1e-5)
+
+
 def test_compatibility_loss_averages_violating_samples_only():
     centres = torch.zeros(1, 2)
     new = torch.tensor([[1.2, 0.0], [0.9, 0.0], [1.4, 0.0]])

@@ -78,6 +78,38 @@ def test_child_on_the_parents_axis_is_entailed_and_one_outside_the_cone_is_not(K
         (geometry.exterior_angle(p, outside, K) - geometry.half_aperture(p, K)).item(), abs=1e-6)
 
 
+@pytest.mark.parametrize("K", [1.0, 0.5, 2.0])
+def test_exterior_angle_is_pi_minus_the_law_of_cosines_angle_at_general_points(K):
+    """The angle at the parent x of the geodesic triangle (O, x, y) from the hyperbolic law of cosines,
+    cosh(sK c) = cosh(sK a) cosh(sK b) - sinh(sK a) sinh(sK b) cos(gamma), sK = sqrt(K), with
+    a = d(x, y), b = d(O, x), c = d(O, y) written out in float64 from the hyperboloid coordinates;
+    the exterior angle is pi - gamma."""
+    generator = torch.Generator().manual_seed(3)
+    d = 5
+    space_x = torch.randn(40, d, generator=generator, dtype=torch.float64) * 1.5
+    space_y = torch.randn(40, d, generator=generator, dtype=torch.float64) * 1.5
+    space_y[:20] = space_x[:20] * 1.8 + 0.3 * space_y[:20]  # children near the parent's axis: small angles
+
+    def on_hyperboloid(space):  # x_t = sqrt(1/K + |x_s|^2)
+        return torch.cat([(1 / K + space.pow(2).sum(1, keepdim=True)).sqrt(), space], dim=1)
+
+    x, y = on_hyperboloid(space_x), on_hyperboloid(space_y)
+    origin = torch.zeros(1, d + 1, dtype=torch.float64)
+    origin[0, 0] = 1 / math.sqrt(K)
+    sk = math.sqrt(K)
+
+    def dist(u, v):
+        lorentz = (u[:, 1:] * v[:, 1:]).sum(1) - u[:, 0] * v[:, 0]
+        return torch.acosh((-K * lorentz).clamp_min(1.0)) / sk
+
+    a, b, c = dist(x, y), dist(origin.expand_as(x), x), dist(origin.expand_as(y), y)
+    cos_gamma = (torch.cosh(sk * a) * torch.cosh(sk * b) - torch.cosh(sk * c)) / (torch.sinh(sk * a) * torch.sinh(sk * b))
+    expected = math.pi - torch.acos(cos_gamma.clamp(-1, 1))
+    got = geometry.exterior_angle(x.float(), y.float(), K).double()
+    assert torch.allclose(got, expected, atol=2e-3), (got - expected).abs().max()
+    assert expected.min() < 1.0 and expected.max() > 2.3  # general points: a wide range of angles
+
+
 def test_half_aperture_by_hand():
     # K = 1, |z| = 1: |h_s| = sinh(1), aper = asin(2 * 0.1 / sinh(1))
     h = geometry.expmap0(torch.tensor([[1.0, 0.0, 0.0]]), 1.0)

@@ -20,11 +20,11 @@ def test_records_time_training_shared_models_extraction_and_scoring_apart(tmp_pa
     assert main(["run", "--out", str(tmp_path), *TINY, "--scenario", "both", "--methods", "l2,independent"]) == 0
     records = {r["method"]: r for r in ResultStore(tmp_path).records()}
     first, second = records["l2"]["timings"], records["independent"]["timings"]
-    # l2 runs first: it trains the standard old model (its step 0, also the old reference) and the new reference;
-    # independent's two steps are those standard models: it loads all of them
+    # l2 runs first: it trains the standard old model (its step 0, whose self-test P_com divides by) and the new
+    # reference; independent's two steps are those standard models: it loads all of them
     assert first["shared_trained"] == ["standard-0", "reference-1"]
-    assert set(first["shared_s"]) == {"standard-0", "reference-0", "reference-1"}
-    assert second["shared_trained"] == [] and set(second["shared_s"]) == {"standard-0", "standard-1", "reference-0", "reference-1"}
+    assert set(first["shared_s"]) == {"standard-0", "reference-1"}
+    assert second["shared_trained"] == [] and set(second["shared_s"]) == {"standard-0", "standard-1", "reference-1"}
     for timings in (first, second):
         assert len(timings["steps_s"]) == 2
         assert timings["eval_s"] == pytest.approx(timings["extract_s"] + timings["score_s"])

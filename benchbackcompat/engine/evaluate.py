@@ -52,7 +52,8 @@ def extract_features(
 
 
 def model_features(model: nn.Module, method: Method, data: ScenarioData, *, batch_size: int, device, amp: str) -> ModelFeatures:
-    kwargs = dict(mean=data.mean, std=data.std, batch_size=batch_size, device=device, amp=amp)
+    mean, std = data.eval_stats or (data.mean, data.std)
+    kwargs = dict(mean=mean, std=std, batch_size=batch_size, device=device, amp=amp)
     query = extract_features(model, method, data.query, **kwargs)
     gallery = extract_features(model, method, data.gallery, **kwargs) if data.gallery is not None else None
     return ModelFeatures(query, gallery)
@@ -60,25 +61,25 @@ def model_features(model: nn.Module, method: Method, data: ScenarioData, *, batc
 
 def score(
     metric: str, protocol: str, query: Tensor, gallery: Tensor, data: ScenarioData, similarity, pairs: tuple | None,
-    chunk_size: int = 4096,
+    chunk_size: int = 4096, templates: retrieval.Templates = retrieval.normalised_templates,
 ) -> tuple[float, np.ndarray | None]:
     """One matrix entry: ``metric`` of ``query`` features against ``gallery`` features under ``protocol``,
     scoring ``chunk_size`` queries at a time (halved and retried when the device runs out of memory).
     Returns the score (%) and its per-query outcomes (hits or average precisions; None for verification)."""
     while True:
         try:
-            return _score(metric, protocol, query, gallery, data, similarity, pairs, chunk_size)
+            return _score(metric, protocol, query, gallery, data, similarity, pairs, chunk_size, templates)
         except RuntimeError as error:
             chunk_size = halve_on_oom(error, chunk_size, f"scoring {metric}")
 
 
 def _score(
     metric: str, protocol: str, query: Tensor, gallery: Tensor, data: ScenarioData, similarity, pairs: tuple | None,
-    chunk_size: int,
+    chunk_size: int, templates: retrieval.Templates,
 ) -> tuple[float, np.ndarray | None]:
     if protocol == "verification" and metric == "verification":
         a, b, same = pairs
-        return retrieval.pair_verification(query[a], gallery[b], same), None
+        return retrieval.pair_verification(query[a], gallery[b], same, similarity=similarity), None
     ql = data.query.labels
     loo = protocol == "loo"
     gl = ql if loo or data.gallery is None else data.gallery.labels
@@ -90,7 +91,8 @@ def _score(
         per_query = retrieval.average_precisions(query, ql, gallery, gl, at="R" if metric == "map@r" else None,
                                                  exclude_self=loo, similarity=similarity, chunk_size=chunk_size).numpy()
     elif protocol == "template" and metric in ("top1", "cmc@1"):
-        per_query = retrieval.template_hits(query, ql, gallery, gl, similarity=similarity, chunk_size=chunk_size).numpy()
+        per_query = retrieval.template_hits(query, ql, gallery, gl, similarity=similarity, templates=templates,
+                                            chunk_size=chunk_size).numpy()
     else:
         raise ValueError(f"metric {metric!r} is not defined for protocol {protocol!r}")
     return outcomes.score(per_query), per_query
@@ -149,7 +151,7 @@ def evaluate_matrices(
         )
     result = Evaluation({m: [[math.nan] * T for _ in range(T)] for m in metrics}, [],
                         {m: [[None] * T for _ in range(T)] for m in metrics})
-    similarity = method.similarity()
+    similarity, templates = method.similarity(), method.templates()
     for t in range(T):
         query_t = bank.query(t)
         for k in range(t + 1):
@@ -158,7 +160,7 @@ def evaluate_matrices(
                 result.notes.append(f"C[{t}][{k}]: feature sizes differ ({query.shape[1]} vs {gallery.shape[1]})")
                 continue
             for metric in metrics:
-                value, per_query = score(metric, protocol, query, gallery, data, similarity, pairs)
+                value, per_query = score(metric, protocol, query, gallery, data, similarity, pairs, templates=templates)
                 result.matrices[metric][t][k] = value
                 result.outcomes[metric][t][k] = outcomes.encode(per_query) if per_query is not None else None
     return result

@@ -351,9 +351,9 @@ class CellRunner:
         models, curves, step_seconds = self.run_steps()
         if not distributed.is_main():  # rank 0 evaluates and writes; the others help train the references
             if self.scenario.single_update:
-                self.reference_models()
+                self.reference_model()
             return {"status": "finished"}
-        references = self.reference_models() if self.scenario.single_update else None  # training, timed as such
+        reference = self.reference_model() if self.scenario.single_update else None  # training, timed as such
         features = FeatureBank(self.store.cell_dir(self.cell.key) / "features", device=self.device)  # spilled past 1 GiB
         try:
             for t, model in enumerate(models):
@@ -363,8 +363,11 @@ class CellRunner:
             features.close()
         metrics = {m: summarise(C) for m, C in evaluation.matrices.items()}
         outcomes: dict[str, dict[str, Any]] = {m: {"C": entries} for m, entries in evaluation.outcomes.items()}
-        if references is not None:
-            self.add_update_metrics(metrics, outcomes, *references)
+        gains = {}
+        if reference is not None:
+            self.add_update_metrics(metrics, outcomes, *reference)
+        elif getattr(self.scenario, "update_gain", False):
+            gains = {"update_gain": self.update_gains(evaluation.matrices)}
         return {
             "status": "finished",
             "steps": [s.to_dict() for s in self.steps],
@@ -372,6 +375,7 @@ class CellRunner:
             "matrices": evaluation.matrices,
             "outcomes": outcomes,
             "chance": {m: chance_level(m, self.scenario.protocol, self.data) for m in self.scenario.metrics},
+            **gains,
             "notes": evaluation.notes,
             "curves": {str(k): v for k, v in curves.items()},
             "shared_models": sorted(set(self.shared)),
@@ -389,25 +393,53 @@ class CellRunner:
             "extract_s": extract, "score_s": score, "eval_s": extract + score, "total_s": total,
         }
 
-    def reference_models(self) -> tuple[Method, list[Network]]:
-        """The recipe of the references and its old and independently trained new model (shared)."""
-        recipe = standard_recipe(self.method.reference())
-        return recipe, [self.shared_model(recipe, step, "standard", label=f"reference-{step.index}") for step in self.steps]
+    def reference_recipe(self) -> Method:
+        """The recipe of the independently trained new model of P_com/P_up: the one that trained the
+        method's old model (its standard recipe), or for a method that trains its own old model
+        (``standard_steps = "none"``) ``method.reference()``, which must be its step-0 objective."""
+        if self.method.standard_steps == "none":
+            return self.method.reference()
+        return standard_recipe(self.method)
+
+    def reference_model(self) -> tuple[Method, Network]:
+        """The recipe of the references and its independently trained new model (shared)."""
+        recipe = self.reference_recipe()
+        return recipe, self.shared_model(recipe, self.steps[1], "standard", label="reference-1")
 
     def add_update_metrics(self, metrics: dict[str, dict[str, float]], outcomes: dict[str, dict[str, Any]],
-                           recipe: Method, references: list[Network]) -> None:
-        """P_com and P_up (HBCT Eqs. 14-15) against reference models of the method's own geometry:
-        the old model and the independently trained new model of ``method.reference()`` (their self-tests'
-        per-query outcomes go to ``outcomes[metric][name]``)."""
-        reference_features = [self.features(recipe, m, t) for t, m in enumerate(references)]
-        for index, name in ((0, "reference_old_self"), (1, "reference_self")):
-            evaluation = self.evaluate(recipe, [reference_features[index]])
-            for metric, C in evaluation.matrices.items():
-                metrics[metric][name] = C[0][0]
-                outcomes[metric][name] = evaluation.outcomes[metric][0][0]
-        for values in metrics.values():
-            values["p_com"] = cm.p_com(values["cross"], values["reference_old_self"], values["reference_self"])
+                           recipe: Method, reference: Network) -> None:
+        """P_com and P_up (HBCT Eqs. 14-15). phi_o is the cross-test's gallery model, the method's own old
+        model C[0][0] (HBCT Eq. 14, seed-002 Sec. 8.5): numerator and denominator use its self-test
+        ``old_self``; phi_* is the new model trained independently with the recipe of the old one (its
+        self-test's per-query outcomes go to ``outcomes[metric]["reference_self"]``)."""
+        evaluation = self.evaluate(recipe, [self.features(recipe, reference, 1)])
+        for metric, C in evaluation.matrices.items():
+            values = metrics[metric]
+            values["reference_self"] = C[0][0]
+            outcomes[metric]["reference_self"] = evaluation.outcomes[metric][0][0]
+            values["p_com"] = cm.p_com(values["cross"], values["old_self"], values["reference_self"])
             values["p_up"] = cm.p_up(values["self"], values["reference_self"])
+            # CoReS Eq. 3 with the independently trained new model as the upper bound: P_com under CoReS's name
+            values["update_gain"] = cm.update_gain(values["cross"], values["old_self"], values["reference_self"])
+
+    def update_gains(self, matrices: dict[str, list[list[float]]]) -> dict[str, list[list[float]]]:
+        """The update gain of every pair k < t (CoReS Eq. 3, Tables 5, 6, 12): G[t][k] = (C[t][k] - C[k][k]) /
+        (U[t] - C[k][k]), U[t] the self-test of step t's upper bound, the model trained alone on step t's data
+        with the recipe of the method's first model (shared); NaN on and above the diagonal."""
+        recipe = self.reference_recipe()
+        uppers = []
+        for step in self.steps[1:]:
+            upper = self.shared_model(recipe, step, "standard", label=f"upper-{step.index}")
+            uppers.append(self.evaluate(recipe, [self.features(recipe, upper, step.index)]).matrices)
+        gains = {}
+        for metric, C in matrices.items():
+            T = len(C)
+            G = [[math.nan] * T for _ in range(T)]
+            for t in range(1, T):
+                for k in range(t):
+                    G[t][k] = cm.update_gain(C[t][k], C[k][k], uppers[t - 1][metric][0][0])
+            gains[metric] = G
+        return gains
 
 
 def step_summary(history: list[dict[str, float]]) -> str:
@@ -435,6 +467,7 @@ def standard_recipe(method: Method) -> Method:
     recipe.build_model = method.build_model
     recipe.features = method.features
     recipe.similarity = method.similarity
+    recipe.templates = method.templates
     recipe.pair_features = method.pair_features
     return recipe
 

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 from benchbackcompat.geometry.lorentz import (
+    centroids,
+    class_templates,
     distance,
     entailment_loss,
     expmap0,
@@ -19,6 +21,8 @@ from benchbackcompat.geometry.lorentz import (
 )
 
 __all__ = [
+    "centroids",
+    "class_templates",
     "distance",
     "entailment_loss",
     "expmap0",

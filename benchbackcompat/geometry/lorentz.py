@@ -120,6 +120,20 @@ def _negative_distance(query: Tensor, gallery: Tensor, curvature: float) -> Tens
     return -pairwise_distance(query, gallery, curvature)
 
 
+def centroids(points: Tensor, index: Tensor, num_classes: int, curvature: float = 1.0) -> Tensor:
+    """The Lorentzian centroid of the points of each class (Law et al., ICML'19): their sum in the ambient
+    space projected back onto the hyperboloid, s / (sqrt(K) sqrt(-<s, s>_L)), so <c, c>_L = -1/K. In float64."""
+    sums = torch.zeros(num_classes, points.shape[1], dtype=torch.float64, device=points.device)
+    sums.index_add_(0, index, points.to(torch.float64))
+    norm = (sums[:, :1].pow(2) - sums[:, 1:].pow(2).sum(1, keepdim=True)).clamp_min(1e-30).sqrt()
+    return (sums / (math.sqrt(curvature) * norm)).to(points.dtype)
+
+
+def class_templates(curvature: float = 1.0) -> Callable[[Tensor, Tensor, int], Tensor]:
+    """Class templates on the hyperboloid (the Lorentzian centroid), for the template retrieval protocol."""
+    return functools.partial(centroids, curvature=curvature)
+
+
 @float32
 def half_aperture(x: Tensor, curvature: float = 1.0, min_radius: float = 0.1) -> Tensor:
     """Half-aperture of the entailment cone at x, arcsin(2 eps / (sqrt(K) |x_s|)) (Eq. 11);

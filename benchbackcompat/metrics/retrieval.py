@@ -19,6 +19,7 @@ from torch import Tensor
 from benchbackcompat.errors import BenchError
 
 Similarity = Callable[[Tensor, Tensor], Tensor]
+Templates = Callable[[Tensor, Tensor, int], Tensor]  # (features, class index of each row, classes) -> one row per class
 
 _NEG_INF = float("-inf")
 
@@ -178,31 +179,39 @@ def cmc(query_feats: Tensor, query_labels: Tensor, gallery_feats: Tensor, galler
     return {k: 100.0 * int((rank < k).sum()) / query_feats.shape[0] for k in ks}
 
 
+def normalised_templates(features: Tensor, index: Tensor, num_classes: int) -> Tensor:
+    """Class templates of the IAM-CL2R code: features L2-normalised, summed per class (float64, so the
+    result does not depend on the summation order on GPU) and re-normalised."""
+    sums = torch.zeros(num_classes, features.shape[1], dtype=torch.float64, device=features.device)
+    sums.index_add_(0, index, F.normalize(features.to(torch.float64), dim=1))
+    return F.normalize(sums, dim=1).to(features.dtype)
+
+
 def template_hits(query_feats: Tensor, query_labels: Tensor, gallery_feats: Tensor, gallery_labels: Tensor, *,
-                  similarity: Similarity = cosine_similarity, chunk_size: int = 4096) -> Tensor:
+                  similarity: Similarity = cosine_similarity, templates: Templates = normalised_templates,
+                  chunk_size: int = 4096) -> Tensor:
     """Per query (bool, on the CPU): its most similar class template has its label (see ``template_top1``)."""
     ql, gf, gl = _prepare(query_feats, query_labels, gallery_feats, gallery_labels)
     classes, inverse = torch.unique(gl, sorted=True, return_inverse=True)
-    # float64 sums make the templates independent of the (atomic) summation order on GPU
-    sums = torch.zeros(len(classes), gf.shape[1], dtype=torch.float64, device=gf.device)
-    sums.index_add_(0, inverse, F.normalize(gf.to(torch.float64), dim=1))
-    templates = F.normalize(sums, dim=1).to(gf.dtype)
+    class_templates = templates(gf, inverse, len(classes))
     hits = [(classes[_top1_index(scores)] == ql[rows]).cpu()
-            for rows, scores, _ in _score_chunks(query_feats, templates, similarity, chunk_size, False)]
+            for rows, scores, _ in _score_chunks(query_feats, class_templates, similarity, chunk_size, False)]
     return torch.cat(hits)
 
 
 def template_top1(query_feats: Tensor, query_labels: Tensor, gallery_feats: Tensor, gallery_labels: Tensor, *,
-                  similarity: Similarity = cosine_similarity, chunk_size: int = 4096) -> float:
+                  similarity: Similarity = cosine_similarity, templates: Templates = normalised_templates,
+                  chunk_size: int = 4096) -> float:
     """Top-1 accuracy (%) against class templates (the IAM-CL2R evaluation code).
 
-    Each gallery feature is L2-normalised, averaged per class and re-normalised into one template
-    per class; a query is correct if its most similar template (ties: smallest label) has the
-    query's label. Labels are compared, not template positions (the official code compares
-    positions, which is only right for labels 0..C-1).
+    ``templates`` builds one template per gallery class (default: L2-normalised features averaged and
+    re-normalised; a method in another geometry passes its own, e.g. the Lorentz centroid); a query is
+    correct if its most similar template (ties: smallest label) has the query's label. Labels are
+    compared, not template positions (the official code compares positions, which is only right for
+    labels 0..C-1).
     """
     hits = template_hits(query_feats, query_labels, gallery_feats, gallery_labels, similarity=similarity,
-                         chunk_size=chunk_size)
+                         templates=templates, chunk_size=chunk_size)
     return 100.0 * int(hits.sum()) / query_feats.shape[0]
 
 
@@ -268,14 +277,17 @@ def leave_one_out_map(query_feats: Tensor, gallery_feats: Tensor, labels: Tensor
 
 
 def pair_verification(query_feats: Tensor, gallery_feats: Tensor, same: Tensor, *, folds: int = 10,
-                      thresholds: Tensor | None = None) -> float:
+                      thresholds: Tensor | None = None, similarity: Similarity = cosine_similarity) -> float:
     """Pair verification accuracy (%) with k-fold threshold selection (CoReS / insightface).
 
-    Pair i is (query_feats[i], gallery_feats[i]); both are L2-normalised and the pair is called
-    "same" when their squared Euclidean distance is < threshold. ``thresholds`` defaults to
-    arange(0, 4, 0.001). Folds are contiguous blocks of pairs in order (KFold without
-    shuffling); for each fold the threshold with the best accuracy on the other folds (lowest
-    threshold on ties) is applied to it, and the fold accuracies are averaged.
+    Pair i is (query_feats[i], gallery_feats[i]). With the default cosine similarity both are
+    L2-normalised and the pair is called "same" when their squared Euclidean distance is < threshold,
+    ``thresholds`` defaulting to arange(0, 4, 0.001) (the CoReS code). With another similarity (a method
+    in another geometry, e.g. minus the geodesic distance) the distance is minus that similarity and the
+    default thresholds are 4,000 equal steps from its smallest to just above its largest value. Folds
+    are contiguous blocks of pairs in order (KFold without shuffling); for each fold the threshold with
+    the best accuracy on the other folds (lowest threshold on ties) is applied to it, and the fold
+    accuracies are averaged.
     """
     if query_feats.ndim != 2 or query_feats.shape != gallery_feats.shape:
         raise BenchError(f"query_feats and gallery_feats must be 2-D with one row per pair and equal shapes, "
@@ -285,13 +297,19 @@ def pair_verification(query_feats: Tensor, gallery_feats: Tensor, same: Tensor, 
         raise BenchError(f"same must be a 1-D boolean tensor with one entry per pair ({n}), got {tuple(same.shape)}")
     if not 2 <= folds <= n:
         raise BenchError(f"folds must be between 2 and the number of pairs ({n}), got {folds}")
-    thr = (torch.arange(0, 4, 0.001, dtype=torch.float64) if thresholds is None
-           else thresholds.detach().to("cpu", torch.float64).flatten())
+    if similarity is cosine_similarity:
+        q = F.normalize(query_feats.detach().to(torch.float64), dim=1)
+        g = F.normalize(gallery_feats.detach().to(query_feats.device, torch.float64), dim=1)
+        dist = (q - g).pow(2).sum(1).cpu()
+        default = torch.arange(0, 4, 0.001, dtype=torch.float64)
+    else:
+        dist = -paired_similarity(query_feats.detach(), gallery_feats.detach().to(query_feats.device), similarity)
+        dist = dist.to("cpu", torch.float64)
+        low, high = float(dist.min()), float(dist.max())
+        default = torch.linspace(low, high + 1e-6 * max(1.0, abs(high)), 4001, dtype=torch.float64)
+    thr = default if thresholds is None else thresholds.detach().to("cpu", torch.float64).flatten()
     if thr.numel() == 0:
         raise BenchError("thresholds must not be empty")
-    q = F.normalize(query_feats.detach().to(torch.float64), dim=1)
-    g = F.normalize(gallery_feats.detach().to(query_feats.device, torch.float64), dim=1)
-    dist = (q - g).pow(2).sum(1).cpu()
     same = same.detach().cpu().bool()
 
     def correct_counts(idx: Tensor) -> Tensor:  # correct decisions per threshold within idx
@@ -309,6 +327,13 @@ def pair_verification(query_feats: Tensor, gallery_feats: Tensor, same: Tensor, 
         best = int(torch.nonzero(train == train.max())[0, 0])
         accs.append(float(per_fold[f, best]) / idx.numel())
     return 100.0 * sum(accs) / folds
+
+
+def paired_similarity(query_feats: Tensor, gallery_feats: Tensor, similarity: Similarity, chunk_size: int = 1024) -> Tensor:
+    """similarity(query_feats[i], gallery_feats[i]) for every row i (the diagonal, chunk by chunk)."""
+    parts = [similarity(query_feats[i : i + chunk_size], gallery_feats[i : i + chunk_size]).diagonal()
+             for i in range(0, len(query_feats), chunk_size)]
+    return torch.cat(parts)
 
 
 def sample_verification_pairs(labels: Tensor, n_pos: int = 3000, n_neg: int = 3000,

@@ -56,6 +56,7 @@ def build_network(
     in_chans: int = 3,
     head_kwargs: dict[str, Any] | None = None,
     pretrained: bool | str | os.PathLike = False,
+    input_size: int | None = None,
 ) -> Network:
     """Backbone ``backbone`` + projection + head ``head`` (one of HEADS).
 
@@ -71,7 +72,7 @@ def build_network(
     fixed = _fixed_weight(head, num_classes, embedding_dim, kwargs) if head in ("dsimplex", "etf") else None
     if kwargs and head not in ("linear", "cosine"):
         raise BenchError(f"head {head!r} does not take head_kwargs {sorted(kwargs)}")
-    net = create_backbone(backbone, image_size=image_size, in_chans=in_chans, pretrained=pretrained)
+    net = create_backbone(backbone, image_size=image_size, in_chans=in_chans, pretrained=pretrained, input_size=input_size)
     if fixed is not None:
         return Network(net, FixedHead(fixed), fixed.shape[1], projection_bias=False)
     if head == "none":

@@ -51,16 +51,35 @@ BACKBONES: dict[str, BackboneEntry] = {
 }
 
 
+class Resized(nn.Module):
+    """A backbone that sees its inputs resized to ``size`` x ``size`` (bilinear, on the inputs' device)."""
+
+    def __init__(self, backbone: nn.Module, size: int) -> None:
+        super().__init__()
+        self.backbone, self.size = backbone, size
+        self.out_dim = backbone.out_dim
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = torch.nn.functional.interpolate(x, size=(self.size, self.size), mode="bilinear", align_corners=False)
+        return self.backbone(x)
+
+
 def list_backbones() -> list[str]:
     """Registered backbone names (any ``timm:<model>`` is accepted as well)."""
     return sorted(BACKBONES)
 
 
 def create_backbone(
-    name: str, *, image_size: int = 32, in_chans: int = 3, pretrained: bool | str | os.PathLike = False, **kwargs: Any
+    name: str, *, image_size: int = 32, in_chans: int = 3, pretrained: bool | str | os.PathLike = False,
+    input_size: int | None = None, **kwargs: Any
 ) -> nn.Module:
     """Create backbone ``name``; ``pretrained``: False (random init), True (timm's published weights),
-    or the path of a local checkpoint (a state dict, possibly nested under "state_dict"/"model")."""
+    or the path of a local checkpoint (a state dict, possibly nested under "state_dict"/"model").
+    ``input_size``: build the backbone for that size and resize the ``image_size`` inputs to it inside the
+    model (on the device, bilinear)."""
+    if input_size is not None and input_size != image_size:
+        inner = create_backbone(name, image_size=input_size, in_chans=in_chans, pretrained=pretrained, **kwargs)
+        return Resized(inner, input_size)
     if name.startswith(TIMM_PREFIX):
         from benchbackcompat.models.timm_backbones import create_timm_backbone
 

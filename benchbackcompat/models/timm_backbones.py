@@ -95,6 +95,6 @@ def _weights_missing(model_name: str, reason: str) -> str:
         cache = f"put it in {os.path.join(torch.hub.get_dir(), 'checkpoints')}"
     return (
         f"pretrained weights for timm model {model_name!r} are not cached and cannot be downloaded ({reason}): "
-        f"fetch {source} elsewhere and pass pretrained='<path>/{filename}' (model-zoo scenarios: "
-        f"weights.\"timm:{model_name}\" = \"<path>/{filename}\"), or {cache}"
+        f"fetch {source} elsewhere and pass pretrained='<path>/{filename}' (scenarios: model.pretrained.\"timm:{model_name}\" "
+        f"= \"<path>/{filename}\"; model-zoo scenarios: weights.\"timm:{model_name}\" = \"<path>/{filename}\"), or {cache}"
     )

@@ -233,8 +233,8 @@ def _stat(records: list[Record], replicates: list[dict], metric: str, key: str) 
 
 def _metric_value(record: Record, metric: str, key: str) -> float | None:
     values = record.get("metrics", {}).get(metric, {})
-    if key == "gain":  # the update P_com divides by
-        new, old = values.get("reference_self"), values.get("reference_old_self")
+    if key == "gain":  # the update P_com divides by: the independent new model's self-test minus the old self-test
+        new, old = values.get("reference_self"), values.get("old_self")
         return None if new is None or old is None else float(new) - float(old)
     value = values.get(key)
     if value is None or isinstance(value, (list, dict)) or not math.isfinite(float(value)):
@@ -275,7 +275,7 @@ def _replicates(stored: dict[str, Any], seed: int) -> dict[str, np.ndarray]:
     entries = stored.get("C") or []
     T = len(entries)
     cells = [(t, k) for t in range(T) for k in range(t + 1) if entries[t][k] is not None]
-    references = [name for name in ("reference_old_self", "reference_self") if stored.get(name)]
+    references = [name for name in ("reference_self",) if stored.get(name)]
     decoded = [outcomes.decode(entries[t][k]) for t, k in cells] + [outcomes.decode(stored[n]) for n in references]
     if not decoded:
         return {}
@@ -288,10 +288,10 @@ def _replicates(stored: dict[str, Any], seed: int) -> dict[str, np.ndarray]:
     values = bootstrap.batched_matrix_statistics(C)
     if T == 2:
         values.update(self=C[:, 1, 1], cross=C[:, 1, 0], old_self=C[:, 0, 0])
-        if len(references) == 2:
-            old, new = scores[:, len(cells)], scores[:, len(cells) + 1]
+        if references and entries[0][0] is not None:
+            old, new = C[:, 0, 0], scores[:, len(cells)]  # P_com divides by the cross-test's gallery model's self-test
             with np.errstate(invalid="ignore", divide="ignore"):
-                values.update(reference_self=new, reference_old_self=old, gain=new - old,
+                values.update(reference_self=new, gain=new - old,
                               p_com=(values["cross"] - old) / (new - old), p_up=(values["self"] - new) / new)
     return values
 

@@ -32,6 +32,8 @@ class ScenarioData:
     image_size: int
     num_classes: int
     name: str
+    eval_stats: tuple[tuple[float, float, float], tuple[float, float, float]] | None = None  # (mean, std) of query and
+    # gallery when they differ from the training data's (eval_normalisation = "eval"); None: mean, std
     fingerprint: str = ""  # SHA-256 of the images and labels above (content, not path): part of cell keys
 
     def step_data(self, step: Step, seed: int) -> ImageArrays:
@@ -129,6 +131,7 @@ def load_scenario_data(scenario: ScenarioBase, cache_dir: Path, device: torch.de
     if cfg.class_order_seed is not None:
         order = torch.randperm(bundle.num_classes, generator=generator(cfg.class_order_seed))
         train, test = _reorder(train, order), _reorder(test, order)
+    eval_stats = None
     if cfg.validation is not None:  # a selection run: the test and open-set images are never used
         train, query, gallery = validation_sets(train, cfg.validation, scenario.protocol not in SINGLE_SET_PROTOCOLS)
     elif scenario.eval_split == "test":
@@ -136,13 +139,13 @@ def load_scenario_data(scenario: ScenarioBase, cache_dir: Path, device: torch.de
         if scenario.protocol not in SINGLE_SET_PROTOCOLS:
             raise BenchError(f"protocol {scenario.protocol!r} needs separate query and gallery sets: set eval_split = \"open\"")
     else:
-        query, gallery = _open_set(cfg, bundle, cache_dir)
-        if scenario.protocol in SINGLE_SET_PROTOCOLS:
-            gallery = None
+        query, gallery, eval_stats = _open_set(cfg, bundle, cache_dir)
+        if scenario.protocol in SINGLE_SET_PROTOCOLS:  # one set: an eval_dataset's test split (CoReS: "We do not
+            query, gallery = (gallery if cfg.eval_dataset is not None else query), None  # use the training-set of CIFAR-10")
     pretrain = bundle.splits.get("pretrain")
     sets = (train, query, gallery, pretrain)
     fingerprint = tensor_fingerprint([t for s in sets for t in ((s.images, s.labels) if s else (None, None))],
-                                     extra=(bundle.mean, bundle.std, bundle.num_classes))
+                                     extra=(bundle.mean, bundle.std, bundle.num_classes) + ((eval_stats,) if eval_stats else ()))
     log.info(f"data {bundle.name}: {bundle.num_classes} classes, {len(train)} training, {len(query)} query"
              + (f", {len(gallery)} gallery" if gallery is not None else "") + f" images on {device}")
     return ScenarioData(
@@ -155,19 +158,22 @@ def load_scenario_data(scenario: ScenarioBase, cache_dir: Path, device: torch.de
         image_size=bundle.image_size,
         num_classes=bundle.num_classes,
         name=bundle.name,
+        eval_stats=eval_stats,
         fingerprint=fingerprint,
     )
 
 
-def _open_set(cfg: DataConfig, bundle: DatasetBundle, cache_dir: Path) -> tuple[ImageArrays, ImageArrays]:
+def _open_set(cfg: DataConfig, bundle: DatasetBundle, cache_dir: Path) -> tuple[ImageArrays, ImageArrays, tuple | None]:
     """Open-set evaluation images: ``eval_dataset``'s train (query) and test (gallery) splits, as in
-    IAM-CL2R (CIFAR-10 train / test), or the dataset's own open-set pool."""
+    IAM-CL2R (CIFAR-10 train / test), or the dataset's own open-set pool; and the (mean, std) to normalise
+    them with when ``eval_normalisation = "eval"`` (else None: the training data's)."""
     if cfg.eval_dataset is not None:
         request = DatasetRequest(cache_dir=cache_dir, root=cfg.root, image_size=bundle.image_size)
         other = load_dataset(cfg.eval_dataset, request)
-        return other.splits["train"], other.splits["test"]
+        stats = (other.mean, other.std) if cfg.eval_normalisation == "eval" else None
+        return other.splits["train"], other.splits["test"], stats
     if "open_query" not in bundle.splits:
         raise BenchError(
             f"dataset {bundle.name!r} has no open-set pool; set data.eval_dataset (e.g. cifar10-jpeg) or eval_split = \"test\""
         )
-    return bundle.splits["open_query"], bundle.splits["open_gallery"]
+    return bundle.splits["open_query"], bundle.splits["open_gallery"], None

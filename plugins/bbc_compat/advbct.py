@@ -1,10 +1,10 @@
 """``advbct``: boundary-aware backward-compatible training with adversarial learning (Pan et al., CVPR'23).
 
-L = CE + L_comp + (E - e + 1)/E * L_adv (official Ashespt/AdvBCT code):
+L = CE + L_comp + (E - e + 1)/E * L_adv, e = 0..E-1 (official Ashespt/AdvBCT code):
 
 - old meta per class from the old model's normalised features on the step's data: centre c_k (the mean,
-  not re-normalised) and r_max,k, the largest distance ||f - c_k|| left after 1.5 IQR outlier removal
-  (classes with fewer than two distances left are skipped);
+  not re-normalised) and r_max,k, the largest distance ||f - c_k|| left after 1.5 IQR outlier removal with
+  the quartiles read from the sorted distances (classes of n >= 4; fewer than two left: skipped);
 - elastic boundary: r_k = r_max,k +- |r_max,k - T| sigmoid(w_k), T = 1, + when r_max,k < T, learnable w_k ~ U(-1, 1);
 - L_comp: mean over *violating* samples of relu(||f^_new - c_y|| - r_y);
 - L_adv: a discriminator d -> 100 -> BN -> ReLU -> 2 (log-softmax) tells old features (label 1) from new
@@ -39,21 +39,32 @@ class AdvBCTParams(MethodParams):
 def boundary_meta(
     features: Tensor, labels: Tensor, num_classes: int, iqr_factor: float = 1.5
 ) -> tuple[Tensor, Tensor, Tensor]:
-    """(centres, r_max, valid) per class: mean of the normalised features, the largest distance to it
-    within [q1 - f IQR, q3 + f IQR], and whether at least two distances remain."""
+    """(centres, r_max, valid) per class, as the official ``extract_feat.gen_class_meta``: the mean of the
+    normalised features (not re-normalised); the distances to it sorted, and for a class of n >= 4 samples
+    those outside [q1 - f IQR, q3 + f IQR] dropped, with q1 = r[int(n/4)] and q3 = r[int(3n/4)] taken from
+    the sorted list (no interpolation); r_max the largest distance left; valid when more than one is left
+    (the trainer skips classes with a single radius)."""
     unit = F.normalize(features.float(), dim=1)
     centres, _ = class_means(unit, labels, num_classes)
     distances = (unit - centres[labels]).norm(dim=1)
     r_max = torch.zeros(num_classes, device=unit.device)
     valid = torch.zeros(num_classes, dtype=torch.bool, device=unit.device)
     for k in labels.unique().tolist():  # a loop over classes, not samples
-        d = distances[labels == k]
-        q1, q3 = torch.quantile(d, 0.25), torch.quantile(d, 0.75)
-        spread = iqr_factor * (q3 - q1)
-        kept = d[(d >= q1 - spread) & (d <= q3 + spread)]
-        if len(kept) > 1:
-            r_max[k], valid[k] = kept.max(), True
+        d = distances[labels == k].sort().values
+        n = len(d)
+        if n >= 4:
+            q1, q3 = d[n // 4], d[3 * n // 4]
+            spread = iqr_factor * (q3 - q1)
+            d = d[(d >= q1 - spread) & (d <= q3 + spread)]
+        if len(d) > 1:
+            r_max[k], valid[k] = d[-1], True
     return centres, r_max, valid
+
+
+def adversarial_weight(epoch: int, epochs: int) -> float:
+    """(E - e + 1) / E with e the epoch counted from 0, as the official trainer: (E+1)/E at the first
+    epoch down to 2/E at the last."""
+    return (epochs - epoch + 1) / epochs
 
 
 def elastic_radius(r_max: Tensor, elastic: Tensor, threshold: float) -> Tensor:
@@ -118,7 +129,7 @@ class AdvBCT(CompatibilityMethod):
 
     def compatibility_terms(self, model: Network, out, batch: Batch, ctx: StepContext, ce: Tensor) -> dict[str, Tensor]:
         per_epoch, total = ctx.clock()
-        epoch, progress = self.iteration // per_epoch + 1, self.iteration / total
+        epoch, progress = self.iteration // per_epoch, self.iteration / total
         self.iteration += 1
         centres, r_max, valid = self.meta
         aux = self.trainable
@@ -130,7 +141,7 @@ class AdvBCT(CompatibilityMethod):
         if self.params.adversarial:
             old_unit = old_unit_features(ctx, batch.images)
             adv = adversarial_loss(aux.discriminator, new_unit, old_unit, grl_alpha(progress))
-            total_loss = total_loss + adv * (ctx.train.epochs - epoch + 1) / ctx.train.epochs
+            total_loss = total_loss + adv * adversarial_weight(epoch, ctx.train.epochs)
             terms["adversarial"] = adv
         return {"loss": total_loss, **terms}
 

@@ -23,7 +23,8 @@ from torch import Tensor
 
 import benchbackcompat
 from bbc_compat.common import available_data, class_means
-from benchbackcompat.method import Batch, CompatibilityMethod, Method, MethodParams, StepContext, match_size, old_unit_features
+from benchbackcompat.method import (Batch, CompatibilityMethod, Method, MethodParams, StepContext, backbone_options,
+                                    match_size, old_unit_features)
 from benchbackcompat.models.network import Network, build_network
 
 SCALE = 1 / 0.05  # cosine classifier scale (temperature 0.05); fixed, so the shared old model is well defined
@@ -67,7 +68,7 @@ class CVS(CompatibilityMethod):
     def build_model(self, ctx: StepContext, backbone: str, num_classes: int) -> Network:
         return build_network(
             backbone, num_classes=num_classes, head="cosine", head_kwargs={"scale": SCALE},
-            embedding_dim=ctx.scenario.model.embedding_dim, image_size=ctx.image_size,
+            embedding_dim=ctx.scenario.model.embedding_dim, **backbone_options(ctx, backbone),
             in_chans=ctx.train_data.images.shape[1],
         )
 

@@ -8,7 +8,8 @@ the identity-mapping variant (no RBT transformation) and, unlike the official co
 raw dot product f_new . c to [-1, 1], take the cosine of the new feature: our features are unnormalised
 projection outputs. AdvBCT's re-implementation (angular IQR boundary, 1 - cos alignment) is not this
 variant. The new class weights are truncated or zero-padded to the old feature size. With a replay
-memory (CL2R/IAM-CL2R) this is LCE-ER.
+memory (CL2R/IAM-CL2R) this is LCE-ER. The old model is LCE's own, trained with ArcFace (s = 16, m = 0.1) as
+in the official code, not the scenario's shared cross-entropy model.
 """
 from __future__ import annotations
 
@@ -69,7 +70,13 @@ class LCE(CompatibilityMethod):
     description = "ArcFace + class-weight alignment to old centres + angular boundary (Meng et al. 2021, official variant)"
     Params = LCEParams
     head = "cosine"
+    standard_steps = "none"  # the old model is trained with ArcFace too (official code), not plain cross-entropy
     stats: tuple[Tensor, Tensor, Tensor] | None = None  # old centres, minimum cosines, classes present
+
+    def reference(self) -> Method:
+        """ArcFace alone (LCE without an old model): the models pretrained elsewhere and the independent new
+        model of P_com/P_up, trained as LCE's own old model is."""
+        return type(self)(self.params)
 
     def before_step(self, model: Network, ctx: StepContext) -> None:
         self.stats = None

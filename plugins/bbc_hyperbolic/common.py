@@ -16,7 +16,9 @@ from pydantic import Field
 from torch import Tensor
 
 from benchbackcompat import geometry
-from benchbackcompat.method import Batch, CompatibilityMethod, Method, MethodParams, Similarity, StepContext
+from benchbackcompat.method import (Batch, CompatibilityMethod, Method, MethodParams, Similarity, StepContext,
+                                    backbone_options)
+from benchbackcompat.metrics.retrieval import Templates
 from benchbackcompat.models.lorentz import LorentzNetwork
 from benchbackcompat.models.registry import create_backbone
 
@@ -46,7 +48,7 @@ class LorentzMethod(Method):
         return self.params.zeta_old + step * self.params.zeta_step
 
     def build_model(self, ctx: StepContext, backbone: str, num_classes: int) -> LorentzNetwork:
-        net = create_backbone(backbone, image_size=ctx.image_size, in_chans=ctx.train_data.images.shape[1])
+        net = create_backbone(backbone, in_chans=ctx.train_data.images.shape[1], **backbone_options(ctx, backbone))
         return LorentzNetwork(net, num_classes, ctx.scenario.model.embedding_dim, self.params.curvature,
                               self.zeta(ctx.step.index))
 
@@ -58,6 +60,11 @@ class LorentzMethod(Method):
 
     def similarity(self) -> Similarity:
         return geometry.negative_distance(self.params.curvature)
+
+    def templates(self) -> Templates:
+        """Class templates on the hyperboloid: the Lorentzian centroid (a normalised Euclidean mean of
+        hyperboloid points leaves the manifold, and its geodesic distances collapse to the clamp)."""
+        return geometry.class_templates(self.params.curvature)
 
     def reference(self) -> Method:
         params = LorentzParams(**{k: getattr(self.params, k) for k in LorentzParams.model_fields})

@@ -47,6 +47,7 @@ class HotRefresh(CompatibilityMethod):
     name = "hot-refresh"
     description = "cross-entropy + cosine contrastive alignment to the old model, old and new other-class negatives"
     Params = HotRefreshParams
+    requires = ("trains",)
 
     def compatibility_terms(self, model: Network, out, batch: Batch, ctx: StepContext, ce: Tensor) -> dict[str, Tensor]:
         old = old_unit_features(ctx, batch.images)

@@ -17,7 +17,7 @@ from pydantic import Field
 from torch import Tensor, nn
 
 from bbc_outputs.projection import simplex_features, tie_exact_cosine
-from benchbackcompat.method import Method, MethodParams, Similarity, StepContext
+from benchbackcompat.method import Method, MethodParams, Similarity, StepContext, backbone_options
 from benchbackcompat.models.network import Network, build_network
 
 
@@ -58,7 +58,7 @@ class OutputFeatures(Method):
 
     def build_model(self, ctx: StepContext, backbone: str, num_classes: int) -> Network:
         model = build_network(backbone, num_classes=num_classes, head="linear", embedding_dim=ctx.scenario.model.embedding_dim,
-                              image_size=ctx.image_size, in_chans=ctx.train_data.images.shape[1])
+                              in_chans=ctx.train_data.images.shape[1], **backbone_options(ctx, backbone))
         t = self.params.temperature
         model.head = Tempered(model.head, 1.0 / t if self.params.temperature_mode == "divide" else t)
         return model

@@ -3,7 +3,7 @@ classes, the network with a fixed d-Simplex or simplex-ETF head, the IAM-CL2R la
 the frozen reference model and the pretraining recipe. No hook implementations here."""
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import torch.nn.functional as F
 from pydantic import Field
@@ -11,7 +11,7 @@ from torch import Tensor
 
 from benchbackcompat.config import IAMCL2R, ScenarioBase
 from benchbackcompat.errors import BenchError
-from benchbackcompat.method import Batch, Method, MethodParams, StepContext
+from benchbackcompat.method import Batch, Method, MethodParams, StepContext, backbone_options
 from benchbackcompat.models.network import Network, NetworkOutput, build_network
 
 
@@ -20,6 +20,10 @@ class FixedParams(MethodParams):
         None, ge=2,
         description="K pre-allocated classes of the fixed classifier; None: the training classes, or for iam-cl2r the "
                     "next power of two >= pretraining + training classes (1024 for 600 + 100, as the paper)",
+    )
+    simplex: Literal["unit", "frobenius"] = Field(
+        "unit", description="d-Simplex rows: unit (the released iamcl2r/CoReS code, DESIGN default) or frobenius "
+                            "(the older code: vertex matrix divided by its Frobenius norm, then centred)",
     )
 
 
@@ -60,6 +64,7 @@ class FixedHeadMethod(Method):
     Params: ClassVar[type[MethodParams]] = FixedParams
     head: ClassVar[str] = "dsimplex"
     standard_steps = "none"
+    requires = ("trains",)  # its own models around a fixed classifier: not a model zoo's
 
     def num_outputs(self, ctx: StepContext) -> int:
         return preallocated(self.params.classes, ctx)
@@ -74,8 +79,9 @@ class FixedHeadMethod(Method):
         """Backbone -> bias-free projection (the feature) -> fixed K-way head; ``num_classes`` is ignored
         because every class is pre-allocated."""
         classes = self.num_outputs(ctx)
+        variant = {"variant": self.params.simplex} if self.head == "dsimplex" else None
         return build_network(backbone, num_classes=classes, head=self.head, embedding_dim=self.feature_dim(ctx, classes),
-                             image_size=ctx.image_size, in_chans=ctx.train_data.images.shape[1])
+                             in_chans=ctx.train_data.images.shape[1], head_kwargs=variant, **backbone_options(ctx, backbone))
 
     def targets(self, model: Network, batch: Batch, ctx: StepContext) -> Tensor:
         return fine_tuning_targets(batch.labels, model.head.num_classes, ctx.scenario)
@@ -111,7 +117,7 @@ class FixedHeadRecipe(Method):
         return self.owner.features(model, images)
 
     def describe(self) -> dict[str, Any]:
-        return {"name": self.name, "head": self.owner.head, "classes": self.owner.params.classes}
+        return {"name": self.name, "head": self.owner.head, **self.model_identity()}
 
     def model_identity(self) -> dict[str, Any]:
-        return {"classes": self.owner.params.classes}
+        return {"classes": self.owner.params.classes, "simplex": self.owner.params.simplex}

@@ -13,7 +13,7 @@ from torch import Tensor
 import benchbackcompat
 from benchbackcompat.method import Batch, Method, StepContext
 from benchbackcompat.models.network import Network
-from bbc_stationary.common import FixedHeadMethod
+from bbc_stationary.common import FixedHeadMethod, FixedHeadRecipe
 
 
 def dot_regression(features: Tensor, frame: Tensor, targets: Tensor) -> Tensor:
@@ -30,6 +30,21 @@ class ETFDotRegression(FixedHeadMethod):
     def loss(self, model: Network, batch: Batch, ctx: StepContext) -> dict[str, Tensor]:
         features = model.embed(batch.images)
         dr = dot_regression(features, model.head.weight, self.targets(model, batch, ctx))
+        return {"loss": dr, "dr": dr}
+
+    def reference(self) -> Method:
+        """Dot regression with labels left to right: the models pretrained elsewhere and the independent
+        new model of P_com/P_up are trained with the method's own loss, as its old model is."""
+        return DotRegressionRecipe(self)
+
+
+class DotRegressionRecipe(FixedHeadRecipe):
+    """Dot regression onto the fixed frame, labels as they are."""
+
+    name = "standard-fixed-dr"
+
+    def loss(self, model: Network, batch: Batch, ctx: StepContext) -> dict[str, Tensor]:
+        dr = dot_regression(model.embed(batch.images), model.head.weight, batch.labels)
         return {"loss": dr, "dr": dr}
 
 

@@ -23,6 +23,7 @@ class EuclideanHOC(HocAlignment):
     name = "hoc-euclidean"
     description = "learnable classifier + higher-order (InfoNCE) alignment to the frozen old model (HOC without the d-Simplex)"
     Params = EuclideanHocParams
+    requires = ("trains",)
 
 
 @benchbackcompat.hookimpl
