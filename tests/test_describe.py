@@ -46,14 +46,15 @@ def test_describe_names_unsupported_scenarios_and_unknown_methods(capsys):
 def test_list_methods_params_and_dry_run_show_defaults(capsys):
     assert main(["list", "methods", "--params"]) == 0
     row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("| lwf "))
-    assert "weight=1.0; temperature=2.0" in row
+    assert "weight=1.0; target='old-head'; temperature=None" in row
     assert main(["run", "--scenario", "ext-class", "--methods", "lwf,hoc", "--set", "methods.lwf.weight=3", "--dry-run"]) == 0
     resolved, _ = json.JSONDecoder().raw_decode(capsys.readouterr().out)
-    assert resolved["method_params"]["lwf"] == {"weight": 3.0, "temperature": 2.0}
-    assert resolved["method_params"]["hoc"] == {"lam": 0.1, "rho": None, "negatives": "official", "classes": None}
+    assert resolved["method_params"]["lwf"] == {"weight": 3.0, "target": "old-head", "temperature": None}
+    assert resolved["method_params"]["hoc"] == {"lam": 0.1, "rho": None, "negatives": "official", "classes": None,
+                                                "simplex": "unit"}
 
 
 def test_a_misspelt_hyperparameter_points_at_describe(capsys):
     assert main(["run", "--scenario", "ext-class", "--methods", "lwf", "--set", "methods.lwf.wieght=3", "--dry-run"]) == 2
     err = capsys.readouterr().err
-    assert "wieght: unknown key (known: weight, temperature;" in err and "benchbackcompat describe METHOD" in err
+    assert "wieght: unknown key (known: weight, target, temperature;" in err and "benchbackcompat describe METHOD" in err
