@@ -176,7 +176,7 @@ def test_corrupt_checkpoints_and_results_are_reported_and_recomputed(runner, ref
     assert f"checkpoint {step1} does not match its checksum" in log
     assert f"checkpoint {cell / 'step-0.pt'} does not match its checksum" in log
     assert f"checkpoint {shared} does not match its checksum" in log
-    trained = {"standard-0": "shared standard model of step 0: trained", "step-1": "multi-step/l2/seed0 step 1 of 3:",
+    trained = {"standard-0": "shared standard-0: trained", "step-1": "multi-step/l2/seed0 step 1 of 3:",
                "step-2": "multi-step/l2/seed0 step 2 of 3:"}
     retrained = {tag for tag, line in trained.items() if line in log}
     assert retrained == {"standard-0", "step-1"}  # the intact step 2 was loaded, not retrained
