@@ -57,6 +57,12 @@ def _prepare(qf: Tensor, ql: Tensor, gf: Tensor, gl: Tensor) -> tuple[Tensor, Te
     return ql.to(qf.device), gf.to(qf.device), gl.to(qf.device)
 
 
+def _relevance(query_labels: Tensor, gallery_labels: Tensor, valid: Tensor | None) -> Tensor:
+    """Query x gallery mask of same-label pairs, restricted to the valid gallery items (leave-one-out)."""
+    rel = query_labels[:, None] == gallery_labels[None, :]
+    return rel if valid is None else rel & valid
+
+
 def _score_chunks(qf: Tensor, gf: Tensor, similarity: Similarity, chunk_size: int,
                   exclude_self: bool) -> Iterator[tuple[slice, Tensor, Tensor | None]]:
     """Yield (query rows, scores with NaN -> -inf, valid-gallery mask or None) per query chunk."""
@@ -158,10 +164,7 @@ def first_relevant_ranks(query_feats: Tensor, query_labels: Tensor, gallery_feat
     ql, gf, gl = _prepare(query_feats, query_labels, gallery_feats, gallery_labels)
     ranks = []
     for rows, scores, valid in _score_chunks(query_feats, gf, similarity, chunk_size, exclude_self):
-        rel = ql[rows, None] == gl[None, :]
-        if valid is not None:
-            rel &= valid
-        ranks.append(_first_relevant_rank(scores, rel, valid).cpu())
+        ranks.append(_first_relevant_rank(scores, _relevance(ql[rows], gl, valid), valid).cpu())
     return torch.cat(ranks)
 
 
@@ -225,10 +228,7 @@ def average_precisions(query_feats: Tensor, query_labels: Tensor, gallery_feats:
     ql, gf, gl = _prepare(query_feats, query_labels, gallery_feats, gallery_labels)
     aps = []
     for rows, scores, valid in _score_chunks(query_feats, gf, similarity, chunk_size, exclude_self):
-        rel = ql[rows, None] == gl[None, :]
-        if valid is not None:
-            rel &= valid
-        ap, has_rel = _average_precision(scores, rel, valid, at)
+        ap, has_rel = _average_precision(scores, _relevance(ql[rows], gl, valid), valid, at)
         aps.append(torch.where(has_rel, ap.to(torch.float64), torch.nan).cpu())
     return torch.cat(aps)
 
