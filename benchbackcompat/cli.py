@@ -60,7 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--dry-run", action="store_true", help="print the resolved configuration and the planned steps")
     run.add_argument("--no-share", action="store_true",
                      help="train every model inside its own cell (no models shared across methods; for comparisons)")
-    run.add_argument("--channels-last", choices=("auto", "on", "off"), help="NHWC training (default auto: on CUDA)")
+    run.add_argument("--channels-last", choices=("auto", "on", "off"), help="NHWC training (default auto: on CUDA and CPU)")
     run.add_argument("--compile", action="store_true", help="torch.compile the backbone for training")
     run.add_argument("--shard", metavar="I/N", help="run only shard I of N of the cells (for any scheduler)")
     run.add_argument("--executor", choices=("inline", "local", "slurm"), default="inline",

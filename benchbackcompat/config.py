@@ -91,7 +91,7 @@ class TrainConfig(StrictModel):
     gamma: float = Field(0.1, gt=0, le=1)
     warmup_epochs: int = Field(0, ge=0)
     min_lr: float = Field(0.0, ge=0)
-    amp: Literal["auto", "bf16", "off"] = Field("auto", description="auto = bf16 autocast on CUDA, off on CPU")
+    amp: Literal["auto", "bf16", "off"] = Field("auto", description="auto = bf16 autocast on CUDA and on CPUs with native bf16 (AVX512-BF16, AMX), fp32 otherwise")
     augment: bool = True
     crop_padding: int = Field(4, ge=0)
     flip: bool = True
@@ -363,7 +363,7 @@ class RunConfig(StrictModel):
     out: Path = Path("results")
     device: str = "auto"
     share_models: bool = True  # train models that do not depend on the method once per configuration
-    channels_last: Literal["auto", "on", "off"] = "auto"  # NHWC training; auto: on CUDA
+    channels_last: Literal["auto", "on", "off"] = "auto"  # NHWC training; auto: on CUDA and CPU
     compile: bool = False  # torch.compile the backbone for training
     cache_dir: Path = Field(default_factory=lambda: Path.home() / ".cache" / "benchbackcompat")
     lock_timeout: float | None = Field(default=None, gt=0)  # seconds to wait for another process's cell/model lock

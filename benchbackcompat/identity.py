@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import torch
 
-RESULTS_VERSION = 1
+RESULTS_VERSION = 2  # 2: CPU training defaults to bf16 autocast (native bf16 CPUs) and channels-last
 CORE_PACKAGES = frozenset({"benchbackcompat", "builtins", "abc", "typing", "pydantic"})
 
 

@@ -53,3 +53,36 @@ def test_workers_split_the_threads():
 def test_workers_must_be_positive(tmp_path, capsys):
     assert main(["run", "--out", str(tmp_path), *TINY, "--scenario", "ext-class", "--methods", "l2", "--workers", "0"]) == 2
     assert "--workers 0" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_auto_precision_is_bf16_on_cuda_and_on_cpus_with_native_bf16(monkeypatch, native):
+    import torch
+
+    from benchbackcompat.engine import device as device_module
+    from benchbackcompat.engine.train import Acceleration
+
+    monkeypatch.setattr(device_module, "cpu_has_native_bf16", lambda: native)
+    cpu, cuda = torch.device("cpu"), torch.device("cuda")
+    assert device_module.uses_bf16(cpu, "auto") is native
+    assert device_module.uses_bf16(cuda, "auto") and device_module.uses_bf16(cpu, "bf16")
+    assert not device_module.uses_bf16(cpu, "off") and not device_module.uses_bf16(cuda, "off")
+    assert device_module.precision(cpu, "auto") == ("bf16 autocast" if native else "fp32")
+    with device_module.autocast(cpu, "auto"):
+        product = torch.ones(2, 2) @ torch.ones(2, 2)
+    assert product.dtype == (torch.bfloat16 if native else torch.float32)
+    assert Acceleration.resolve("auto", False, cpu).channels_last and not Acceleration.resolve("off", False, cpu).channels_last
+
+
+def test_native_bf16_is_read_from_the_cpu_flags(monkeypatch, tmp_path):
+    from benchbackcompat.engine import device as device_module
+
+    flags = {"avx512_bf16": True, "amx_bf16": True, "avx512f": False}
+    for flag, expected in flags.items():
+        cpuinfo = tmp_path / f"cpuinfo-{flag}"
+        cpuinfo.write_text(f"processor\t: 0\nflags\t\t: fpu sse2 {flag} avx2\n")
+        monkeypatch.setattr(device_module, "CPUINFO", cpuinfo)
+        monkeypatch.setattr(device_module.platform, "system", lambda: "Linux")
+        device_module.cpu_has_native_bf16.cache_clear()
+        assert device_module.cpu_has_native_bf16() is expected
+    device_module.cpu_has_native_bf16.cache_clear()

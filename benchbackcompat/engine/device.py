@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 import contextlib
+import functools
+import platform
+from pathlib import Path
 
 import torch
 
@@ -9,6 +12,7 @@ from benchbackcompat.errors import BenchError
 
 
 DEVICE_TYPES = ("cpu", "cuda", "mps")
+CPUINFO = Path("/proc/cpuinfo")
 
 
 def availability() -> dict[str, bool]:
@@ -45,10 +49,30 @@ def resolve_device(spec: str) -> torch.device:
     return device
 
 
+@functools.cache
+def cpu_has_native_bf16() -> bool:
+    """Whether this CPU multiplies bf16 in hardware (AVX512-BF16 or AMX-BF16, read from /proc/cpuinfo on Linux).
+    Elsewhere bf16 is emulated and slower than fp32, so ``amp = "auto"`` stays in fp32."""
+    if platform.system() != "Linux" or not CPUINFO.is_file():
+        return False
+    lines = CPUINFO.read_text().splitlines()
+    flags = next((line.split(":", 1)[1].split() for line in lines if line.startswith("flags")), [])
+    return "avx512_bf16" in flags or "amx_bf16" in flags
+
+
+def uses_bf16(device: torch.device, mode: str) -> bool:
+    """``bf16`` always; ``auto`` on CUDA and on CPUs with native bf16 (benchmarks/training.py on 2 AVX512-BF16
+    cores, with channels-last: ResNet-18 trains 1.5x and convnet-m 2.9x as fast as in fp32); ``off`` never."""
+    return mode == "bf16" or (mode == "auto" and (device.type == "cuda" or (device.type == "cpu" and cpu_has_native_bf16())))
+
+
+def precision(device: torch.device, mode: str) -> str:
+    """How ``mode`` trains on ``device``, for the record: ``bf16 autocast`` or ``fp32``."""
+    return "bf16 autocast" if uses_bf16(device, mode) else "fp32"
+
+
 def autocast(device: torch.device, mode: str) -> contextlib.AbstractContextManager:
-    """bf16 autocast on CUDA for ``auto``/``bf16``; full precision otherwise."""
-    if device.type == "cuda" and mode in ("auto", "bf16"):
-        return torch.autocast("cuda", dtype=torch.bfloat16)
-    if mode == "bf16":
+    """bf16 autocast where :func:`uses_bf16`; full precision otherwise."""
+    if uses_bf16(device, mode):
         return torch.autocast(device.type, dtype=torch.bfloat16)
     return contextlib.nullcontext()

@@ -24,6 +24,7 @@ from benchbackcompat import __version__
 from benchbackcompat.config import NamedScenario, ScenarioBase, config_hash
 from benchbackcompat.data.arrays import ImageArrays
 from benchbackcompat.engine import distributed
+from benchbackcompat.engine.device import precision
 from benchbackcompat.engine.evaluate import (
     Evaluation,
     ModelFeatures,
@@ -502,7 +503,7 @@ def run_cell(cell: Cell, method: Method, data: ScenarioData, store: ResultStore,
         "key": cell.key, "label": cell.label, "scenario": cell.scenario.name, "kind": cell.scenario.config.kind,
         "preset": cell.preset, "method": cell.method, "params": method.params.model_dump(mode="json"),
         "seed": cell.seed, "config": cell.scenario.config.model_dump(mode="json"), "dataset": data.name,
-        "device": device_name(device), "versions": versions(plugin_versions or {}),
+        "device": f"{device_name(device)}; {precision(device, cell.scenario.config.train.amp)}", "versions": versions(plugin_versions or {}),
         "identity": cell.identity, "worker": worker_name(), "role": cell.role,
         **({"selection": {**cell.selection, **(cell.outcome or {})}} if cell.selection is not None else {}),
     }

@@ -1,0 +1,116 @@
+"""Is a preset's scale calibrated? Train its cells as given and with 50% more epochs, and compare.
+
+Runs ``benchbackcompat run`` twice (the preset as it is, then ``train.epochs`` and, where the
+scenario pretrains, ``pretrain.epochs`` times ``--factor``) into ``OUT/base`` and ``OUT/longer``
+and prints, per cell and model, the self-tests (diagonal of the compatibility matrix, plus the old
+model's and the independent reference's self-tests that P_com uses) at both lengths, and the checks
+of issue 20's CPU scale:
+
+- converged: 50% more epochs changes no self-test by more than ``--tolerance`` points;
+- decidable update: reference self − old self is at least ``--min-gain`` points (single updates);
+- not saturated: no self-test above 95%;
+- far above chance: every self-test at least twice the chance level.
+
+    python benchmarks/calibrate.py --preset cpu --scenario ext-class,both --methods independent \
+        --seeds 0 --out results-calibration [--factor 1.5] [--metric cmc@1] [-- --workers 2]
+
+Arguments after ``--`` go to both ``benchbackcompat run`` calls. Finished cells are reused.
+"""
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from tabulate import tabulate
+
+from benchbackcompat.frames import read_records
+
+
+def run(out: Path, args: argparse.Namespace, extra: list[str]) -> float:
+    """One ``benchbackcompat run`` into ``out``; its wall time in seconds."""
+    command = ["benchbackcompat", "run", "--preset", args.preset, "--scenario", args.scenario, "--methods",
+               args.methods, "--seeds", args.seeds, "--out", str(out), "-q", *extra]
+    print("$", " ".join(command), flush=True)
+    started = time.perf_counter()
+    subprocess.run(command, check=True)
+    return time.perf_counter() - started
+
+
+def self_tests(record: dict[str, Any], metric: str) -> dict[str, float]:
+    """The record's self-tests in %: each trained model's diagonal entry, the old model and the reference."""
+    matrix = record["matrices"][metric]
+    values = record["metrics"][metric]
+    tests = {f"model {t}": float(matrix[t][t]) for t in range(len(matrix)) if matrix[t][t] is not None}
+    for name in ("old_self", "reference_self"):
+        if values.get(name) is not None:
+            tests[name] = float(values[name])
+    return tests
+
+
+def finished(root: Path) -> dict[tuple, dict[str, Any]]:
+    return {(r["scenario"], r["method"], r["seed"]): r for r in read_records(root) if r.get("status") == "finished"}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--preset", default="cpu")
+    parser.add_argument("--scenario", default="ext-class")
+    parser.add_argument("--methods", default="independent")
+    parser.add_argument("--seeds", default="0")
+    parser.add_argument("--out", type=Path, default=Path("results-calibration"))
+    parser.add_argument("--factor", type=float, default=1.5, help="epochs multiplier of the longer run")
+    parser.add_argument("--metric", default="cmc@1")
+    parser.add_argument("--tolerance", type=float, default=2.0, help="largest self-test change allowed, points")
+    parser.add_argument("--min-gain", type=float, default=15.0, help="smallest update gain of a single update, points")
+    args, extra = parser.parse_known_args()
+    extra = [a for a in extra if a != "--"]
+
+    base_s = run(args.out / "base", args, extra)
+    base = finished(args.out / "base")
+    if not base:
+        sys.exit(f"error: no finished cells in {args.out / 'base'}")
+    some = next(iter(base.values()))
+    longer_epochs = round(some["config"]["train"]["epochs"] * args.factor)
+    longer = [*extra, "--set", f"train.epochs={longer_epochs}"]
+    if some["config"].get("pretrain"):
+        longer += ["--set", f"pretrain.epochs={round(some['config']['pretrain']['epochs'] * args.factor)}"]
+    longer_s = run(args.out / "longer", args, longer)
+    extended = finished(args.out / "longer")
+
+    rows, worst, failures = [], 0.0, []
+    for cell, record in sorted(base.items()):
+        if cell not in extended:
+            failures.append(f"{'/'.join(map(str, cell))}: no finished cell with {longer_epochs} epochs")
+            continue
+        chance = float(record["chance"][args.metric])
+        before, after = self_tests(record, args.metric), self_tests(extended[cell], args.metric)
+        for model, value in before.items():
+            change = after[model] - value
+            worst = max(worst, abs(change))
+            rows.append([*cell, model, f"{value:.1f}", f"{after[model]:.1f}", f"{change:+.1f}", f"{chance:.1f}"])
+            if max(value, after[model]) > 95:
+                failures.append(f"{'/'.join(map(str, cell))} {model}: self-test above 95%")
+            if value < 2 * chance:
+                failures.append(f"{'/'.join(map(str, cell))} {model}: below twice chance ({value:.1f} < {2 * chance:.1f})")
+        if "reference_self" in before and "old_self" in before and len(record["matrices"][args.metric]) == 2:
+            gain = before["reference_self"] - before["old_self"]
+            rows.append([*cell, "update gain (ref - old)", f"{gain:.1f}",
+                         f"{after['reference_self'] - after['old_self']:.1f}", "", ""])
+            if gain < args.min_gain:
+                failures.append(f"{'/'.join(map(str, cell))}: update gain {gain:.1f} < {args.min_gain:g} points")
+    epochs = some["config"]["train"]["epochs"]
+    print(tabulate(rows, headers=["scenario", "method", "seed", "self-test", f"{epochs} epochs", f"{longer_epochs} epochs",
+                                  "change", "chance"], tablefmt="github"))
+    print(f"\n{args.metric}, points. Largest change with {args.factor:g}x epochs: {worst:.1f} (tolerance {args.tolerance:g}). "
+          f"Wall time: {base_s:.0f} s as given, {longer_s:.0f} s longer.")
+    if worst > args.tolerance:
+        failures.append(f"not converged: a self-test moved by {worst:.1f} > {args.tolerance:g} points")
+    print("calibrated" if not failures else "not calibrated:\n- " + "\n- ".join(failures))
+
+
+if __name__ == "__main__":
+    main()
