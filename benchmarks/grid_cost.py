@@ -36,7 +36,7 @@ from benchbackcompat.config import config_hash
 from benchbackcompat.data.arrays import ImageArrays
 from benchbackcompat.engine.evaluate import extract_features
 from benchbackcompat.engine.runner import PRETRAIN_SEED, standard_recipe
-from benchbackcompat.engine.train import batches_per_epoch, train_model
+from benchbackcompat.engine.train import Acceleration, batches_per_epoch, train_model
 from benchbackcompat.method import Method, StandardMethod, StepContext
 from benchbackcompat.plugins import PluginHost
 from benchbackcompat.presets import resolve_run, split_list
@@ -151,11 +151,12 @@ def calibrate(backbones: set[str], batch: int, batches: int) -> dict[str, tuple[
                           device=torch.device("cpu"), old_model=None, train_data=images.subset(torch.arange(batch)),
                           memory=None, mean=(0.5,) * 3, std=(0.25,) * 3, image_size=32, seed=0)
         model = method.build_model(ctx, backbone, 10)
+        acceleration = Acceleration.resolve("auto", False, ctx.device)  # as `benchbackcompat run` trains by default
         with contextlib.redirect_stderr(io.StringIO()):
-            train_model(model, method, ctx, seed=0)  # warm-up
+            train_model(model, method, ctx, seed=0, acceleration=acceleration)  # warm-up
             ctx.train_data = images
             started = time.perf_counter()
-            train_model(model, method, ctx, seed=1)
+            train_model(model, method, ctx, seed=1, acceleration=acceleration)
             train_rate = batch * batches / (time.perf_counter() - started)
         kwargs = dict(mean=(0.5,) * 3, std=(0.25,) * 3, batch_size=512, device=torch.device("cpu"), amp="auto")
         extract_features(model, method, images, **kwargs)

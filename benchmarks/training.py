@@ -42,7 +42,8 @@ from benchbackcompat.plugins import PluginHost
 from benchbackcompat.scenarios.steps import build_steps
 
 MEAN, STD = (0.5071, 0.4867, 0.4408), (0.2675, 0.2565, 0.2761)  # the iamcl2r code's CIFAR statistics
-BATCH, CLASSES, PER_CLASS = 128, 10, 300
+CLASSES, PER_CLASS = 10, 300
+BATCH = [128]  # --batch
 BACKBONE = ["resnet18-imagenet"]  # --backbone
 
 
@@ -54,7 +55,7 @@ def workload(images: int, amp: str = "off") -> tuple[object, StepContext]:
     """The HOC method and the context of its second step (classes 10..19), old model frozen."""
     scenario = CL2R(num_tasks=2, initial_class_fraction=0.5, memory_per_class=0,
                     model={"backbone": BACKBONE[0], "embedding_dim": None},
-                    train={"epochs": 1, "batch_size": BATCH, "lr": 1e-3, "amp": amp})
+                    train={"epochs": 1, "batch_size": BATCH[0], "lr": 1e-3, "amp": amp})
     steps = build_steps(scenario, 2 * CLASSES)
     method = PluginHost().create_method("hoc", {})
     gen = torch.Generator().manual_seed(0)
@@ -94,10 +95,10 @@ class PILImages(Dataset):
 
 def official(batches: int, workers: int) -> float:
     """Images/s of the conventional loop: DataLoader + PIL transforms, fp32, the method's loss, SGD."""
-    method, ctx = workload(BATCH * (batches + 2))
+    method, ctx = workload(BATCH[0] * (batches + 2))
     model = new_model(method, ctx).train()
     optimizer = make_optimizer(model, ctx.train)
-    loader = DataLoader(PILImages(ctx.train_data), batch_size=BATCH, shuffle=True, drop_last=True, num_workers=workers,
+    loader = DataLoader(PILImages(ctx.train_data), batch_size=BATCH[0], shuffle=True, drop_last=True, num_workers=workers,
                         generator=torch.Generator().manual_seed(0))
     started = None
     for b, (x, y) in enumerate(loader):
@@ -107,21 +108,21 @@ def official(batches: int, workers: int) -> float:
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()
-    return BATCH * batches / (time.perf_counter() - started)
+    return BATCH[0] * batches / (time.perf_counter() - started)
 
 
 def ours(batches: int, amp: str = "off", channels_last: bool = False, compile: bool = False) -> float:
     """Images/s of the harness's training loop (one epoch of ``batches`` batches after a 2-batch warm-up epoch)."""
-    method, ctx = workload(BATCH * 2, amp)
+    method, ctx = workload(BATCH[0] * 2, amp)
     model = new_model(method, ctx)
     acceleration = Acceleration(channels_last, compile)
     timed = copy.copy(ctx)
-    timed.train_data = workload(BATCH * batches, amp)[1].train_data
+    timed.train_data = workload(BATCH[0] * batches, amp)[1].train_data
     with contextlib.redirect_stderr(io.StringIO()):  # no progress bars
         train_model(model, method, ctx, seed=0, acceleration=acceleration)  # warm-up (and compilation)
         started = time.perf_counter()
         train_model(model, method, timed, seed=1, acceleration=acceleration)
-    return BATCH * batches / (time.perf_counter() - started)
+    return BATCH[0] * batches / (time.perf_counter() - started)
 
 
 VARIANTS: dict[str, tuple[str, Callable[[int], float]]] = {
@@ -132,6 +133,8 @@ VARIANTS: dict[str, tuple[str, Callable[[int], float]]] = {
     "ours-bf16": ("ours, bf16 autocast", lambda n: ours(n, amp="bf16")),
     "ours-bf16-cl": ("ours, bf16 autocast, channels-last", lambda n: ours(n, amp="bf16", channels_last=True)),
     "ours-compile": ("ours, fp32, torch.compile (compilation untimed)", lambda n: ours(n, compile=True)),
+    "ours-bf16-cl-compile": ("ours, bf16 autocast, channels-last, torch.compile (compilation untimed)",
+                             lambda n: ours(n, amp="bf16", channels_last=True, compile=True)),
 }
 
 
@@ -143,15 +146,16 @@ def main() -> None:
                         help=f"comma-separated, of {', '.join(VARIANTS)}")
     parser.add_argument("--threads", type=int, help="torch intra-op threads (default: torch's)")
     parser.add_argument("--backbone", default=BACKBONE[0], help="another backbone for a cheaper workload (convnet-s)")
+    parser.add_argument("--batch", type=int, default=BATCH[0], help="batch size (the quick preset trains with 64)")
     args = parser.parse_args()
-    BACKBONE[0] = args.backbone
+    BACKBONE[0], BATCH[0] = args.backbone, args.batch
     if args.threads:
         torch.set_num_threads(args.threads)
     names = args.variants.split(",")
     unknown = [n for n in names if n not in VARIANTS]
     if unknown:
         sys.exit(f"error: unknown variant(s) {', '.join(unknown)}; known: {', '.join(VARIANTS)}")
-    print(f"{args.backbone}, torch {torch.__version__}, {torch.get_num_threads()} threads; batch {BATCH}, {args.batches} timed batches, "
+    print(f"{args.backbone}, torch {torch.__version__}, {torch.get_num_threads()} threads; batch {BATCH[0]}, {args.batches} timed batches, "
           f"{args.repeats} interleaved repeats", flush=True)
     rates: dict[str, list[float]] = {n: [] for n in names}
     for repeat in range(args.repeats):
