@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from benchbackcompat.record import parse_record
 from benchbackcompat.cli import main
 from benchbackcompat.observers.tensorboard import TensorBoardObserver
 from benchbackcompat.plugins import PluginHost
@@ -70,7 +71,7 @@ def test_merge_reports_discarded_duplicates():
     other = copy.deepcopy(record)
     other["metrics"]["cmc@1"]["self"] = 0.0
     merged = merge_records([("x", [record]), ("y", [copy.deepcopy(record)]), ("z", [other])])
-    assert merged.records == [record]
+    assert merged.records == [parse_record(record)]
     assert [(d.kept, d.dropped, d.differs) for d in merged.duplicates] == [("x", "y", False), ("x", "z", True)]
 
 

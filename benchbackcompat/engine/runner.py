@@ -47,6 +47,7 @@ from benchbackcompat.scenarios.data import ScenarioData, select_memory
 from benchbackcompat.scenarios.steps import Step, build_steps
 from benchbackcompat.seeds import derive_seed, seed_everything
 from benchbackcompat.store import ResultStore
+from benchbackcompat.record import CellRecord, parse_record
 
 CELL_FORMAT = 2
 log = logging.getLogger("benchbackcompat")
@@ -494,31 +495,38 @@ def save_traceback(store: ResultStore, key: str) -> str | None:
     return str(path)
 
 
-def run_cell(cell: Cell, method: Method, data: ScenarioData, store: ResultStore, device: torch.device,
-             observer=None, plugin_versions: dict[str, str] | None = None, share_models: bool = True,
-             acceleration: Acceleration = Acceleration()) -> dict[str, Any]:
-    """Run a cell and write its record (also for diverged, failed and not-applicable cells)."""
-    base = {
+def cell_fields(cell: Cell) -> dict[str, Any]:
+    """The fields of a record that come from its cell alone."""
+    return {
         "key": cell.key, "label": cell.label, "scenario": cell.scenario.name, "kind": cell.scenario.config.kind,
-        "preset": cell.preset, "method": cell.method, "params": method.params.model_dump(mode="json"),
-        "seed": cell.seed, "config": cell.scenario.config.model_dump(mode="json"), "dataset": data.name,
-        "device": device_name(device), "versions": versions(plugin_versions or {}),
-        "identity": cell.identity, "worker": worker_name(), "role": cell.role,
+        "preset": cell.preset, "method": cell.method, "seed": cell.seed,
+        "config": cell.scenario.config.model_dump(mode="json"), "identity": cell.identity, "role": cell.role,
         **({"selection": {**cell.selection, **(cell.outcome or {})}} if cell.selection is not None else {}),
     }
+
+
+def run_cell(cell: Cell, method: Method, data: ScenarioData, store: ResultStore, device: torch.device,
+             observer=None, plugin_versions: dict[str, str] | None = None, share_models: bool = True,
+             acceleration: Acceleration = Acceleration()) -> CellRecord:
+    """Run a cell and write its record (also for diverged and not-applicable cells; a failed cell's record is
+    returned, not stored, so that a re-run retries it)."""
+    base = {**cell_fields(cell), "params": method.params.model_dump(mode="json"), "dataset": data.name,
+            "device": device_name(device), "versions": versions(plugin_versions or {}), "worker": worker_name()}
     reason = unsupported(method, cell.scenario.config)
     if reason:
-        record = {**base, "status": "not-applicable", "reason": reason}
+        outcome: dict[str, Any] = {"status": "not-applicable", "reason": reason}
     else:
         try:
-            record = {**base, **CellRunner(cell, method, data, store, device, observer, share_models, acceleration).run()}
+            outcome = CellRunner(cell, method, data, store, device, observer, share_models, acceleration).run()
         except DivergedError as error:  # recorded (the leaderboard shows "nan"), not retried
-            record = {**base, "status": "diverged", "reason": str(error), "step": error.step, "epoch": error.epoch,
-                      "batch": error.batch, "last_finite_loss": error.last_finite}
+            outcome = {"status": "diverged", "reason": str(error), "step": error.step, "epoch": error.epoch,
+                       "batch": error.batch, "last_finite_loss": error.last_finite}
         except BaseException as error:  # plugin code (even sys.exit or its own KeyboardInterrupt) fails only its cell;
             if must_propagate(error):  # not recorded, so a re-run retries it. A real Ctrl-C stops the run.
                 raise
-            return {**base, "status": "failed", "reason": describe(error), "traceback": save_traceback(store, cell.key)}
-    record["computed_at"] = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+            return parse_record({**base, "status": "failed", "reason": describe(error),
+                                 "traceback": save_traceback(store, cell.key)})
+    record = parse_record({**base, **outcome,
+                           "computed_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")})
     store.write_record(cell.key, record)
     return record

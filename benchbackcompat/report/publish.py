@@ -17,6 +17,7 @@ from benchbackcompat.report import figures
 from benchbackcompat.config import KIND_MEASURES
 from benchbackcompat.errors import BenchError
 from benchbackcompat.presets import resolve_run
+from benchbackcompat.record import CellRecord, FinishedRecord
 from benchbackcompat.report.aggregate import CHANCE_FACTOR, MIN_UPDATE_GAIN, Table, build_tables, flatten
 from benchbackcompat.report.columns import STATISTICS, metric_name
 from benchbackcompat.report.claims import claims_markdown
@@ -44,7 +45,7 @@ class Page:
         return f"{slug(self.dataset)}-{slug(self.preset)}"
 
     @property
-    def records(self) -> list[dict]:
+    def records(self) -> list[CellRecord]:
         return [r for t in self.tables for r in t.records]
 
 
@@ -63,7 +64,7 @@ def pages_of(tables: list[Table]) -> list[Page]:
 def scale(table: Table) -> str:
     """The size of the experiment behind a table, so CPU-scale runs are not mistaken for the papers' runs."""
     data, train = table.config.get("data", {}), table.config.get("train", {})
-    steps = next((r["steps"] for r in table.records if r.get("steps")), [])
+    steps = next((r.steps for r in table.records if isinstance(r, FinishedRecord) and r.steps), [])
     backbones = list(dict.fromkeys(s["backbone"] for s in steps))
     parts = [f"{data.get('name', table.dataset)}"]
     if data.get("num_classes"):
@@ -195,8 +196,8 @@ def run_commands(page: Page) -> list[str]:
         commands.append(shlex.join([
             "benchbackcompat", "run", "--preset", page.preset, "--dataset", page.dataset,
             "--scenario", ",".join(sorted({t.scenario for t in tables})),
-            "--methods", ",".join(sorted({r["method"] for r in records})),
-            "--seeds", ",".join(str(s) for s in sorted({r["seed"] for r in records})),
+            "--methods", ",".join(sorted({r.method for r in records})),
+            "--seeds", ",".join(str(s) for s in sorted({r.seed for r in records})),
             *(arg for assignment in assignments for arg in ("--set", assignment)),
         ]))
     return commands
@@ -239,11 +240,10 @@ def write_leaderboard(merged: Merged, out: Path, command: str, date: str) -> lis
     return written + sorted((out / "figures").glob("*.png"))
 
 
-def untrained_zoo(record: dict) -> bool:
+def untrained_zoo(record: CellRecord) -> bool:
     """A model-zoo record without real pretrained weights (randomly initialised models): plumbing, not a result,
     so it is not published."""
-    config = record.get("config", {})
-    return record.get("kind") == "model-zoo" and not config.get("pretrained") and not config.get("weights")
+    return record.kind == "model-zoo" and not record.config.get("pretrained") and not record.config.get("weights")
 
 
 def _write(path: Path, text: str) -> Path:
