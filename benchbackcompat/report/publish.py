@@ -5,7 +5,6 @@ provenance headers: rendering the same results again gives the same bytes apart 
 """
 from __future__ import annotations
 
-import json
 import re
 import shlex
 from collections import defaultdict
@@ -15,15 +14,14 @@ from pathlib import Path
 from benchbackcompat.store.checkpoint import atomic_write_bytes
 from benchbackcompat.report import figures
 from benchbackcompat.config import KIND_MEASURES
-from benchbackcompat.errors import BenchError
-from benchbackcompat.presets import resolve_run
 from benchbackcompat.record import CellRecord, FinishedRecord
-from benchbackcompat.report.aggregate import CHANCE_FACTOR, MIN_UPDATE_GAIN, Table, build_tables, flatten
+from benchbackcompat.report.aggregate import CHANCE_FACTOR, MIN_UPDATE_GAIN, Table, build_tables
 from benchbackcompat.report.columns import STATISTICS, metric_name
 from benchbackcompat.report.claims import claims_markdown
 from benchbackcompat.report.exports import csv_export, json_export
 from benchbackcompat.report.markdown import escape, slug
 from benchbackcompat.report.merge import Merged
+from benchbackcompat.report.reproduce import reproductions
 from benchbackcompat.report.provenance import header_markdown, provenance
 from benchbackcompat.report.selection import selection_markdown
 from benchbackcompat.report.tables import Footnotes, table_markdown
@@ -113,7 +111,7 @@ def page_markdown(page: Page, out: Path, date: str) -> str:
     return "\n\n".join(parts) + "\n"
 
 
-def readme_markdown(pages: list[Page], merged: Merged, command: str, date: str) -> str:
+def readme_markdown(pages: list[Page], merged: Merged, command: str, date: str, runs: list[str]) -> str:
     records = [r for page in pages for r in page.records]
     parts = ["# Leaderboard", header_markdown(records, date),
              "Backward-compatible representation learning: after a model update, can queries embedded by the new "
@@ -123,9 +121,9 @@ def readme_markdown(pages: list[Page], merged: Merged, command: str, date: str) 
              f"This folder is rendered from stored results only (no training):\n\n{code_block(command)}\n\n"
              "The same results give the same files, byte for byte, apart from the date in the headers "
              "(set `SOURCE_DATE_EPOCH` to fix that too). The stored results come from:"]
-    parts.append(code_block("\n".join(command for page in pages for command in run_commands(page))))
-    parts.append("(`--set` lists where the stored configuration differs from the preset as it reads now; the exact "
-                 "configuration of every table is in leaderboard.json.)")
+    parts.append(code_block("\n".join(runs)))
+    parts.append("(Each preset file under `reproduce/` holds the configurations and hyperparameters stored in the records "
+                 "it recomputes, not today's presets; add `--data-root` where the data is not in the default cache.)")
     parts.append("[The papers' claims, tested on these results](claims.md): each claim with the paper's numbers, "
                  "ours with 95% intervals and a verdict (reproduced, not reproduced, undecidable at this scale).")
     parts.append("## Pages")
@@ -181,40 +179,16 @@ def readme_markdown(pages: list[Page], merged: Merged, command: str, date: str) 
     return "\n\n".join(parts) + "\n"
 
 
-def run_commands(page: Page) -> list[str]:
-    """``benchbackcompat run`` commands that reproduce a page: one per set of ``--set`` overrides."""
-    groups: dict[tuple[str, ...], list[Table]] = defaultdict(list)
-    commands = []
-    for table in page.tables:
-        assignments = overrides(table)
-        if assignments is None:
-            commands.append(f"# {table.title}: preset {table.preset} does not define it here; see leaderboard.json")
-        else:
-            groups[tuple(assignments)].append(table)
-    for assignments, tables in sorted(groups.items()):
-        records = [r for t in tables for r in t.records]
-        commands.append(shlex.join([
-            "benchbackcompat", "run", "--preset", page.preset, "--dataset", page.dataset,
-            "--scenario", ",".join(sorted({t.scenario for t in tables})),
-            "--methods", ",".join(sorted({r.method for r in records})),
-            "--seeds", ",".join(str(s) for s in sorted({r.seed for r in records})),
-            *(arg for assignment in assignments for arg in ("--set", assignment)),
-        ]))
-    return commands
-
-
-def overrides(table: Table) -> list[str] | None:
-    """``key=value`` for every field where the table's configuration differs from its preset's scenario
-    (with the table's dataset); None when the preset does not resolve the scenario here."""
-    try:
-        run = resolve_run(preset=table.preset, scenarios=[table.scenario], methods=["independent"],
-                          scenario_overrides={"data": {"name": table.dataset}})
-    except BenchError:
-        return None
-    default = flatten(run.scenarios[0].config.model_dump(mode="json"))
-    stored = flatten(table.config)
-    return [f"{key}={json.dumps(value)}" for key, value in sorted(stored.items())
-            if key != "description" and value is not None and default.get(key) != value]
+def reproduction_files(pages: list[Page], out: Path) -> list[tuple[Path, str, str]]:
+    """(preset file, its TOML, the ``run`` command that uses it) for every page, from the records alone."""
+    files = []
+    for page in pages:
+        found = reproductions(page.tables)
+        for i, reproduction in enumerate(found):
+            path = out / "reproduce" / f"{page.name}{f'-{i + 1}' if len(found) > 1 else ''}.toml"
+            title = f"The stored configurations of leaderboard page {page.name} (written by `benchbackcompat leaderboard`)"
+            files.append((path, reproduction.preset(title), reproduction.command(str(path))))
+    return files
 
 
 def code_block(text: str) -> str:
@@ -226,14 +200,18 @@ def code_block(text: str) -> str:
 def write_leaderboard(merged: Merged, out: Path, command: str, date: str) -> list[Path]:
     """Render everything into ``out`` (figures from an earlier rendering are replaced); returns the files written."""
     out = Path(out)
-    for old in sorted((out / "figures").glob("*.png")):
+    for old in [*sorted((out / "figures").glob("*.png")), *sorted((out / "reproduce").glob("*.toml"))]:
         old.unlink()
     tables = build_tables([r for r in merged.records if not untrained_zoo(r)])
     pages = pages_of(tables)
     written = []
     for page in pages:
         written.append(_write(out / f"{page.name}.md", page_markdown(page, out, date)))
-    written.append(_write(out / "README.md", readme_markdown(pages, merged, command, date)))
+    runs = []
+    for path, text, run in reproduction_files(pages, out):
+        written.append(_write(path, text))
+        runs.append(run)
+    written.append(_write(out / "README.md", readme_markdown(pages, merged, command, date, runs)))
     written.append(_write(out / "claims.md", claims_markdown(tables, header_markdown(merged.records, date))))
     written.append(_write(out / "leaderboard.csv", csv_export(tables)))
     written.append(_write(out / "leaderboard.json", json_export(tables, provenance(merged.records, date))))
