@@ -186,7 +186,8 @@ def test_corrupt_checkpoints_and_results_are_reported_and_recomputed(runner, ref
 @pytest.mark.parametrize("damage", ["truncate", "edit", "drop-checksum", "not-json"])
 def test_damaged_record_is_not_used(damage, tmp_path, caplog):
     store = ResultStore(tmp_path)
-    path = store.write_record("abc", {"key": "abc", "status": "finished", "metrics": {"cmc@1": {"AA": 12.5}}})
+    cell = {"key": "abc", "label": "s/m/seed0", "scenario": "s", "kind": "ext-class", "method": "m", "seed": 0}
+    path = store.write_record("abc", {**cell, "status": "finished", "metrics": {"cmc@1": {"AA": 12.5}}})
     assert store.record("abc")["metrics"]["cmc@1"]["AA"] == 12.5
     text = path.read_text()
     damaged = {
@@ -385,7 +386,9 @@ def test_fault_spec_counts_hits_and_rejects_bad_specs():
 
 def test_records_are_strict_json_with_nan_as_null(tmp_path):
     store = ResultStore(tmp_path)
-    path = store.write_record("a" * 16, {"key": "a" * 16, "matrices": {"m": [[1.0, float("nan")], [float("inf"), 2.0]]}})
+    cell = {"key": "a" * 16, "label": "s/m/seed0", "scenario": "s", "kind": "ext-class", "method": "m", "seed": 0}
+    path = store.write_record("a" * 16, {**cell, "status": "finished",
+                                         "matrices": {"m": [[1.0, float("nan")], [float("inf"), 2.0]]}})
 
     def refuse(constant):
         raise ValueError(f"not strict JSON: {constant}")

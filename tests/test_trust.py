@@ -137,8 +137,8 @@ def test_duplicate_cells_run_and_count_once(tree, tmp_path, capsys):
 
 def test_status_lists_finished_partial_failed_and_pending_cells(tmp_path, capsys):
     store = ResultStore(tmp_path)
-    store.write_record("a" * 16, {"key": "a" * 16, "label": "s/m/seed0", "method": "independent", "status": "finished",
-                                  "identity": {"results_version": 0}})
+    store.write_record("a" * 16, {"key": "a" * 16, "label": "s/m/seed0", "scenario": "s", "kind": "ext-class", "seed": 0,
+                                  "method": "independent", "status": "finished", "identity": {"results_version": 0}})
     store.write_cell_entry("b" * 16, {"label": "s/m/seed1"})
     store.save(store.step_path("b" * 16, 0), {"x": 1})
     store.write_cell_entry("c" * 16, {"label": "s/m/seed2"})
@@ -153,7 +153,8 @@ def test_status_lists_finished_partial_failed_and_pending_cells(tmp_path, capsys
 
 def test_a_record_copied_into_another_cells_folder_is_not_served(tmp_path, caplog):
     store = ResultStore(tmp_path)
-    store.write_record("a" * 16, {"key": "a" * 16, "status": "finished"})
+    store.write_record("a" * 16, {"key": "a" * 16, "label": "s/m/seed0", "scenario": "s", "kind": "ext-class",
+                                  "method": "m", "seed": 0, "status": "finished"})
     (store.cell_dir("b" * 16)).mkdir(parents=True)
     (store.cell_dir("b" * 16) / "record.json").write_bytes((store.cell_dir("a" * 16) / "record.json").read_bytes())
     assert store.record("b" * 16) is None and "belongs to cell" in caplog.text
