@@ -26,7 +26,8 @@ import numpy as np
 from benchbackcompat.errors import BenchError
 from benchbackcompat.metrics import bootstrap, outcomes
 from benchbackcompat.record import CellRecord, FinishedRecord, parse_record
-from benchbackcompat.report.columns import SINGLE_UPDATE_KINDS, Column, columns_for, ranking
+from benchbackcompat.config import kind_class
+from benchbackcompat.report.columns import Column, columns_for, ranking
 
 MIN_UPDATE_GAIN = 10.0  # points: below this reference self - old self, P_com divides by noise (a 6-point update
 # on 600 queries gives P_com intervals two units wide)
@@ -95,7 +96,7 @@ class Table:
 
     @property
     def single_update(self) -> bool:
-        return self.kind in SINGLE_UPDATE_KINDS
+        return kind_class(self.kind).single_update
 
     @property
     def metrics(self) -> list[str]:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from benchbackcompat.store.checkpoint import atomic_write_bytes
 from benchbackcompat.report import figures
-from benchbackcompat.config import KIND_MEASURES
+from benchbackcompat.config import SCENARIO_CLASSES, kind_class
 from benchbackcompat.record import CellRecord, FinishedRecord
 from benchbackcompat.report.aggregate import CHANCE_FACTOR, MIN_UPDATE_GAIN, Table, build_tables
 from benchbackcompat.report.columns import STATISTICS, metric_name
@@ -49,7 +49,7 @@ class Page:
 
 def kind_text(kind: str) -> str:
     """A scenario kind as code when it is a known one, else as escaped text (records are not trusted)."""
-    return f"`{kind}`" if kind in KIND_MEASURES else escape(kind)
+    return f"`{kind}`" if kind in SCENARIO_CLASSES else escape(kind)
 
 
 def pages_of(tables: list[Table]) -> list[Page]:
@@ -100,7 +100,7 @@ def page_markdown(page: Page, out: Path, date: str) -> str:
     for table in page.tables:
         description = table.config.get("description", "")
         parts.append(f"## {escape(table.title)}")
-        parts.append(f"{escape(description)}  \nKind: {kind_text(table.kind)} ({KIND_MEASURES.get(table.kind) or escape(table.kind)}).  \n"
+        parts.append(f"{escape(description)}  \nKind: {kind_text(table.kind)} ({kind_class(table.kind).measures or escape(table.kind)}).  \n"
                      f"Scale: {escape(scale(table))}.")
         parts.append(table_markdown(table, notes))
         if chosen := selection_markdown(table, grids=True):
@@ -140,7 +140,7 @@ def readme_markdown(pages: list[Page], merged: Merged, command: str, date: str, 
     for (scenario, description), table in sorted(seen.items()):
         measures = SINGLE_MEASURES if table.single_update else MULTI_MEASURES
         rows.append(f"| {escape(scenario)} | {kind_text(table.kind)} | {escape(description)} | "
-                    f"{KIND_MEASURES.get(table.kind) or escape(table.kind)}: {measures} |")
+                    f"{kind_class(table.kind).measures or escape(table.kind)}: {measures} |")
     parts.append("\n".join(rows))
     parts.append("## Reading the tables")
     parts.append("\n".join([
@@ -221,7 +221,8 @@ def write_leaderboard(merged: Merged, out: Path, command: str, date: str) -> lis
 def untrained_zoo(record: CellRecord) -> bool:
     """A model-zoo record without real pretrained weights (randomly initialised models): plumbing, not a result,
     so it is not published."""
-    return record.kind == "model-zoo" and not record.config.get("pretrained") and not record.config.get("weights")
+    trained_elsewhere = kind_class(record.kind).family == "already trained"
+    return trained_elsewhere and not record.config.get("pretrained") and not record.config.get("weights")
 
 
 def _write(path: Path, text: str) -> Path:
