@@ -197,7 +197,7 @@ class CellRunner:
         its time is recorded under ``label`` (default ``kind-step``)."""
         train_cfg = train_cfg or self.scenario.train_config(step.index)
         key = config_hash({
-            "kind": kind, "recipe": recipe.describe(), "head": recipe.head, "step": step.to_dict(),
+            "kind": kind, "recipe": recipe.model_key(), "step": step.to_dict(),
             "train": train_cfg.model_dump(mode="json"), "model": self.scenario.model.model_dump(mode="json"),
             **self.data_and_code(recipe), "seed": self.cell.seed, "classes": num_classes,
             "cell": None if self.share_models else self.cell.key,
@@ -243,7 +243,7 @@ class CellRunner:
         cfg = self.scenario.pretrain
         pretrain_step = Step(spec.index, (0, spec.num_classes), spec.num_classes, 1.0, spec.backbone, "scratch")
         key = config_hash({
-            "kind": "pretrained", "recipe": recipe.describe(), "head": recipe.head, "step": pretrain_step.to_dict(),
+            "kind": "pretrained", "recipe": recipe.model_key(), "step": pretrain_step.to_dict(),
             "train": cfg.model_dump(mode="json"), "model": self.scenario.model.model_dump(mode="json"),
             **self.data_and_code(recipe), "seed": PRETRAIN_SEED,
         })
@@ -456,15 +456,8 @@ def standard_recipe(method: Method) -> Method:
     """Plain cross-entropy training with ``method``'s model, head and retrieval: its shared models."""
     recipe = Method()
     recipe.head = method.head
-    owner = type(method)
-    identity = {
-        "name": "standard", "head": method.head,
-        "model": f"{owner.build_model.__module__}.{owner.build_model.__qualname__}",
-        "features": f"{owner.features.__module__}.{owner.features.__qualname__}",
-        **({"identity": method.model_identity()} if method.model_identity() else {}),
-    }
-    recipe.describe = lambda: identity
-    recipe.build_code = build_code_hash(method)
+    recipe.model_identity = method.model_identity  # its key: "standard", the head and the declared identity
+    recipe.build_code = build_code_hash(method)  # the code that builds the model: its source hash
     recipe.build_model = method.build_model
     recipe.features = method.features
     recipe.similarity = method.similarity

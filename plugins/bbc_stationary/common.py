@@ -51,12 +51,6 @@ def fine_tuning_targets(labels: Tensor, num_outputs: int, scenario: ScenarioBase
     return num_outputs - 1 - labels if isinstance(scenario, IAMCL2R) else labels
 
 
-def frozen_reference(ctx: StepContext) -> Network | None:
-    """The frozen model a step aligns to: the incoming pretrained model at task 1 and at replacement tasks
-    (as the official iamcl2r code), otherwise the previous step's model."""
-    return ctx.incoming if ctx.incoming is not None else ctx.old_model
-
-
 class FixedHeadMethod(Method):
     """A method whose classifier is fixed (d-Simplex or simplex ETF) over K pre-allocated classes,
     trained with cross-entropy over all K logits (stationary cross-entropy, HOC Eq. 3 / CoReS Eq. 9)."""
@@ -115,9 +109,6 @@ class FixedHeadRecipe(Method):
 
     def features(self, model: Network, images: Tensor) -> Tensor:
         return self.owner.features(model, images)
-
-    def describe(self) -> dict[str, Any]:
-        return {"name": self.name, "head": self.owner.head, **self.model_identity()}
 
     def model_identity(self) -> dict[str, Any]:
         return {"classes": self.owner.params.classes, "simplex": self.owner.params.simplex}
