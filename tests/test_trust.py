@@ -5,6 +5,7 @@ Runs use a 4-class ImageFolder tree of 8x8 images (about a second per cell).
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 import io
 import sys
@@ -105,6 +106,22 @@ def test_changing_a_methods_code_recomputes_its_cell_and_status_calls_the_old_on
 
 
 @pytest.mark.slow
+def test_a_method_packages_tests_are_not_its_code(tmp_path, monkeypatch):
+    from benchbackcompat.identity import source_hash
+
+    package = tmp_path / "bbc_tested"
+    (package / "tests").mkdir(parents=True)
+    (package / "__init__.py").write_text("WEIGHT = 1\n")
+    spec = importlib.util.spec_from_file_location("bbc_tested", package / "__init__.py",
+                                                  submodule_search_locations=[str(package)])
+    monkeypatch.setitem(sys.modules, "bbc_tested", importlib.util.module_from_spec(spec))
+    before = source_hash(["bbc_tested"])
+    (package / "tests" / "test_weight.py").write_text("def test_weight():\n    assert True\n")
+    assert source_hash(["bbc_tested"]) == before  # a test beside the method does not make its records stale
+    (package / "__init__.py").write_text("WEIGHT = 2\n")
+    assert source_hash(["bbc_tested"]) != before  # its code does
+
+
 def test_same_data_through_two_paths_is_one_cell_and_new_images_another(tree, tmp_path):
     out = tmp_path / "run"
     link = tmp_path / "link"
