@@ -240,6 +240,47 @@ class StandardMethod(Method):
     name = "standard"
 
 
+class StandardRecipe(Method):
+    """The recipe of ``owner``'s plain models: cross-entropy training of ``owner``'s model (its builder and head),
+    retrieved as ``owner`` retrieves (features, similarity, templates, pair features). The engine trains the
+    shared standard models with it (methods with ``standard_steps`` "first" or "all"); a method's own
+    ``reference()`` may subclass it. Its models are keyed by declared data (``model_key``: "standard", the head,
+    ``owner.model_identity()``) and by the source of ``owner``'s code (``code_owner``)."""
+
+    name = "standard"
+
+    def __init__(self, owner: Method) -> None:
+        super().__init__()
+        self.owner = owner
+        self.head = owner.head  # type: ignore[misc]
+
+    @property
+    def code_owner(self) -> Method:
+        """The method whose code builds these models."""
+        return self.owner
+
+    def build_model(self, ctx: StepContext, backbone: str, num_classes: int) -> Network:
+        return self.owner.build_model(ctx, backbone, num_classes)
+
+    def features(self, model: Network, images: Tensor) -> Tensor:
+        return self.owner.features(model, images)
+
+    def feature_size(self, model: Network) -> int:
+        return self.owner.feature_size(model)
+
+    def similarity(self) -> Similarity:
+        return self.owner.similarity()
+
+    def templates(self) -> Templates:
+        return self.owner.templates()
+
+    def pair_features(self, query: Tensor, gallery: Tensor, query_step: int, gallery_step: int) -> tuple[Tensor, Tensor]:
+        return self.owner.pair_features(query, gallery, query_step, gallery_step)
+
+    def model_identity(self) -> dict[str, Any]:
+        return self.owner.model_identity()
+
+
 def match_size(features: Tensor, size: int) -> Tensor:
     """Truncate or zero-pad features to ``size`` dimensions (openBCT), to compare models of different widths."""
     if features.shape[1] >= size:

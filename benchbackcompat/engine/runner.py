@@ -38,7 +38,7 @@ from benchbackcompat.engine.train import Acceleration, DivergedError, train_mode
 from benchbackcompat.logs import log
 from benchbackcompat.identity import RESULTS_VERSION, source_hash, source_packages
 from benchbackcompat.interrupts import describe, must_propagate
-from benchbackcompat.method import Method, StepContext, frozen_copy
+from benchbackcompat.method import Method, StandardRecipe, StepContext, frozen_copy
 from benchbackcompat.metrics import compatibility as cm
 from benchbackcompat.metrics.summary import summarise
 from benchbackcompat.models.network import Network
@@ -211,7 +211,7 @@ class CellRunner:
     def data_and_code(self, recipe: Method) -> dict[str, Any]:
         """The parts of a shared model's key that stand for its data (content, not path) and its code."""
         return {"data": keyed_config(self.scenario)["data"], "data_sha256": self.data.fingerprint,
-                "results_version": RESULTS_VERSION, "build_code": getattr(recipe, "build_code", None) or build_code_hash(recipe)}
+                "results_version": RESULTS_VERSION, "build_code": build_code_hash(getattr(recipe, "code_owner", recipe))}
 
     def stored_or_trained(self, key: str, model: Network, train: Callable[[], object], label: str) -> Network:
         """Shared model ``key``: loaded from the store, or trained by ``train()`` and stored; under the
@@ -452,18 +452,9 @@ def step_summary(history: list[dict[str, float]]) -> str:
             f"lr {first.get('lr', math.nan):.4g} -> {last.get('lr', math.nan):.4g}")
 
 
-def standard_recipe(method: Method) -> Method:
+def standard_recipe(method: Method) -> StandardRecipe:
     """Plain cross-entropy training with ``method``'s model, head and retrieval: its shared models."""
-    recipe = Method()
-    recipe.head = method.head
-    recipe.model_identity = method.model_identity  # its key: "standard", the head and the declared identity
-    recipe.build_code = build_code_hash(method)  # the code that builds the model: its source hash
-    recipe.build_model = method.build_model
-    recipe.features = method.features
-    recipe.similarity = method.similarity
-    recipe.templates = method.templates
-    recipe.pair_features = method.pair_features
-    return recipe
+    return StandardRecipe(method)
 
 
 def unsupported(method: Method, scenario: ScenarioBase) -> str | None:

@@ -11,7 +11,7 @@ from torch import Tensor
 
 from benchbackcompat.config import IAMCL2R, ScenarioBase
 from benchbackcompat.errors import BenchError
-from benchbackcompat.method import Batch, Method, MethodParams, StepContext, backbone_options
+from benchbackcompat.method import Batch, Method, MethodParams, StandardRecipe, StepContext, backbone_options
 from benchbackcompat.models.network import Network, NetworkOutput, build_network
 
 
@@ -93,22 +93,11 @@ class FixedHeadMethod(Method):
         return FixedHeadRecipe(self)
 
 
-class FixedHeadRecipe(Method):
+class FixedHeadRecipe(StandardRecipe):
     """Plain cross-entropy over all K logits with ``owner``'s network, labels as they are."""
 
     name = "standard-fixed"
     standard_steps = "none"
-
-    def __init__(self, owner: FixedHeadMethod) -> None:
-        super().__init__()
-        self.owner = owner
-        self.head = owner.head  # type: ignore[misc]
-
-    def build_model(self, ctx: StepContext, backbone: str, num_classes: int) -> Network:
-        return self.owner.build_model(ctx, backbone, num_classes)
-
-    def features(self, model: Network, images: Tensor) -> Tensor:
-        return self.owner.features(model, images)
 
     def model_identity(self) -> dict[str, Any]:
         return {"classes": self.owner.params.classes, "simplex": self.owner.params.simplex}
