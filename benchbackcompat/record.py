@@ -93,13 +93,6 @@ class RecordBase(BaseModel):
         """The record as ``record.json`` holds it (the fields that were set, flat)."""
         return self.model_dump(mode="python", exclude_unset=True)
 
-    # Deprecated: the stored form by key, for scripts written when records were dicts (the core reads attributes).
-    def __getitem__(self, key: str) -> Any:
-        return self.to_json()[key]
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return self.to_json().get(key, default)
-
 
 class FinishedRecord(RecordBase):
     status: Literal["finished"]

@@ -100,8 +100,8 @@ def test_changing_a_methods_code_recomputes_its_cell_and_status_calls_the_old_on
     table = capsys.readouterr().out
     assert "1 finished, 1 stale" in table and "method source_sha256 changed" in table
     records = list(ResultStore(out).records())
-    assert len({r["identity"]["code"]["source_sha256"] for r in records}) == 2
-    assert all("mine-plugin 1.0" in r["identity"]["code"]["distribution"] and "commit" in r["versions"] for r in records)
+    assert len({r.identity["code"]["source_sha256"] for r in records}) == 2
+    assert all("mine-plugin 1.0" in r.identity["code"]["distribution"] and "commit" in r.versions.model_fields_set for r in records)
     sys.modules.pop("mine", None)
 
 
@@ -131,7 +131,7 @@ def test_same_data_through_two_paths_is_one_cell_and_new_images_another(tree, tm
     assert computed(run(out, Path(str(tree) + "/../tree"), "independent")) == 0
     write_tree(tree, seed=1)  # other images behind the same path
     assert computed(run(out, tree, "independent")) == 1
-    fingerprints = {r["identity"]["data_sha256"] for r in ResultStore(out).records()}
+    fingerprints = {r.identity["data_sha256"] for r in ResultStore(out).records()}
     assert len(fingerprints) == 2
 
 
@@ -218,8 +218,8 @@ def test_weights_that_diverge_in_the_last_update_of_an_epoch_record_the_cell_as_
     code, log, written = run(out, tree, "independent", "--set", "train.lr=inf", "--set", "train.batch_size=16")
     assert code == 1 and written == 1
     (record,) = ResultStore(out).records()
-    assert record["status"] == "diverged" and record["step"] == 0 and record["epoch"] == 0
-    assert record["reason"].startswith("weights (") and "diverged (NaN/Inf) at step 0, epoch 0" in record["reason"]
+    assert record.status == "diverged" and record.step == 0 and record.epoch == 0
+    assert record.reason.startswith("weights (") and "diverged (NaN/Inf) at step 0, epoch 0" in record.reason
 
 
 NAN_FEATURES = """
@@ -249,7 +249,7 @@ def test_non_finite_features_at_evaluation_record_the_cell_as_diverged(tree, tmp
         sys.modules.pop("nanfeat", None)
     assert code == 1 and written == 1
     (record,) = ResultStore(tmp_path / "run").records()
-    assert record["status"] == "diverged" and record["reason"].startswith("evaluation features of model 0 diverged")
+    assert record.status == "diverged" and record.reason.startswith("evaluation features of model 0 diverged")
 
 
 # --- the dataset cache is checked ----------------------------------------------------------------------------------
@@ -386,7 +386,7 @@ def test_a_support_check_that_raises_marks_the_method_unavailable(rogue, tree, t
         capsys.readouterr().out
     code, log, written = run(tmp_path / "run", tree, "badcheck")
     (record,) = ResultStore(tmp_path / "run").records()
-    assert code == 0 and record["status"] == "not-applicable" and "support check raised" in record["reason"]
+    assert code == 0 and record.status == "not-applicable" and "support check raised" in record.reason
 
 
 @pytest.mark.slow

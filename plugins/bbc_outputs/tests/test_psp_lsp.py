@@ -153,9 +153,9 @@ def test_multi_step_run_psp_lsp_share_models_and_fill_matrices(tmp_path):
             "--set", "train.epochs=2", "--set", "train.batch_size=32", "--set", "model.embedding_dim=16",
             "--set", "num_models=3"]
     assert main(["run", "--out", str(tmp_path), "--scenario", "multi-step", "--methods", "psp,lsp", *tiny]) == 0
-    records = {r["method"]: r for r in ResultStore(tmp_path).records()}
-    assert records["psp"]["shared_models"] == records["lsp"]["shared_models"]
+    records = {r.method: r for r in ResultStore(tmp_path).records()}
+    assert records["psp"].shared_models == records["lsp"].shared_models
     for record in records.values():
-        C = record["matrices"]["cmc@1"]
-        assert record["status"] == "finished" and not record["notes"]
+        C = record.matrices["cmc@1"]
+        assert record.status == "finished" and not record.notes
         assert all(0 <= C[t][k] <= 100 for t in range(3) for k in range(t + 1))
