@@ -182,7 +182,7 @@ def build_run_plan(args: argparse.Namespace):
     return plan, host
 
 
-def run_cells(args: argparse.Namespace) -> tuple[list[dict], int]:
+def run_cells(args: argparse.Namespace) -> tuple[list, int]:
     """Plan and execute ``run``'s cells; returns their records (none for --dry-run and on the other ranks of a
     data-parallel run) and the exit code (1 when a cell failed or diverged)."""
     from benchbackcompat.engine import distributed
@@ -296,36 +296,40 @@ def cmd_show(args: argparse.Namespace) -> int:
 
     from benchbackcompat.report.curves import curve_summary
     from benchbackcompat.store import ResultStore
+    from benchbackcompat.record import FinishedRecord
 
     store = ResultStore(args.results)
     records = list(store.records())
-    partial = [{"key": key, "label": (store.cell_entry(key) or {}).get("label", "(label not recorded)"), "status": "partial",
-                "reason": f"steps {', '.join(map(str, steps))} saved; run the same command again to resume"}
-               for key, steps in store.partial_cells().items()]
+    saved = {key: ", ".join(map(str, steps)) for key, steps in store.partial_cells().items()}
+    partial = {key: (store.cell_entry(key) or {}).get("label", "(label not recorded)") for key in saved}
     if not args.cell:
-        rows = [[r["key"], r["label"], r["status"] + (f" ({r['reason'].split(';')[0]})" if r["status"] == "partial" else "")]
-                for r in records + partial]
+        rows = [[r.key, r.label, r.status] for r in records]
+        rows += [[key, label, f"partial (steps {saved[key]} saved)"] for key, label in partial.items()]
         print(tabulate(rows, headers=["key", "cell", "status"], tablefmt="github") if rows else f"no results in {args.results}")
         return 0
-    records += partial
-    matches = [r for r in records if r["key"].startswith(args.cell) or r["label"] == args.cell]
+    matches = [r.key for r in records if r.key.startswith(args.cell) or r.label == args.cell]
+    matches += [key for key, label in partial.items() if key.startswith(args.cell) or label == args.cell]
     if len(matches) != 1:
-        known = ", ".join(r["label"] for r in records) or "(none)"
+        known = ", ".join([r.label for r in records] + list(partial.values())) or "(none)"
         raise BenchError(f"{len(matches)} cells match {args.cell!r} in {args.results}; give a longer key or one of: {known}")
-    record = matches[0]
-    print(f"{record['label']}  key {record['key']}  status {record['status']}  device {record.get('device', 'unknown')}")
-    if record["status"] != "finished":
-        print(record.get("reason", ""))
+    if matches[0] in partial:
+        print(f"{partial[matches[0]]}  key {matches[0]}  status partial  device unknown")
+        print(f"steps {saved[matches[0]]} saved; run the same command again to resume")
         return 0
-    for metric, matrix in record["matrices"].items():
+    record = next(r for r in records if r.key == matches[0])
+    print(f"{record.label}  key {record.key}  status {record.status}  device {record.device or 'unknown'}")
+    if not isinstance(record, FinishedRecord):
+        print(record.reason)
+        return 0
+    for metric, matrix in record.matrices.items():
         T = len(matrix)
         rows = [[f"q{t}", *(f"{matrix[t][k]:.2f}" if k <= t and matrix[t][k] is not None else "" for k in range(T))] for t in range(T)]
         print(f"\n{metric} (rows: query model t, columns: gallery model k)")
         print(tabulate(rows, headers=["", *(f"g{k}" for k in range(T))], tablefmt="github", disable_numparse=True))
-        values = {k: v for k, v in record["metrics"][metric].items() if not isinstance(v, list)}
+        values = record.metrics[metric].scalars()
         print("  " + ", ".join(f"{k} {v:.3f}" if isinstance(v, float) else f"{k} {v}" for k, v in values.items()))
     print("\ntraining curves (per step: first -> last epoch, minimum)")
-    print(curve_summary(record.get("curves", {})))
+    print(curve_summary(record.curves))
     return 0
 
 

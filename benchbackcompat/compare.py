@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from benchbackcompat.frames import Paths, read_records, results_frame
+from benchbackcompat.record import CellRecord
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -21,11 +22,11 @@ def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
     return {prefix.rstrip("."): value}
 
 
-def config_differences(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
+def config_differences(a: CellRecord, b: CellRecord) -> list[str]:
     """``train.epochs 2 -> 3`` for every field of the scenario configuration, the method's hyperparameters and
     the dataset that differs between two records of the same cell label."""
-    left = flatten({"config": a.get("config", {}), "params": a.get("params", {}), "dataset": a.get("dataset")})
-    right = flatten({"config": b.get("config", {}), "params": b.get("params", {}), "dataset": b.get("dataset")})
+    left = flatten({"config": a.config, "params": a.params, "dataset": a.dataset})
+    right = flatten({"config": b.config, "params": b.params, "dataset": b.dataset})
     return [f"{key.removeprefix('config.')} {left.get(key)!r} -> {right.get(key)!r}"
             for key in sorted(set(left) | set(right)) if left.get(key) != right.get(key)]
 
@@ -50,9 +51,9 @@ def compare_results(a: Paths, b: Paths, statistics: tuple[str, ...] = DEFAULT_ST
     return table[[*GROUP, "A", "seeds A", "B", "seeds B", "B - A"]].reset_index(drop=True), cell_notes(records_a, records_b)
 
 
-def cell_notes(records_a: list[dict[str, Any]], records_b: list[dict[str, Any]]) -> list[str]:
-    by_label_a = {r["label"]: r for r in records_a}
-    by_label_b = {r["label"]: r for r in records_b}
+def cell_notes(records_a: list[CellRecord], records_b: list[CellRecord]) -> list[str]:
+    by_label_a = {r.label: r for r in records_a}
+    by_label_b = {r.label: r for r in records_b}
     notes = []
     for label in sorted(set(by_label_a) | set(by_label_b)):
         ra, rb = by_label_a.get(label), by_label_b.get(label)
@@ -64,8 +65,8 @@ def cell_notes(records_a: list[dict[str, Any]], records_b: list[dict[str, Any]])
             shown = "; ".join(differences[:4]) + (f"; and {len(differences) - 4} more" if len(differences) > 4 else "")
             notes.append(f"{label}: configuration differs: {shown}")
         for side, record in (("A", ra), ("B", rb)):
-            if record["status"] != "finished":
-                notes.append(f"{label}: {record['status']} in {side}")
+            if not record.finished:
+                notes.append(f"{label}: {record.status} in {side}")
     return notes
 
 

@@ -21,6 +21,7 @@ from pydantic import (
 )
 
 from benchbackcompat.errors import BenchError
+from benchbackcompat.step import Pretrained, Step, equal_increments
 
 
 class StrictModel(BaseModel):
@@ -144,10 +145,15 @@ class ScenarioBase(StrictModel):
     metrics: list[RetrievalMetric] = Field(default_factory=lambda: ["cmc@1", "map"], min_length=1)
     verification_pairs: int = Field(3000, ge=10, description="positive (and negative) pairs for the verification protocol")
     measures: ClassVar[str] = ""  # what the kind measures, one phrase (leaderboard pages)
+    single_update: ClassVar[bool] = False  # one update old -> new (P_com, P_up) rather than a sequence of models
+    family: ClassVar[str] = "sequence"  # conformance runs one kind per family
+    statistics: ClassVar[tuple[str, ...]] = ("AC", "AA", "ACA")  # the leaderboard's statistics per retrieval metric
+    ranking: ClassVar[tuple[str, str]] = ("AC", "AA")  # the primary statistic of the kind, then its tie-breaker
+    example: ClassVar[dict[str, Any]] = {}  # the kind's options of a tiny instance (testing.scenarios)
 
-    @property
-    def single_update(self) -> bool:
-        return False
+    def steps(self, num_classes: int) -> list[Step]:
+        """The scenario's model updates, for a training pool of ``num_classes`` classes."""
+        raise BenchError(f"unsupported scenario kind {getattr(self, 'kind', type(self).__name__)!r}")
 
     @property
     def traits(self) -> frozenset[Trait]:
@@ -185,10 +191,30 @@ class ScenarioBase(StrictModel):
 class SingleUpdateBase(ScenarioBase):
     architectures: list[str] | None = Field(None, description="[old, new] backbones; None uses model.backbone for both")
     new_train: TrainConfig | None = Field(None, description="training of the new model when it differs (HBCT: ViT fine-tuning)")
+    single_update: ClassVar[bool] = True
+    family: ClassVar[str] = "single update"
+    statistics: ClassVar[tuple[str, ...]] = ("old_self", "reference_self", "self", "cross", "p_up", "p_com")
+    ranking: ClassVar[tuple[str, str]] = ("p_com", "cross")
 
-    @property
-    def single_update(self) -> bool:
-        return True
+    def old_and_new(self) -> tuple[str, str]:
+        """The old and the new backbone."""
+        archs = self.architectures or [self.model.backbone] * 2
+        if len(archs) != 2:
+            raise BenchError(f"{self.kind}: architectures must list exactly [old, new], got {archs}")
+        return archs[0], archs[1]
+
+    def update(self, num_classes: int, old_classes: int, old_fraction: float = 1.0) -> list[Step]:
+        """The old model on the first ``old_classes`` classes (``old_fraction`` of their images), the new one on all."""
+        old, new = self.old_and_new()
+        return [Step(0, (0, old_classes), old_classes, old_fraction, old, "scratch"),
+                Step(1, (0, num_classes), num_classes, 1.0, new, "scratch")]
+
+    def new_classes_update(self, num_classes: int, fraction: float) -> list[Step]:
+        """The old model on the first ``fraction`` of the classes, the new one on all."""
+        first = max(1, round(num_classes * fraction))
+        if first >= num_classes:
+            raise BenchError(f"{self.kind}: old_class_fraction leaves no new classes out of {num_classes}")
+        return self.update(num_classes, first)
 
     @property
     def traits(self) -> frozenset[Trait]:
@@ -208,7 +234,11 @@ class ExtData(SingleUpdateBase):
 
     kind: Literal["ext-data"] = "ext-data"
     measures: ClassVar[str] = "one update, more data of the same classes"
+    example: ClassVar[dict[str, Any]] = {"old_fraction": 0.5}
     old_fraction: float = Field(0.3, gt=0, lt=1)
+
+    def steps(self, num_classes: int) -> list[Step]:
+        return self.update(num_classes, num_classes, self.old_fraction)
 
 
 class ExtClass(SingleUpdateBase):
@@ -218,12 +248,22 @@ class ExtClass(SingleUpdateBase):
     measures: ClassVar[str] = "one update, new classes added"
     old_class_fraction: float = Field(0.5, gt=0, lt=1)
 
+    def steps(self, num_classes: int) -> list[Step]:
+        return self.new_classes_update(num_classes, self.old_class_fraction)
+
 
 class NewArch(SingleUpdateBase):
     """Same data, new architecture."""
 
     kind: Literal["new-arch"] = "new-arch"
     measures: ClassVar[str] = "one update, a new architecture on the same data"
+    example: ClassVar[dict[str, Any]] = {"architectures": ["convnet-s", "convnet-m"]}
+
+    def steps(self, num_classes: int) -> list[Step]:
+        old, new = self.old_and_new()
+        if old == new:
+            raise BenchError("new-arch: architectures must name two different backbones, e.g. [\"resnet18\", \"timm:vit_base_patch16_224\"]")
+        return self.update(num_classes, num_classes)
 
 
 class Both(SingleUpdateBase):
@@ -231,7 +271,11 @@ class Both(SingleUpdateBase):
 
     kind: Literal["both"] = "both"
     measures: ClassVar[str] = "one update, new classes and a new architecture"
+    example: ClassVar[dict[str, Any]] = {"architectures": ["convnet-s", "convnet-m"]}
     old_class_fraction: float = Field(0.5, gt=0, lt=1)
+
+    def steps(self, num_classes: int) -> list[Step]:
+        return self.new_classes_update(num_classes, self.old_class_fraction)
 
 
 class MultiStep(ScenarioBase):
@@ -251,9 +295,20 @@ class MultiStep(ScenarioBase):
         "method's first model; shared) and report the update gain per pair (CoReS Eq. 3): T-1 more models per recipe",
     )
 
+    example: ClassVar[dict[str, Any]] = {"num_models": 3}
+
     @property
     def traits(self) -> frozenset[Trait]:
         return frozenset({"trains", "same-architecture", "replay" if self.memory_per_class > 0 else "cumulative"})
+
+    def steps(self, num_classes: int) -> list[Step]:
+        stops = equal_increments(num_classes, self.num_models)
+        replay = self.memory_per_class > 0  # new classes + replay memory instead of all classes so far
+        return [
+            Step(t, (stops[t - 1] if replay and t else 0, stop), stop, 1.0, self.model.backbone,
+                 "scratch" if t == 0 else self.init, replay=replay and t > 0)
+            for t, stop in enumerate(stops)
+        ]
 
 
 class CL2R(ScenarioBase):
@@ -268,9 +323,24 @@ class CL2R(ScenarioBase):
     eval_split: Literal["test", "open"] = "open"
     metrics: list[RetrievalMetric] = Field(default_factory=lambda: ["top1"], min_length=1)
 
+    example: ClassVar[dict[str, Any]] = {"num_tasks": 3, "initial_class_fraction": 0.34, "memory_per_class": 4}
+
     @property
     def traits(self) -> frozenset[Trait]:
         return frozenset({"trains", "incremental", "replay", "same-architecture"})
+
+    def stops(self, num_classes: int) -> list[int]:
+        """The classes known after each task: an initial fraction, then equal increments."""
+        first = max(1, round(num_classes * self.initial_class_fraction))
+        return equal_increments(num_classes, self.num_tasks - 1, first=first)
+
+    def steps(self, num_classes: int) -> list[Step]:
+        stops = self.stops(num_classes)
+        return [
+            Step(t, (0 if t == 0 else stops[t - 1], stop), stop, 1.0, self.model.backbone,
+                 "scratch" if t == 0 else "previous", replay=t > 0)
+            for t, stop in enumerate(stops)
+        ]
 
 
 class IAMCL2R(CL2R):
@@ -284,6 +354,26 @@ class IAMCL2R(CL2R):
     )
     pretrain_architectures: list[str] | None = Field(None, description="backbone of each pretrained model; None = model.backbone")
     pretrain: TrainConfig = Field(default_factory=TrainConfig)
+    example: ClassVar[dict[str, Any]] = {
+        **CL2R.example, "replacements": [3], "pretrain_classes": [3, 6],
+        "pretrain": {"epochs": 1, "batch_size": 16, "lr": 0.01, "eval_batch_size": 256},
+    }
+
+    def steps(self, num_classes: int) -> list[Step]:
+        """CL2R where task 1 and each replacement task start from a model pretrained elsewhere."""
+        stops = self.stops(num_classes)
+        archs = self.pretrain_architectures or [self.model.backbone] * len(self.pretrain_classes)
+        starts = {1: 0, **{task: i + 1 for i, task in enumerate(self.replacements)}}  # 1-indexed task -> pretrained model
+        steps, backbone = [], archs[0]
+        for t, stop in enumerate(stops):
+            pretrained = None
+            if t + 1 in starts:
+                index = starts[t + 1]
+                backbone = archs[index]
+                pretrained = Pretrained(index, self.pretrain_classes[index], backbone)
+            steps.append(Step(t, (0 if t == 0 else stops[t - 1], stop), stop, 1.0, backbone,
+                              "pretrained" if pretrained else "previous", pretrained, replay=t > 0))
+        return steps
 
     @model_validator(mode="after")
     def _replacements_fit(self) -> IAMCL2R:
@@ -315,20 +405,29 @@ class ModelZoo(ScenarioBase):
     )
     metrics: list[RetrievalMetric] = Field(default_factory=lambda: ["cmc@1"], min_length=1)
 
+    family: ClassVar[str] = "already trained"
+    example: ClassVar[dict[str, Any]] = {"zoo": ["convnet-s", "convnet-m"], "pretrained": False}
+
     @property
     def traits(self) -> frozenset[Trait]:
         return frozenset({"cumulative"})  # already trained elsewhere, each on all its classes
+
+    def steps(self, num_classes: int) -> list[Step]:
+        return [Step(t, (0, num_classes), num_classes, 1.0, name, "zoo") for t, name in enumerate(self.zoo)]
 
 
 ScenarioConfig = Annotated[
     Union[ExtData, ExtClass, NewArch, Both, MultiStep, CL2R, IAMCL2R, ModelZoo], Field(discriminator="kind")
 ]
-SCENARIO_CLASSES: dict[str, type[ScenarioBase]] = {
-    cls.model_fields["kind"].default: cls for cls in (ExtData, ExtClass, NewArch, Both, MultiStep, CL2R, IAMCL2R, ModelZoo)
+SCENARIO_CLASSES: dict[str, type[ScenarioBase]] = {  # in order of preference within a family (conformance)
+    cls.model_fields["kind"].default: cls for cls in (ExtClass, Both, ExtData, NewArch, CL2R, MultiStep, IAMCL2R, ModelZoo)
 }
 SCENARIO_KINDS = tuple(SCENARIO_CLASSES)
-KIND_MEASURES = {kind: cls.measures for kind, cls in SCENARIO_CLASSES.items()}  # what each kind measures, one phrase
-SINGLE_UPDATE_KINDS = tuple(kind for kind, cls in SCENARIO_CLASSES.items() if issubclass(cls, SingleUpdateBase))
+
+
+def kind_class(kind: str) -> type[ScenarioBase]:
+    """The class of a scenario kind, for its declarations (``ScenarioBase`` for an unknown kind, e.g. of a record)."""
+    return SCENARIO_CLASSES.get(kind, ScenarioBase)
 
 
 class NamedScenario(StrictModel):

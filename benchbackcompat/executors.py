@@ -13,7 +13,9 @@ import torch
 
 from benchbackcompat.errors import BenchError
 from benchbackcompat.logs import log
+from benchbackcompat.engine.runner import cell_fields
 from benchbackcompat.run import Plan, assign_fingerprints, run_shard
+from benchbackcompat.record import CellRecord, parse_record
 
 
 def parse_parameters(pairs: list[str]) -> dict[str, Any]:
@@ -27,7 +29,7 @@ def parse_parameters(pairs: list[str]) -> dict[str, Any]:
     return parameters
 
 
-def submit(plan: Plan, executor_name: str, jobs: int | None = None, parameters: list[str] = ()) -> list[dict[str, Any]]:
+def submit(plan: Plan, executor_name: str, jobs: int | None = None, parameters: list[str] = ()) -> list[CellRecord]:
     """Run ``plan`` as ``jobs`` jobs (default: one per cell) on ``executor_name`` (``local`` or ``slurm``) with
     submitit ``parameters`` (``KEY=VALUE``); returns every cell's record."""
     try:
@@ -60,8 +62,7 @@ def submit(plan: Plan, executor_name: str, jobs: int | None = None, parameters: 
         record = store.record(cell.key)
         if record is None:
             reason = problems.get(f"{index % count}/{count}", "no record was written; see the job logs")
-            record = {"key": cell.key, "label": cell.label, "scenario": cell.scenario.name, "kind": cell.scenario.config.kind,
-                      "preset": cell.preset, "method": cell.method, "seed": cell.seed, "dataset": cell.scenario.config.data.name,
-                      "config": cell.scenario.config.model_dump(mode="json"), "status": "failed", "reason": reason}
+            record = parse_record({**cell_fields(cell), "dataset": cell.scenario.config.data.name, "status": "failed",
+                                   "reason": reason})
         records.append(record)
     return records

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from benchbackcompat.errors import BenchError
+from benchbackcompat.record import CellRecord, FinishedRecord
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -31,7 +32,7 @@ def _roots(paths: Paths) -> list[Path]:
     return [Path(paths)] if isinstance(paths, (str, Path)) else [Path(p) for p in paths]
 
 
-def read_records(paths: Paths) -> list[dict[str, Any]]:
+def read_records(paths: Paths) -> list[CellRecord]:
     """The records under one or several results directories, merged (see ``report.merge``), each with its
     ``source`` directory; unfinished cells included."""
     from benchbackcompat.report.merge import merge_records
@@ -41,44 +42,44 @@ def read_records(paths: Paths) -> list[dict[str, Any]]:
     for root in roots:
         if not (root / "cells").is_dir():
             raise BenchError(f"no results in {root} (no cells/ folder); run `benchbackcompat run --out {root}` first")
-    sources = ((str(root), [{**r, "source": str(root)} for r in ResultStore(root).records()]) for root in roots)
+    sources = ((str(root), [r.model_copy(update={"source": str(root)}) for r in ResultStore(root).records()])
+               for root in roots)
     return merge_records(sources).records
 
 
-def _cell_fields(record: dict[str, Any]) -> dict[str, Any]:
-    versions = record.get("versions", {})
-    return {"scenario": record.get("scenario"), "kind": record.get("kind"), "method": record.get("method"),
-            "seed": record.get("seed"), "status": record.get("status"), "preset": record.get("preset"),
-            "dataset": record.get("dataset"), "params": json.dumps(record.get("params", {}), sort_keys=True),
-            "key": record.get("key"), "label": record.get("label"), "source": record.get("source"),
-            "version": versions.get("benchbackcompat"), "commit": versions.get("commit"), "device": record.get("device")}
+def _cell_fields(record: CellRecord) -> dict[str, Any]:
+    return {"scenario": record.scenario, "kind": record.kind, "method": record.method, "seed": record.seed,
+            "status": record.status, "preset": record.preset, "dataset": record.dataset,
+            "params": json.dumps(record.params, sort_keys=True), "key": record.key, "label": record.label,
+            "source": record.source, "version": record.versions.benchbackcompat, "commit": record.versions.commit,
+            "device": record.device}
 
 
 def _number(value: Any) -> float:
     return math.nan if value is None else float(value)
 
 
-def results_frame(records: Iterable[dict[str, Any]]) -> pd.DataFrame:
+def results_frame(records: Iterable[CellRecord]) -> pd.DataFrame:
     """One row per cell x retrieval metric x scalar statistic (AC, AA, ACA, self, cross, p_com, ...); a cell
     without metrics (diverged, failed, not applicable) is one row with empty metric, statistic and value."""
     rows = []
     for record in records:
         cell = _cell_fields(record)
-        metrics = record.get("metrics") or {}
+        metrics = record.metrics if isinstance(record, FinishedRecord) else {}
         if not metrics:
             rows.append({**cell, "metric": None, "statistic": None, "value": math.nan})
-        for metric, values in metrics.items():
+        for metric, summary in metrics.items():
             rows += [{**cell, "metric": metric, "statistic": name, "value": _number(value)}
-                     for name, value in values.items() if value is None or isinstance(value, (int, float))]
+                     for name, value in summary.scalars().items()]
     return _pandas().DataFrame(rows, columns=RESULT_COLUMNS)
 
 
-def matrix_frame(records: Iterable[dict[str, Any]]) -> pd.DataFrame:
+def matrix_frame(records: Iterable[CellRecord]) -> pd.DataFrame:
     """One row per compatibility-matrix entry C[t][k] (k <= t): query model t, gallery model k, value in %."""
     rows = []
     for record in records:
         cell = {k: v for k, v in _cell_fields(record).items() if k in MATRIX_COLUMNS}
-        for metric, matrix in (record.get("matrices") or {}).items():
+        for metric, matrix in (record.matrices if isinstance(record, FinishedRecord) else {}).items():
             rows += [{**cell, "metric": metric, "query_model": t, "gallery_model": k, "value": _number(matrix[t][k])}
                      for t in range(len(matrix)) for k in range(t + 1)]
     return _pandas().DataFrame(rows, columns=MATRIX_COLUMNS)

@@ -35,13 +35,15 @@ def source_packages(cls: type, within: type = object) -> list[str]:
 
 
 def source_files(package: str) -> list[Path]:
-    """The Python files of top-level module or package ``package`` (a single module: its one file)."""
+    """The Python files of top-level module or package ``package`` (a single module: its one file), without its
+    ``tests`` folders (a first-party method family keeps its tests beside it; they are not the method's code)."""
     module = sys.modules.get(package)
     if module is None:
         return []
     paths = getattr(module, "__path__", None)
     if paths:
-        return sorted(p for root in paths for p in Path(root).rglob("*.py") if "__pycache__" not in p.parts)
+        return sorted(p for root in paths for p in Path(root).rglob("*.py")
+                      if not {"__pycache__", "tests"} & set(p.relative_to(root).parts))
     file = getattr(module, "__file__", None)
     return [Path(file)] if file else []
 

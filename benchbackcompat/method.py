@@ -68,6 +68,12 @@ class StepContext:
     seed: int = 0  # the cell's seed, for methods that draw their own initialisations
     embedder: Embedder | None = None  # set by the engine: batched feature extraction on the training device
 
+    @property
+    def align_to(self) -> Network | None:
+        """The frozen model a step aligns to: the model pretrained elsewhere that the step starts from (IAM-CL2R's
+        task 1 and replacement tasks, as the official code), otherwise the previous step's model."""
+        return self.incoming if self.incoming is not None else self.old_model
+
     def embed(self, model: nn.Module, arrays: ImageArrays) -> Tensor:
         """Embeddings (``model.embed``, unnormalised, float32) of every image of ``arrays``, without augmentation."""
         if self.embedder is None:
@@ -192,12 +198,17 @@ class Method:
         return StandardMethod()
 
     def model_identity(self) -> dict[str, Any]:
-        """Hyperparameters that change this method's plain cross-entropy models (curvature, K, ...): part
-        of the key of the shared models, so that other settings never reuse them. Default: none."""
+        """Hyperparameters that change this method's plain cross-entropy models (curvature, K, a temperature
+        inside the model, ...): part of the key of the shared models, so that other settings never reuse
+        them. Default: none."""
         return {}
 
-    def describe(self) -> dict[str, Any]:
-        return {"name": self.name, "params": self.params.model_dump(mode="json")}
+    def model_key(self) -> dict[str, Any]:
+        """What the models this method trains (as a standard recipe or a reference) are keyed by, besides
+        their data, training and code: declared data only (name, head, hyperparameters, ``model_identity``),
+        never function names, so renaming code does not change which stored model is meant."""
+        return {"name": self.name, "head": self.head, "params": self.params.model_dump(mode="json"),
+                **self.model_identity()}
 
 
 class CompatibilityMethod(Method):
@@ -227,6 +238,47 @@ class StandardMethod(Method):
     """Plain cross-entropy training: the shared old models and the references of P_com/P_up."""
 
     name = "standard"
+
+
+class StandardRecipe(Method):
+    """The recipe of ``owner``'s plain models: cross-entropy training of ``owner``'s model (its builder and head),
+    retrieved as ``owner`` retrieves (features, similarity, templates, pair features). The engine trains the
+    shared standard models with it (methods with ``standard_steps`` "first" or "all"); a method's own
+    ``reference()`` may subclass it. Its models are keyed by declared data (``model_key``: "standard", the head,
+    ``owner.model_identity()``) and by the source of ``owner``'s code (``code_owner``)."""
+
+    name = "standard"
+
+    def __init__(self, owner: Method) -> None:
+        super().__init__()
+        self.owner = owner
+        self.head = owner.head  # type: ignore[misc]
+
+    @property
+    def code_owner(self) -> Method:
+        """The method whose code builds these models."""
+        return self.owner
+
+    def build_model(self, ctx: StepContext, backbone: str, num_classes: int) -> Network:
+        return self.owner.build_model(ctx, backbone, num_classes)
+
+    def features(self, model: Network, images: Tensor) -> Tensor:
+        return self.owner.features(model, images)
+
+    def feature_size(self, model: Network) -> int:
+        return self.owner.feature_size(model)
+
+    def similarity(self) -> Similarity:
+        return self.owner.similarity()
+
+    def templates(self) -> Templates:
+        return self.owner.templates()
+
+    def pair_features(self, query: Tensor, gallery: Tensor, query_step: int, gallery_step: int) -> tuple[Tensor, Tensor]:
+        return self.owner.pair_features(query, gallery, query_step, gallery_step)
+
+    def model_identity(self) -> dict[str, Any]:
+        return self.owner.model_identity()
 
 
 def match_size(features: Tensor, size: int) -> Tensor:

@@ -35,6 +35,7 @@ from benchbackcompat.search import Search, make_search, method_grid
 from benchbackcompat.selection import grid_points
 from benchbackcompat.scenarios.steps import build_steps
 from benchbackcompat.store import ResultStore
+from benchbackcompat.record import CellRecord, FailedRecord, FinishedRecord
 
 # Training-pool sizes of the built-in datasets, to plan steps without loading images.
 DEFAULT_CLASSES = {"embedded": 100, "cifar10": 10, "cifar100": 100, "tinyimagenet": 200, "cifar10-jpeg": 10, "fashion-mnist": 10}
@@ -133,7 +134,7 @@ def rerun_methods(plan: Plan, force: bool, rerun: list[str]) -> frozenset[str]:
     return frozenset(plan.methods) if force else frozenset(rerun)
 
 
-def run_shard(run: RunConfig, shard: str, rerun: frozenset[str] = frozenset()) -> list[dict[str, Any]]:
+def run_shard(run: RunConfig, shard: str, rerun: frozenset[str] = frozenset()) -> list[CellRecord]:
     """The body of one job of an executor: shard ``I/N`` of the run's cells, computed in this process
     (the methods in ``rerun`` recomputed, as ``--force``/``--rerun`` asked). A job's log is a file: no bars."""
     logs.configure(0, None, progress=False)
@@ -161,16 +162,16 @@ def check_names(scenario: ScenarioBase) -> None:
             raise UnknownNameError("backbone", name, [*list_backbones(), f"{TIMM_PREFIX}<model>"])
 
 
-def run_summary(records: list[dict[str, Any]], seconds: float, out: Path) -> tuple[str, int]:
+def run_summary(records: list[CellRecord], seconds: float, out: Path) -> tuple[str, int]:
     """The end-of-run summary and the exit code: 1 when any cell failed or diverged, else 0."""
-    counts = Counter(r["status"] for r in records)
+    counts = Counter(r.status for r in records)
     lines = [f"{len(records)} cells in {seconds:.1f} s ({', '.join(f'{n} {s}' for s, n in sorted(counts.items()))}); "
              f"results in {out}"]
     for record in records:
-        if record["status"] != "finished":
-            where = f"; traceback in {record['traceback']}" if record.get("traceback") else ""
-            lines.append(f"  {record['label']}: {record['status']} ({record.get('reason', '')}{where})")
-    here = sum(r.get("worker") == worker_name() for r in records)
+        if not isinstance(record, FinishedRecord):
+            where = f"; traceback in {record.traceback}" if isinstance(record, FailedRecord) and record.traceback else ""
+            lines.append(f"  {record.label}: {record.status} ({record.reason}{where})")
+    here = sum(r.worker == worker_name() for r in records)
     lines[0] += f"; {here} computed by this process"
     bad = counts["failed"] + counts["diverged"]
     if counts["failed"]:
@@ -178,7 +179,7 @@ def run_summary(records: list[dict[str, Any]], seconds: float, out: Path) -> tup
     return "\n".join(lines), int(bad > 0)
 
 
-def execute(plan: Plan, host: PluginHost, cells: list[Cell] | None = None) -> list[dict[str, Any]]:
+def execute(plan: Plan, host: PluginHost, cells: list[Cell] | None = None) -> list[CellRecord]:
     """Run every unfinished cell of ``cells`` (default: the plan's); returns all records (finished ones read
     back from the store).
 
@@ -193,11 +194,11 @@ def execute(plan: Plan, host: PluginHost, cells: list[Cell] | None = None) -> li
     device = resolve_device(run.device)
     log.info(f"device: {device_name(device)}; {availability_line()}")
     plugin_versions = {name: _plugin_version(host, name) for name in run.methods}
-    records: dict[str, dict[str, Any]] = {}
+    records: dict[str, CellRecord] = {}
     cells = plan.cells if cells is None else cells
     data_of = assign_fingerprints(plan, device, cells)
 
-    def run_one(cell: Cell) -> dict[str, Any]:
+    def run_one(cell: Cell) -> CellRecord:
         existing = store.record(cell.key)  # another process may have finished it meanwhile
         if existing is not None:
             return existing
@@ -209,10 +210,10 @@ def execute(plan: Plan, host: PluginHost, cells: list[Cell] | None = None) -> li
         record = run_cell(cell, method, data_of(cell), store, device, observer=functools.partial(host.notify, "bbc_on_log") if distributed.is_main() else None,
                           plugin_versions=plugin_versions, share_models=run.share_models,
                           acceleration=Acceleration.resolve(run.channels_last, run.compile, device))
-        if record["status"] == "finished":
-            host.notify("bbc_on_cell_finished", record=record)
-        reason = f" ({record['reason']})" if record.get("reason") else ""
-        log.info(f"cell {cell.label}: {record['status']}{reason} in {time.perf_counter() - started:.1f} s")
+        if isinstance(record, FinishedRecord):
+            host.notify("bbc_on_cell_finished", record=record.to_json())
+        reason = "" if isinstance(record, FinishedRecord) else f" ({record.reason})"
+        log.info(f"cell {cell.label}: {record.status}{reason} in {time.perf_counter() - started:.1f} s")
         return record
 
     pending = []

@@ -9,6 +9,7 @@ from benchbackcompat.config import NamedScenario, RunConfig
 from benchbackcompat.engine.runner import Cell
 from benchbackcompat.errors import BenchError
 from benchbackcompat.method import Method
+from benchbackcompat.record import CellRecord, FinishedRecord
 from benchbackcompat.selection import DEFAULT_GRID, choose, selection_scenario, validation_scores
 from benchbackcompat.store import ResultStore
 
@@ -41,7 +42,7 @@ class Search:
         outcome = {
             "selected": {k: chosen[k] for k in self.grid}, "note": choice.note, "grid_size": len(self.points),
             "points": [{"params": {k: p[k] for k in self.grid}, "validation": s,
-                        "status": sorted({r["status"] for r in rs}), "seconds": sum(_seconds(r) for r in rs)}
+                        "status": sorted({r.status for r in rs}), "seconds": sum(_seconds(r) for r in rs)}
                        for p, s, rs in zip(self.points, scores, per_point)],
             "grid_seconds": sum(_seconds(r) for r in records),
         }
@@ -54,8 +55,8 @@ def _point_label(params: dict[str, Any], grid: dict[str, list[Any]]) -> str:
     return ",".join(f"{k}={params[k]}" for k in grid)
 
 
-def _seconds(record: dict[str, Any]) -> float:
-    return float(record.get("timings", {}).get("total_s", 0.0))
+def _seconds(record: CellRecord) -> float:
+    return float(record.timings.get("total_s", 0.0)) if isinstance(record, FinishedRecord) else 0.0
 
 
 def method_grid(method: Method, grid: dict[str, list[Any]] | str) -> dict[str, list[Any]]:

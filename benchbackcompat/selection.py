@@ -24,6 +24,7 @@ from typing import Any
 
 from benchbackcompat.config import NamedScenario, SelectionRule, ValidationSplit
 from benchbackcompat.errors import BenchError
+from benchbackcompat.record import CellRecord, FinishedRecord
 
 Grid = dict[str, list[Any]]
 DEFAULT_GRID = "default"  # in place of a grid: the one the method declares (``Params.grid``)
@@ -92,13 +93,14 @@ def choose(rule: SelectionRule, scores: list[dict[str, float | None]], tolerance
     return Choice(best, f"highest {first}, then {second}")
 
 
-def validation_scores(records: Iterable[dict[str, Any]], rule: SelectionRule, metric: str) -> dict[str, float | None]:
+def validation_scores(records: Iterable[CellRecord], rule: SelectionRule, metric: str) -> dict[str, float | None]:
     """The scores ``rule`` reads on ``metric``, averaged over the records (seeds) of one grid point; None where a
     seed has no finite value (diverged, not applicable, not computable)."""
     records = list(records)
     scores: dict[str, float | None] = {}
     for name in RULE_SCORES[rule]:
-        values = [r.get("metrics", {}).get(metric, {}).get(name) if r.get("status") == "finished" else None for r in records]
+        values = [r.metrics[metric].statistic(name) if isinstance(r, FinishedRecord) and metric in r.metrics else None
+                  for r in records]
         finite = [float(v) for v in values if v is not None and math.isfinite(v)]
         scores[name] = statistics.fmean(finite) if records and len(finite) == len(values) else None
     return scores

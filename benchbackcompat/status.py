@@ -18,6 +18,7 @@ from benchbackcompat.identity import RESULTS_VERSION, code_identity
 from benchbackcompat.method import Method
 from benchbackcompat.plugins import PluginHost
 from benchbackcompat.store import ResultStore
+from benchbackcompat.record import CellRecord
 
 
 def cell_states(results: Path) -> list[dict[str, Any]]:
@@ -29,10 +30,10 @@ def cell_states(results: Path) -> list[dict[str, Any]]:
     for key in store.keys():
         folder = store.cell_dir(key)
         record = store.record(key)
-        entry = record or store.cell_entry(key) or {}
-        row = {"key": key, "cell": entry.get("label", "?"), "state": "", "detail": ""}
+        label = record.label if record is not None else (store.cell_entry(key) or {}).get("label", "?")
+        row = {"key": key, "cell": label, "state": "", "detail": ""}
         if record is not None:
-            row["state"] = record["status"]
+            row["state"] = record.status
             why = staleness(record, current, host)
             if why:
                 row["state"], row["detail"] = "stale", why
@@ -46,14 +47,14 @@ def cell_states(results: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def staleness(record: dict[str, Any], current: dict[str, Any], host: PluginHost) -> str:
+def staleness(record: CellRecord, current: dict[str, Any], host: PluginHost) -> str:
     """Why ``record`` was computed by other code than the installed one ("" when it was not)."""
-    identity = record.get("identity")
-    if not isinstance(identity, dict):
+    identity = record.identity
+    if not identity:
         return "recorded without a code identity (an older version)"
     if identity.get("results_version") != RESULTS_VERSION:
         return f"core results version {identity.get('results_version')} (now {RESULTS_VERSION})"
-    name = record.get("method", "")
+    name = record.method
     if name not in current:
         try:
             current[name] = code_identity(host.method_class(name), within=Method)

@@ -11,13 +11,12 @@ import argparse
 import multiprocessing
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
-from typing import Any
-
 import torch
 
 from benchbackcompat.errors import BenchError
 from benchbackcompat.plugins import PluginHost
 from benchbackcompat.run import Plan, execute
+from benchbackcompat.record import CellRecord
 
 PlanBuilder = Callable[[argparse.Namespace], tuple[Plan, PluginHost]]
 
@@ -27,7 +26,7 @@ def threads_per_worker(workers: int, threads: int | None = None) -> int:
     return max(1, (threads or torch.get_num_threads()) // workers)
 
 
-def execute_in_workers(args: argparse.Namespace, plan: Plan, workers: int, build: PlanBuilder) -> list[dict[str, Any]]:
+def execute_in_workers(args: argparse.Namespace, plan: Plan, workers: int, build: PlanBuilder) -> list[CellRecord]:
     """Run ``plan`` in ``workers`` processes (each rebuilds it with ``build(args)``); returns every cell's record."""
     if workers < 1:
         raise BenchError(f"--workers {workers}: expected a positive number of processes, e.g. --workers 2")
@@ -37,10 +36,10 @@ def execute_in_workers(args: argparse.Namespace, plan: Plan, workers: int, build
         futures = [pool.submit(_work, args, build, threads) for _ in range(count)]
         results = [future.result() for future in futures]
     # every process returns the whole plan's records; a cell that failed in one may have been retried by another
-    return [next((r for r in column if r["status"] != "failed"), column[0]) for column in zip(*results)]
+    return [next((r for r in column if r.status != "failed"), column[0]) for column in zip(*results)]
 
 
-def _work(args: argparse.Namespace, build: PlanBuilder, threads: int) -> list[dict[str, Any]]:
+def _work(args: argparse.Namespace, build: PlanBuilder, threads: int) -> list[CellRecord]:
     torch.set_num_threads(threads)
     plan, host = build(args)
     return execute(plan, host)

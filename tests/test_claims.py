@@ -19,7 +19,8 @@ def _sequence(method: str, hits: list[list[int | None]], n: int = 300, seed: int
         return outcomes.encode(values)
 
     C = [[100.0 * hits[t][k] / n if k <= t else None for k in range(T)] for t in range(T)]
-    return {"status": "finished", "key": f"{method}{seed}", "scenario": "multi-step", "kind": "multi-step",
+    return {"status": "finished", "key": f"{method}{seed}", "label": f"multi-step/{method}/seed{seed}",
+            "scenario": "multi-step", "kind": "multi-step",
             "dataset": "d", "preset": "p", "method": method, "params": {}, "seed": seed,
             "config": {"metrics": ["cmc@1"]}, "metrics": {"cmc@1": {"AA": 0.0, "AC": 0.0, "ACA": 0.0}},
             "matrices": {"cmc@1": C}, "chance": {"cmc@1": 1.0},

@@ -34,12 +34,12 @@ def run(out, *launcher: str) -> dict:
 def test_two_gloo_ranks_match_one_process(tmp_path):
     single = run(tmp_path / "single")
     ranks = run(tmp_path / "ddp", "-m", "torch.distributed.run", "--nproc_per_node", "2")
-    assert ranks["status"] == single["status"] == "finished"
-    for step, curve in single["curves"].items():
-        for a, b in zip(curve, ranks["curves"][step], strict=True):
+    assert ranks.status == single.status == "finished"
+    for step, curve in single.curves.items():
+        for a, b in zip(curve, ranks.curves[step], strict=True):
             assert b["loss"] == pytest.approx(a["loss"], rel=0.05)
     for metric, tolerance in (("cmc@1", 6.0), ("map", 3.0)):
         for entry in ("self", "cross", "old_self", "reference_self"):
-            assert ranks["metrics"][metric][entry] == pytest.approx(single["metrics"][metric][entry], abs=tolerance)
+            assert ranks.metrics[metric].statistic(entry) == pytest.approx(single.metrics[metric].statistic(entry), abs=tolerance)
     # the shared old model (trained by both ranks together) is written once, by rank 0
     assert len(list((tmp_path / "ddp" / "models").glob("*.pt"))) == 2

@@ -25,6 +25,7 @@ from benchbackcompat.store.checkpoint import checksum_path, load_checkpoint, sav
 from benchbackcompat.engine.evaluate import extract_features, score
 from benchbackcompat.errors import BenchError
 from benchbackcompat.store import ResultStore
+from benchbackcompat.record import CellRecord
 
 TINY = [
     "--set", "data.num_classes=6", "--set", "data.train_per_class=40", "--set", "data.test_per_class=12",
@@ -101,13 +102,13 @@ def reference(runner, tmp_path_factory) -> dict:
     return {"out": out, "record": record}
 
 
-def outcome(record: dict) -> dict:
+def outcome(record: CellRecord) -> dict:
     """What a resumed run must reproduce exactly (``shared_models`` is left out: a step resumed from its
     checkpoint does not list the shared model it was made from, a provenance gap of run_steps)."""
-    return {k: record[k] for k in ("status", "matrices", "metrics", "curves")}
+    return {k: getattr(record, k) for k in ("status", "matrices", "metrics", "curves")}
 
 
-def final_record(out: Path) -> dict:
+def final_record(out: Path) -> CellRecord:
     (record,) = ResultStore(out).records()
     return record
 
@@ -186,8 +187,9 @@ def test_corrupt_checkpoints_and_results_are_reported_and_recomputed(runner, ref
 @pytest.mark.parametrize("damage", ["truncate", "edit", "drop-checksum", "not-json"])
 def test_damaged_record_is_not_used(damage, tmp_path, caplog):
     store = ResultStore(tmp_path)
-    path = store.write_record("abc", {"key": "abc", "status": "finished", "metrics": {"cmc@1": {"AA": 12.5}}})
-    assert store.record("abc")["metrics"]["cmc@1"]["AA"] == 12.5
+    cell = {"key": "abc", "label": "s/m/seed0", "scenario": "s", "kind": "ext-class", "method": "m", "seed": 0}
+    path = store.write_record("abc", {**cell, "status": "finished", "metrics": {"cmc@1": {"AA": 12.5}}})
+    assert store.record("abc").metrics["cmc@1"].AA == 12.5
     text = path.read_text()
     damaged = {
         "truncate": text[: len(text) // 2],
@@ -274,11 +276,11 @@ def test_diverged_and_failed_cells_do_not_stop_the_others(buggy_plugin, tmp_path
             "--methods", "independent,l2,buggy", "--set", "methods.l2.weight=1e30"]
     assert main(argv) == 1
     captured = capsys.readouterr()
-    records = {r["method"]: r for r in ResultStore(out).records()}
-    assert records["independent"]["status"] == "finished"
+    records = {r.method: r for r in ResultStore(out).records()}
+    assert records["independent"].status == "finished"
     diverged = records["l2"]
-    assert diverged["status"] == "diverged" and diverged["step"] == 1 and diverged["epoch"] == 0
-    assert diverged["batch"] >= 1 and diverged["last_finite_loss"] > 1e20  # the finite loss before the NaN/Inf
+    assert diverged.status == "diverged" and diverged.step == 1 and diverged.epoch == 0
+    assert diverged.batch >= 1 and diverged.last_finite_loss > 1e20  # the finite loss before the NaN/Inf
     assert "buggy" not in records  # failed cells are not recorded, so a re-run retries them
     (trace,) = out.glob("cells/*/traceback.txt")
     assert "ZeroDivisionError" in trace.read_text() and "buggy_method.py" in trace.read_text()
@@ -385,14 +387,16 @@ def test_fault_spec_counts_hits_and_rejects_bad_specs():
 
 def test_records_are_strict_json_with_nan_as_null(tmp_path):
     store = ResultStore(tmp_path)
-    path = store.write_record("a" * 16, {"key": "a" * 16, "matrices": {"m": [[1.0, float("nan")], [float("inf"), 2.0]]}})
+    cell = {"key": "a" * 16, "label": "s/m/seed0", "scenario": "s", "kind": "ext-class", "method": "m", "seed": 0}
+    path = store.write_record("a" * 16, {**cell, "status": "finished",
+                                         "matrices": {"m": [[1.0, float("nan")], [float("inf"), 2.0]]}})
 
     def refuse(constant):
         raise ValueError(f"not strict JSON: {constant}")
 
     record = json.loads(path.read_text(), parse_constant=refuse)
     assert record["matrices"]["m"] == [[1.0, None], [None, 2.0]]
-    assert store.record("a" * 16)["matrices"]["m"] == [[1.0, None], [None, 2.0]]
+    assert store.record("a" * 16).matrices["m"] == [[1.0, None], [None, 2.0]]
 
 
 def test_temporary_files_of_killed_writers_are_removed_on_the_next_run(tmp_path):

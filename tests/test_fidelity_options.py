@@ -42,7 +42,7 @@ def test_the_frobenius_dsimplex_can_be_selected():
     assert torch.allclose(unit, dsimplex(6)) and torch.allclose(frobenius, dsimplex_frobenius(6))
     # same directions, rows shorter than one
     assert torch.allclose(F.normalize(frobenius, dim=1), unit, atol=1e-5) and (frobenius.norm(dim=1) < 0.5).all()
-    assert DSimplexHOC(HocParams(simplex="frobenius")).reference().describe() != DSimplexHOC().reference().describe()
+    assert DSimplexHOC(HocParams(simplex="frobenius")).reference().model_key() != DSimplexHOC().reference().model_key()
 
 
 def test_etf_dr_references_are_trained_with_dot_regression_labels_left_to_right():

@@ -43,31 +43,31 @@ def run(tmp_path, methods: list[str], seeds=(0,), **overrides):
                          scenario_overrides=deep_merge(TINY, overrides), device="cpu")
     host = PluginHost()
     records = execute(make_plan(config, host), host)
-    assert all(r["status"] == "finished" for r in records), [r.get("reason") for r in records]
-    return {(r["method"], r["seed"]): r for r in records}
+    assert all(r.status == "finished" for r in records), [getattr(r, "reason", None) for r in records]
+    return {(r.method, r.seed): r for r in records}
 
 
 @pytest.mark.slow
 def test_pretrained_models_are_shared_by_recipe_and_across_seeds(tmp_path):
     records = run(tmp_path, ["hoc", "dsimplex-fd", "er"]) | run(tmp_path, ["hoc", "er"], seeds=(1,))
-    shared = {key: set(r["shared_models"]) for key, r in records.items()}
+    shared = {key: set(r.shared_models) for key, r in records.items()}
     assert len(shared["hoc", 0]) == 2  # the start model and one replacement
     assert shared["hoc", 0] == shared["dsimplex-fd", 0] == shared["hoc", 1]  # same d-Simplex recipe, any seed
     assert shared["er", 0] == shared["er", 1] and not shared["er", 0] & shared["hoc", 0]  # learnable-head recipe
     for record in records.values():
-        values = record["metrics"]["top1"]
-        assert values["AC"] is not None and len(values["AC_curve"]) == 2 and len(values["AA_curve"]) == 2
-    assert "nce" in records["hoc", 0]["curves"]["0"][0]  # task 1 already aligns to the incoming pretrained model
+        values = record.metrics["top1"]
+        assert values.AC is not None and len(values.AC_curve) == 2 and len(values.AA_curve) == 2
+    assert "nce" in records["hoc", 0].curves["0"][0]  # task 1 already aligns to the incoming pretrained model
 
 
 @pytest.mark.slow
 def test_architecture_replacement_marks_cross_tests_not_computable(tmp_path):
     records = run(tmp_path, ["er", "hoc"], model={"embedding_dim": None}, pretrain_architectures=["convnet-s", "convnet-m"])
     er, hoc = records["er", 0], records["hoc", 0]
-    C = er["matrices"]["top1"]
+    C = er.matrices["top1"]
     assert math.isnan(C[1][0]) and not math.isnan(C[1][1])  # 128-d vs 192-d backbones
-    assert any("feature sizes differ" in note for note in er["notes"])
-    assert er["metrics"]["top1"]["AC"] is None and er["metrics"]["top1"]["AA"] is None
-    assert er["metrics"]["top1"]["AA_curve"][0] is not None and er["metrics"]["top1"]["AA_curve"][1] is None
+    assert any("feature sizes differ" in note for note in er.notes)
+    assert er.metrics["top1"].AC is None and er.metrics["top1"].AA is None
+    assert er.metrics["top1"].AA_curve[0] is not None and er.metrics["top1"].AA_curve[1] is None
     # the d-Simplex fixes the feature size to K-1 for every architecture: everything is computable
-    assert hoc["metrics"]["top1"]["AC"] is not None and not hoc["notes"]
+    assert hoc.metrics["top1"].AC is not None and not hoc.notes

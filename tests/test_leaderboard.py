@@ -5,10 +5,12 @@ from __future__ import annotations
 import copy
 import json
 import re
+import shlex
 from pathlib import Path
 
 import pytest
 
+from benchbackcompat.record import parse_record
 from benchbackcompat.cli import main
 from benchbackcompat.observers.tensorboard import TensorBoardObserver
 from benchbackcompat.plugins import PluginHost
@@ -70,7 +72,7 @@ def test_merge_reports_discarded_duplicates():
     other = copy.deepcopy(record)
     other["metrics"]["cmc@1"]["self"] = 0.0
     merged = merge_records([("x", [record]), ("y", [copy.deepcopy(record)]), ("z", [other])])
-    assert merged.records == [record]
+    assert merged.records == [parse_record(record)]
     assert [(d.kept, d.dropped, d.differs) for d in merged.duplicates] == [("x", "y", False), ("x", "z", True)]
 
 
@@ -175,3 +177,25 @@ def test_a_run_feeds_registered_observers(monkeypatch, tmp_path):
     tags = {tag for tag, _, _ in writer.scalars}
     assert {"step-1/loss", "step-1/l2", "step-1/lr", "accuracy/cmc@1/self", "final/cmc@1/p_com"} <= tags
     assert writer.log_dir == str(tmp_path / "tb" / "ext-class/l2/seed0") and writer.closed
+
+
+@pytest.mark.slow
+def test_reproduce_commands_recompute_the_same_cells_whatever_the_presets_say_now(monkeypatch, tmp_path, capsys):
+    results, board = tmp_path / "results", tmp_path / "board"
+    tiny = ["--set", "data.num_classes=4", "--set", "data.train_per_class=16", "--set", "data.test_per_class=6",
+            "--set", "data.open_classes=2", "--set", "data.pretrain_classes=4", "--set", "train.epochs=1",
+            "--set", "train.batch_size=32", "--set", "model.embedding_dim=8", "--set", "metrics=[\"cmc@1\"]"]
+    assert main(["run", "--out", str(results), *tiny, "--scenario", "ext-class", "--methods", "l2,hoc",
+                 "--set", "methods.hoc.lam=0.3"]) == 0
+    keys = sorted(p.name for p in (results / "cells").iterdir())
+    changed = tmp_path / "presets"  # today's quick preset no longer says what the records were computed with
+    changed.mkdir()
+    (changed / "quick.toml").write_text('[scenarios.ext-class]\nkind = "ext-class"\ntrain = { epochs = 9 }\n')
+    monkeypatch.setenv("BENCHBACKCOMPAT_PRESETS", str(changed))
+    assert main(["leaderboard", "--results", str(results), "--out", str(board)]) == 0
+    readme = (board / "README.md").read_text()
+    (command,) = [line for line in readme.splitlines() if line.startswith("benchbackcompat run ")]
+    argv = shlex.split(command)[1:]
+    assert argv[:2] == ["run", "--preset"] and Path(argv[2]).parent == board / "reproduce"
+    assert main([*argv, "--out", str(results)]) == 0
+    assert sorted(p.name for p in (results / "cells").iterdir()) == keys  # the same keys: nothing new was computed

@@ -115,15 +115,15 @@ def test_model_zoo_scenario_scores_encoder_features_psp_and_lsp(tmp_path):
     tiny = ["--set", "data.num_classes=6", "--set", "data.train_per_class=4", "--set", "data.test_per_class=12",
             "--set", 'zoo=["convnet-s","convnet-m","torchvision:resnet18"]', "--set", "classes=30"]
     assert main(["run", "--out", str(tmp_path), "--scenario", "model-zoo", "--methods", "independent,psp,lsp", *tiny]) == 0
-    records = {r["method"]: r for r in ResultStore(tmp_path).records()}
-    assert all(r["status"] == "finished" for r in records.values())
+    records = {r.method: r for r in ResultStore(tmp_path).records()}
+    assert all(r.status == "finished" for r in records.values())
     for method in ("psp", "lsp"):  # every model has 30 outputs: all six entries are computed
-        C = records[method]["matrices"]["cmc@1"]
-        assert not records[method]["notes"] and all(0 <= C[t][k] <= 100 for t in range(3) for k in range(t + 1))
+        C = records[method].matrices["cmc@1"]
+        assert not records[method].notes and all(0 <= C[t][k] <= 100 for t in range(3) for k in range(t + 1))
     # encoder features: 128-d, 192-d and 512-d, so no cross-test is defined
-    notes = records["independent"]["notes"]
+    notes = records["independent"].notes
     assert len(notes) == 3 and all("feature sizes differ" in n for n in notes)
     # random zoo models are seeded: a second run builds the same models and gives the same matrix
     assert main(["run", "--out", str(tmp_path / "again"), "--scenario", "model-zoo", "--methods", "lsp", *tiny]) == 0
     (again,) = ResultStore(tmp_path / "again").records()
-    assert again["matrices"] == records["lsp"]["matrices"]
+    assert again.matrices == records["lsp"].matrices

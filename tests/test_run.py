@@ -32,18 +32,18 @@ def test_single_update_run_stores_records_and_skips_them_again(tmp_path, capsys)
     assert run_cli(tmp_path, "--scenario", "both", "--methods", "independent,l2") == 0
     table = capsys.readouterr().out
     assert "| independent" in table and "| l2" in table and "P_com (cmc@1)" in table
-    records = {r["method"]: r for r in ResultStore(tmp_path).records()}
+    records = {r.method: r for r in ResultStore(tmp_path).records()}
     for record in records.values():
-        assert record["status"] == "finished" and record["seed"] == 0
-        C = record["matrices"]["cmc@1"]
+        assert record.status == "finished" and record.seed == 0
+        C = record.matrices["cmc@1"]
         assert len(C) == 2 and all(0 <= v <= 100 for v in (C[0][0], C[1][0], C[1][1]))
-        assert record["versions"]["torch"] and record["config"]["kind"] == "both"
-    independent = records["independent"]["metrics"]["cmc@1"]
+        assert record.versions.torch and record.config["kind"] == "both"
+    independent = records["independent"].metrics["cmc@1"]
     # the independent new model is the reference itself: P_up = 0, P_com = (cross - old)/(self - old)
-    assert independent["p_up"] == pytest.approx(0.0)
-    assert independent["reference_self"] == pytest.approx(independent["self"])
+    assert independent.p_up == pytest.approx(0.0)
+    assert independent.reference_self == pytest.approx(independent.self)
     # the old model is shared: both methods report the same old self-test
-    assert records["l2"]["matrices"]["cmc@1"][0][0] == independent["old_self"]
+    assert records["l2"].matrices["cmc@1"][0][0] == independent.old_self
     started = time.perf_counter()
     assert run_cli(tmp_path, "--scenario", "both", "--methods", "independent,l2") == 0
     assert time.perf_counter() - started < 5
@@ -62,17 +62,17 @@ def test_replay_scenarios_run_er(tmp_path):
     replay = ["--methods", "er", "--set", "num_tasks=3", "--set", "initial_class_fraction=0.34"]
     assert run_cli(tmp_path, "--scenario", "cl2r", *replay) == 0
     assert run_cli(tmp_path, "--scenario", "iam-cl2r", *replay, "--set", "pretrain_classes=[4,8]", "--set", "replacements=[3]") == 0
-    records = {r["scenario"]: r for r in ResultStore(tmp_path).records()}
+    records = {r.scenario: r for r in ResultStore(tmp_path).records()}
     for name in ("cl2r", "iam-cl2r"):
-        C = records[name]["matrices"]["top1"]
-        assert len(C) == 3 and records[name]["metrics"]["top1"]["AC"] is not None
+        C = records[name].matrices["top1"]
+        assert len(C) == 3 and records[name].metrics["top1"].AC is not None
 
 
 def test_not_applicable_cells_are_recorded_not_fatal(tmp_path, capsys):
     assert run_cli(tmp_path, "--scenario", "ext-data", "--methods", "er,l2") == 0
-    records = {r["method"]: r for r in ResultStore(tmp_path).records()}
-    assert records["er"]["status"] == "not-applicable" and "cl2r" in records["er"]["reason"]
-    assert records["l2"]["status"] == "finished"
+    records = {r.method: r for r in ResultStore(tmp_path).records()}
+    assert records["er"].status == "not-applicable" and "cl2r" in records["er"].reason
+    assert records["l2"].status == "finished"
 
 
 def _cli(out: Path) -> list[str]:
@@ -82,7 +82,7 @@ def _cli(out: Path) -> list[str]:
 
 def _matrix(out: Path) -> dict:
     (record,) = ResultStore(out).records()
-    return record["matrices"]
+    return record.matrices
 
 
 def test_sigkill_halfway_then_resume_gives_the_uninterrupted_numbers(tmp_path):

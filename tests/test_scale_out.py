@@ -39,7 +39,7 @@ def test_two_concurrent_runs_on_one_directory_lose_and_duplicate_nothing(tmp_pat
     assert [p.returncode for p in processes] == [0, 0], outputs
     computed = [int(re.search(r"(\d+) computed by this process", err).group(1)) for _, err in outputs]
     records = list(ResultStore(tmp_path).records())
-    assert len(records) == 4 and all(r["status"] == "finished" for r in records)
+    assert len(records) == 4 and all(r.status == "finished" for r in records)
     assert sum(computed) == 4  # every cell ran in exactly one of the two processes
     assert outputs[0][0] == outputs[1][0]  # and both print the same leaderboard
     assert len(list((tmp_path / "models").glob("*.pt"))) == 4  # shared old model + reference per seed, trained once
@@ -52,7 +52,7 @@ def test_local_executor_runs_one_job_per_shard(tmp_path, capsys):
     captured = capsys.readouterr()
     assert "submitted 2 local jobs" in captured.err and "| independent" in captured.out and "| l2" in captured.out
     records = list(ResultStore(tmp_path).records())
-    workers = {r["worker"] for r in records}
+    workers = {r.worker for r in records}
     assert len(records) == 4 and len(workers) == 2  # two job processes, none of them this one
     assert all(not w.endswith(f":{__import__('os').getpid()}") for w in workers)
 
@@ -64,8 +64,8 @@ def test_compile_and_channels_last_train_the_same_model(tmp_path):
     assert main(["run", "--out", str(tmp_path / "plain"), *run]) == 0
     assert main(["run", "--out", str(tmp_path / "fast"), *run, "--compile", "--channels-last", "on"]) == 0
     (plain,), (fast,) = (list(ResultStore(tmp_path / d).records()) for d in ("plain", "fast"))
-    for a, b in zip(plain["curves"]["1"], fast["curves"]["1"], strict=True):
+    for a, b in zip(plain.curves["1"], fast.curves["1"], strict=True):
         assert b["loss"] == pytest.approx(a["loss"], rel=1e-3)
     for metric in ("cmc@1", "map"):
         for entry in ("self", "cross", "old_self"):
-            assert fast["metrics"][metric][entry] == pytest.approx(plain["metrics"][metric][entry], abs=3.0)
+            assert fast.metrics[metric].statistic(entry) == pytest.approx(plain.metrics[metric].statistic(entry), abs=3.0)

@@ -12,6 +12,7 @@ from benchbackcompat.data.arrays import ImageArrays
 from benchbackcompat.errors import BenchError
 from benchbackcompat.plugins import PluginHost
 from benchbackcompat.presets import load_preset, resolve_run
+from benchbackcompat.record import parse_record
 from benchbackcompat.report import leaderboard_tables
 from benchbackcompat.run import make_plan
 from benchbackcompat.scenarios.data import per_class_sample, validation_sets
@@ -58,9 +59,11 @@ def test_sequence_rule_is_ac_then_aa_and_ties_go_to_the_earlier_point():
 
 
 def test_validation_scores_average_seeds_and_drop_points_with_a_failed_seed():
-    finished = [{"status": "finished", "metrics": {"cmc@1": {"p_com": p, "p_up": u}}} for p, u in ((0.2, -0.1), (0.4, 0.1))]
+    cell = {"key": "k", "label": "s/m/seed0", "scenario": "s", "kind": "ext-class", "method": "m", "seed": 0}
+    finished = [parse_record({**cell, "status": "finished", "metrics": {"cmc@1": {"p_com": p, "p_up": u}}})
+                for p, u in ((0.2, -0.1), (0.4, 0.1))]
     assert validation_scores(finished, "hbct", "cmc@1") == pytest.approx({"p_com": 0.3, "p_up": 0.0})
-    diverged = [finished[0], {"status": "diverged"}]
+    diverged = [finished[0], parse_record({**cell, "status": "diverged", "reason": "loss is NaN"})]
     assert validation_scores(diverged, "hbct", "cmc@1") == {"p_com": None, "p_up": None}
 
 

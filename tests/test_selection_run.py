@@ -10,6 +10,7 @@ import torch
 
 from benchbackcompat.cli import main
 from benchbackcompat.data.arrays import ImageArrays
+from benchbackcompat.record import CellRecord
 from benchbackcompat.scenarios import data as scenario_data
 from benchbackcompat.store import ResultStore
 
@@ -39,10 +40,10 @@ def noisy_test_sets(load):
     return load_with_noise
 
 
-def by_role(out) -> tuple[dict[float, dict], dict]:
+def by_role(out) -> tuple[dict[float, CellRecord], CellRecord]:
     records = list(ResultStore(out).records())
-    selection = {r["params"]["weight"]: r for r in records if r["role"] == "selection"}
-    (final,) = [r for r in records if r["role"] == "result"]
+    selection = {r.params["weight"]: r for r in records if r.role == "selection"}
+    (final,) = [r for r in records if r.role == "result"]
     return selection, final
 
 
@@ -51,17 +52,17 @@ def test_selection_runs_on_the_validation_split_and_never_reads_the_test_set(tmp
     out = capsys.readouterr().out
     selection, final = by_role(tmp_path / "real")
     assert sorted(selection) == [0.1, 30.0]
-    chosen = final["selection"]
+    chosen = final.selection
     assert chosen["rule"] == "hbct" and chosen["grid_size"] == 2 and chosen["grid"] == {"weight": [0.1, 30.0]}
-    assert final["params"]["weight"] == chosen["selected"]["weight"]
+    assert final.params["weight"] == chosen["selected"]["weight"]
     # the recorded validation scores are the selection cells' P_com / P_up, and the grid cost is their time
     for point in chosen["points"]:
-        metrics = selection[point["params"]["weight"]]["metrics"]["cmc@1"]
-        assert point["validation"] == {"p_com": metrics["p_com"], "p_up": metrics["p_up"]}
-    assert chosen["grid_seconds"] == pytest.approx(sum(r["timings"]["total_s"] for r in selection.values()))
+        metrics = selection[point["params"]["weight"]].metrics["cmc@1"]
+        assert point["validation"] == {"p_com": metrics.p_com, "p_up": metrics.p_up}
+    assert chosen["grid_seconds"] == pytest.approx(sum(r.timings["total_s"] for r in selection.values()))
     # selection trains on 80% of each class and scores on the other 20% (4 classes x 30 images: 24 + 6 each)
-    assert selection[0.1]["config"]["data"]["validation"] == {"fraction": 0.2, "seed": 0}
-    assert "validation" not in final["config"]["data"]
+    assert selection[0.1].config["data"]["validation"] == {"fraction": 0.2, "seed": 0}
+    assert "validation" not in final.config["data"]
     assert f"**weight={chosen['selected']['weight']}** of 2 settings" in out
     assert "| l2" in out and out.count("| l2") == 1  # the validation cells are not leaderboard rows
 
@@ -73,8 +74,8 @@ def test_selection_runs_on_the_validation_split_and_never_reads_the_test_set(tmp
     assert main(["run", "--out", str(tmp_path / "noise"), *TINY, *GRID, "--shard", "1/2"]) == 0
     noisy_selection, noisy_final = by_role(tmp_path / "noise")
     for weight, record in selection.items():
-        assert noisy_selection[weight]["matrices"] == record["matrices"]
-        assert noisy_selection[weight]["metrics"] == record["metrics"]
-    assert noisy_final["selection"]["selected"] == chosen["selected"]
-    assert noisy_final["selection"]["points"][0]["validation"] == chosen["points"][0]["validation"]
-    assert noisy_final["matrices"] != final["matrices"]  # the noise did reach the final test evaluation
+        assert noisy_selection[weight].matrices == record.matrices
+        assert noisy_selection[weight].metrics == record.metrics
+    assert noisy_final.selection["selected"] == chosen["selected"]
+    assert noisy_final.selection["points"][0]["validation"] == chosen["points"][0]["validation"]
+    assert noisy_final.matrices != final.matrices  # the noise did reach the final test evaluation

@@ -18,8 +18,8 @@ TINY = [
 
 def test_records_time_training_shared_models_extraction_and_scoring_apart(tmp_path):
     assert main(["run", "--out", str(tmp_path), *TINY, "--scenario", "both", "--methods", "l2,independent"]) == 0
-    records = {r["method"]: r for r in ResultStore(tmp_path).records()}
-    first, second = records["l2"]["timings"], records["independent"]["timings"]
+    records = {r.method: r for r in ResultStore(tmp_path).records()}
+    first, second = records["l2"].timings, records["independent"].timings
     # l2 runs first: it trains the standard old model (its step 0, whose self-test P_com divides by) and the new
     # reference; independent's two steps are those standard models: it loads all of them
     assert first["shared_trained"] == ["standard-0", "reference-1"]
@@ -37,11 +37,11 @@ def test_workers_run_cells_in_processes_with_the_same_numbers(tmp_path):
     args = [*TINY, "--scenario", "ext-class", "--methods", "independent,l2"]
     assert main(["run", "--out", str(tmp_path / "one"), *args, "--workers", "1"]) == 0
     assert main(["run", "--out", str(tmp_path / "two"), *args, "--workers", "2"]) == 0
-    one = {r["method"]: r for r in ResultStore(tmp_path / "one").records()}
-    two = {r["method"]: r for r in ResultStore(tmp_path / "two").records()}
-    assert set(two) == {"independent", "l2"} and all(r["status"] == "finished" for r in two.values())
+    one = {r.method: r for r in ResultStore(tmp_path / "one").records()}
+    two = {r.method: r for r in ResultStore(tmp_path / "two").records()}
+    assert set(two) == {"independent", "l2"} and all(r.status == "finished" for r in two.values())
     for method in one:
-        assert two[method]["matrices"] == one[method]["matrices"]
+        assert two[method].matrices == one[method].matrices
 
 
 def test_workers_split_the_threads():

@@ -110,7 +110,8 @@ def _single(method: str, seed: int, n: int, old: int, new: int, cross: int, ref_
     metrics["p_com"] = (metrics["cross"] - metrics["old_self"]) / (metrics["reference_self"] - metrics["old_self"])
     metrics["p_up"] = (metrics["self"] - metrics["reference_self"]) / metrics["reference_self"]
     return {
-        "status": "finished", "key": f"{method}{seed}", "scenario": "ext-class", "kind": "ext-class", "dataset": "d",
+        "status": "finished", "key": f"{method}{seed}", "label": f"ext-class/{method}/seed{seed}", "scenario": "ext-class",
+        "kind": "ext-class", "dataset": "d",
         "preset": "p", "method": method, "params": {}, "seed": seed, "config": {"metrics": ["cmc@1"]},
         "metrics": {"cmc@1": metrics},
         "matrices": {"cmc@1": [[pct(old), None], [pct(cross), pct(new)]]},

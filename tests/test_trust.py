@@ -5,6 +5,7 @@ Runs use a 4-class ImageFolder tree of 8x8 images (about a second per cell).
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 import io
 import sys
@@ -99,12 +100,28 @@ def test_changing_a_methods_code_recomputes_its_cell_and_status_calls_the_old_on
     table = capsys.readouterr().out
     assert "1 finished, 1 stale" in table and "method source_sha256 changed" in table
     records = list(ResultStore(out).records())
-    assert len({r["identity"]["code"]["source_sha256"] for r in records}) == 2
-    assert all("mine-plugin 1.0" in r["identity"]["code"]["distribution"] and "commit" in r["versions"] for r in records)
+    assert len({r.identity["code"]["source_sha256"] for r in records}) == 2
+    assert all("mine-plugin 1.0" in r.identity["code"]["distribution"] and "commit" in r.versions.model_fields_set for r in records)
     sys.modules.pop("mine", None)
 
 
 @pytest.mark.slow
+def test_a_method_packages_tests_are_not_its_code(tmp_path, monkeypatch):
+    from benchbackcompat.identity import source_hash
+
+    package = tmp_path / "bbc_tested"
+    (package / "tests").mkdir(parents=True)
+    (package / "__init__.py").write_text("WEIGHT = 1\n")
+    spec = importlib.util.spec_from_file_location("bbc_tested", package / "__init__.py",
+                                                  submodule_search_locations=[str(package)])
+    monkeypatch.setitem(sys.modules, "bbc_tested", importlib.util.module_from_spec(spec))
+    before = source_hash(["bbc_tested"])
+    (package / "tests" / "test_weight.py").write_text("def test_weight():\n    assert True\n")
+    assert source_hash(["bbc_tested"]) == before  # a test beside the method does not make its records stale
+    (package / "__init__.py").write_text("WEIGHT = 2\n")
+    assert source_hash(["bbc_tested"]) != before  # its code does
+
+
 def test_same_data_through_two_paths_is_one_cell_and_new_images_another(tree, tmp_path):
     out = tmp_path / "run"
     link = tmp_path / "link"
@@ -114,7 +131,7 @@ def test_same_data_through_two_paths_is_one_cell_and_new_images_another(tree, tm
     assert computed(run(out, Path(str(tree) + "/../tree"), "independent")) == 0
     write_tree(tree, seed=1)  # other images behind the same path
     assert computed(run(out, tree, "independent")) == 1
-    fingerprints = {r["identity"]["data_sha256"] for r in ResultStore(out).records()}
+    fingerprints = {r.identity["data_sha256"] for r in ResultStore(out).records()}
     assert len(fingerprints) == 2
 
 
@@ -137,8 +154,8 @@ def test_duplicate_cells_run_and_count_once(tree, tmp_path, capsys):
 
 def test_status_lists_finished_partial_failed_and_pending_cells(tmp_path, capsys):
     store = ResultStore(tmp_path)
-    store.write_record("a" * 16, {"key": "a" * 16, "label": "s/m/seed0", "method": "independent", "status": "finished",
-                                  "identity": {"results_version": 0}})
+    store.write_record("a" * 16, {"key": "a" * 16, "label": "s/m/seed0", "scenario": "s", "kind": "ext-class", "seed": 0,
+                                  "method": "independent", "status": "finished", "identity": {"results_version": 0}})
     store.write_cell_entry("b" * 16, {"label": "s/m/seed1"})
     store.save(store.step_path("b" * 16, 0), {"x": 1})
     store.write_cell_entry("c" * 16, {"label": "s/m/seed2"})
@@ -153,7 +170,8 @@ def test_status_lists_finished_partial_failed_and_pending_cells(tmp_path, capsys
 
 def test_a_record_copied_into_another_cells_folder_is_not_served(tmp_path, caplog):
     store = ResultStore(tmp_path)
-    store.write_record("a" * 16, {"key": "a" * 16, "status": "finished"})
+    store.write_record("a" * 16, {"key": "a" * 16, "label": "s/m/seed0", "scenario": "s", "kind": "ext-class",
+                                  "method": "m", "seed": 0, "status": "finished"})
     (store.cell_dir("b" * 16)).mkdir(parents=True)
     (store.cell_dir("b" * 16) / "record.json").write_bytes((store.cell_dir("a" * 16) / "record.json").read_bytes())
     assert store.record("b" * 16) is None and "belongs to cell" in caplog.text
@@ -200,8 +218,8 @@ def test_weights_that_diverge_in_the_last_update_of_an_epoch_record_the_cell_as_
     code, log, written = run(out, tree, "independent", "--set", "train.lr=inf", "--set", "train.batch_size=16")
     assert code == 1 and written == 1
     (record,) = ResultStore(out).records()
-    assert record["status"] == "diverged" and record["step"] == 0 and record["epoch"] == 0
-    assert record["reason"].startswith("weights (") and "diverged (NaN/Inf) at step 0, epoch 0" in record["reason"]
+    assert record.status == "diverged" and record.step == 0 and record.epoch == 0
+    assert record.reason.startswith("weights (") and "diverged (NaN/Inf) at step 0, epoch 0" in record.reason
 
 
 NAN_FEATURES = """
@@ -231,7 +249,7 @@ def test_non_finite_features_at_evaluation_record_the_cell_as_diverged(tree, tmp
         sys.modules.pop("nanfeat", None)
     assert code == 1 and written == 1
     (record,) = ResultStore(tmp_path / "run").records()
-    assert record["status"] == "diverged" and record["reason"].startswith("evaluation features of model 0 diverged")
+    assert record.status == "diverged" and record.reason.startswith("evaluation features of model 0 diverged")
 
 
 # --- the dataset cache is checked ----------------------------------------------------------------------------------
@@ -368,7 +386,7 @@ def test_a_support_check_that_raises_marks_the_method_unavailable(rogue, tree, t
         capsys.readouterr().out
     code, log, written = run(tmp_path / "run", tree, "badcheck")
     (record,) = ResultStore(tmp_path / "run").records()
-    assert code == 0 and record["status"] == "not-applicable" and "support check raised" in record["reason"]
+    assert code == 0 and record.status == "not-applicable" and "support check raised" in record.reason
 
 
 @pytest.mark.slow

@@ -23,6 +23,7 @@ from torch import Tensor, nn
 from torch._utils import _flatten_dense_tensors, _unflatten_dense_tensors
 
 from benchbackcompat.store import ResultStore
+from benchbackcompat.record import CellRecord, RecordBase
 
 
 def active() -> bool:
@@ -104,10 +105,10 @@ class RankStore(ResultStore):
         if is_main():
             ResultStore.save(path, payload)
 
-    def write_record(self, key: str, record: dict[str, Any]) -> Path:
+    def write_record(self, key: str, record: RecordBase | dict[str, Any]) -> Path:
         return super().write_record(key, record) if is_main() else self.cell_dir(key) / "record.json"
 
-    def record(self, key: str) -> dict[str, Any] | None:
+    def record(self, key: str) -> CellRecord | None:
         found = super().record(key) if is_main() else None
         if not agreed(found is not None):
             return None

@@ -20,7 +20,7 @@ from benchbackcompat.engine.features import FeatureBank, ModelFeatures
 from benchbackcompat.faults import fault_point, halve_on_oom
 from benchbackcompat.seeds import derive_seed, generator
 from benchbackcompat.method import Method
-from benchbackcompat.metrics import outcomes, retrieval
+from benchbackcompat.metrics import outcomes, protocols, retrieval
 from benchbackcompat.scenarios.data import ScenarioData
 
 
@@ -77,25 +77,11 @@ def _score(
     metric: str, protocol: str, query: Tensor, gallery: Tensor, data: ScenarioData, similarity, pairs: tuple | None,
     chunk_size: int, templates: retrieval.Templates,
 ) -> tuple[float, np.ndarray | None]:
-    if protocol == "verification" and metric == "verification":
-        a, b, same = pairs
-        return retrieval.pair_verification(query[a], gallery[b], same, similarity=similarity), None
-    ql = data.query.labels
     loo = protocol == "loo"
+    ql = data.query.labels
     gl = ql if loo or data.gallery is None else data.gallery.labels
-    if protocol in ("loo", "nn") and metric.startswith("cmc@"):
-        ranks = retrieval.first_relevant_ranks(query, ql, gallery, gl, similarity=similarity, chunk_size=chunk_size,
-                                               exclude_self=loo)
-        per_query = (ranks < int(metric[4:])).numpy()
-    elif protocol in ("loo", "nn") and metric in ("map", "map@r"):
-        per_query = retrieval.average_precisions(query, ql, gallery, gl, at="R" if metric == "map@r" else None,
-                                                 exclude_self=loo, similarity=similarity, chunk_size=chunk_size).numpy()
-    elif protocol == "template" and metric in ("top1", "cmc@1"):
-        per_query = retrieval.template_hits(query, ql, gallery, gl, similarity=similarity, templates=templates,
-                                            chunk_size=chunk_size).numpy()
-    else:
-        raise ValueError(f"metric {metric!r} is not defined for protocol {protocol!r}")
-    return outcomes.score(per_query), per_query
+    entry = protocols.Entry(query, ql, gallery, gl, similarity, chunk_size, templates, exclude_self=loo, pairs=pairs)
+    return protocols.scorer(protocol, metric)(metric, entry)
 
 
 def chance_level(metric: str, protocol: str, data: ScenarioData) -> float | None:

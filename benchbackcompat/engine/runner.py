@@ -39,7 +39,7 @@ from benchbackcompat.engine.train import Acceleration, DivergedError, train_mode
 from benchbackcompat.logs import log
 from benchbackcompat.identity import RESULTS_VERSION, source_hash, source_packages
 from benchbackcompat.interrupts import describe, must_propagate
-from benchbackcompat.method import Method, StepContext, frozen_copy
+from benchbackcompat.method import Method, StandardRecipe, StepContext, frozen_copy
 from benchbackcompat.metrics import compatibility as cm
 from benchbackcompat.metrics.summary import summarise
 from benchbackcompat.models.network import Network
@@ -48,6 +48,7 @@ from benchbackcompat.scenarios.data import ScenarioData, select_memory
 from benchbackcompat.scenarios.steps import Step, build_steps
 from benchbackcompat.seeds import derive_seed, seed_everything
 from benchbackcompat.store import ResultStore
+from benchbackcompat.record import CellRecord, parse_record
 
 CELL_FORMAT = 2
 log = logging.getLogger("benchbackcompat")
@@ -197,7 +198,7 @@ class CellRunner:
         its time is recorded under ``label`` (default ``kind-step``)."""
         train_cfg = train_cfg or self.scenario.train_config(step.index)
         key = config_hash({
-            "kind": kind, "recipe": recipe.describe(), "head": recipe.head, "step": step.to_dict(),
+            "kind": kind, "recipe": recipe.model_key(), "step": step.to_dict(),
             "train": train_cfg.model_dump(mode="json"), "model": self.scenario.model.model_dump(mode="json"),
             **self.data_and_code(recipe), "seed": self.cell.seed, "classes": num_classes,
             "cell": None if self.share_models else self.cell.key,
@@ -211,7 +212,7 @@ class CellRunner:
     def data_and_code(self, recipe: Method) -> dict[str, Any]:
         """The parts of a shared model's key that stand for its data (content, not path) and its code."""
         return {"data": keyed_config(self.scenario)["data"], "data_sha256": self.data.fingerprint,
-                "results_version": RESULTS_VERSION, "build_code": getattr(recipe, "build_code", None) or build_code_hash(recipe)}
+                "results_version": RESULTS_VERSION, "build_code": build_code_hash(getattr(recipe, "code_owner", recipe))}
 
     def stored_or_trained(self, key: str, model: Network, train: Callable[[], object], label: str) -> Network:
         """Shared model ``key``: loaded from the store, or trained by ``train()`` and stored; under the
@@ -243,7 +244,7 @@ class CellRunner:
         cfg = self.scenario.pretrain
         pretrain_step = Step(spec.index, (0, spec.num_classes), spec.num_classes, 1.0, spec.backbone, "scratch")
         key = config_hash({
-            "kind": "pretrained", "recipe": recipe.describe(), "head": recipe.head, "step": pretrain_step.to_dict(),
+            "kind": "pretrained", "recipe": recipe.model_key(), "step": pretrain_step.to_dict(),
             "train": cfg.model_dump(mode="json"), "model": self.scenario.model.model_dump(mode="json"),
             **self.data_and_code(recipe), "seed": PRETRAIN_SEED,
         })
@@ -452,25 +453,9 @@ def step_summary(history: list[dict[str, float]]) -> str:
             f"lr {first.get('lr', math.nan):.4g} -> {last.get('lr', math.nan):.4g}")
 
 
-def standard_recipe(method: Method) -> Method:
+def standard_recipe(method: Method) -> StandardRecipe:
     """Plain cross-entropy training with ``method``'s model, head and retrieval: its shared models."""
-    recipe = Method()
-    recipe.head = method.head
-    owner = type(method)
-    identity = {
-        "name": "standard", "head": method.head,
-        "model": f"{owner.build_model.__module__}.{owner.build_model.__qualname__}",
-        "features": f"{owner.features.__module__}.{owner.features.__qualname__}",
-        **({"identity": method.model_identity()} if method.model_identity() else {}),
-    }
-    recipe.describe = lambda: identity
-    recipe.build_code = build_code_hash(method)
-    recipe.build_model = method.build_model
-    recipe.features = method.features
-    recipe.similarity = method.similarity
-    recipe.templates = method.templates
-    recipe.pair_features = method.pair_features
-    return recipe
+    return StandardRecipe(method)
 
 
 def unsupported(method: Method, scenario: ScenarioBase) -> str | None:
@@ -495,31 +480,39 @@ def save_traceback(store: ResultStore, key: str) -> str | None:
     return str(path)
 
 
-def run_cell(cell: Cell, method: Method, data: ScenarioData, store: ResultStore, device: torch.device,
-             observer=None, plugin_versions: dict[str, str] | None = None, share_models: bool = True,
-             acceleration: Acceleration = Acceleration()) -> dict[str, Any]:
-    """Run a cell and write its record (also for diverged, failed and not-applicable cells)."""
-    base = {
+def cell_fields(cell: Cell) -> dict[str, Any]:
+    """The fields of a record that come from its cell alone."""
+    return {
         "key": cell.key, "label": cell.label, "scenario": cell.scenario.name, "kind": cell.scenario.config.kind,
-        "preset": cell.preset, "method": cell.method, "params": method.params.model_dump(mode="json"),
-        "seed": cell.seed, "config": cell.scenario.config.model_dump(mode="json"), "dataset": data.name,
-        "device": f"{device_name(device)}; {precision(device, cell.scenario.config.train.amp)}", "versions": versions(plugin_versions or {}),
-        "identity": cell.identity, "worker": worker_name(), "role": cell.role,
+        "preset": cell.preset, "method": cell.method, "seed": cell.seed,
+        "config": cell.scenario.config.model_dump(mode="json"), "identity": cell.identity, "role": cell.role,
         **({"selection": {**cell.selection, **(cell.outcome or {})}} if cell.selection is not None else {}),
     }
+
+
+def run_cell(cell: Cell, method: Method, data: ScenarioData, store: ResultStore, device: torch.device,
+             observer=None, plugin_versions: dict[str, str] | None = None, share_models: bool = True,
+             acceleration: Acceleration = Acceleration()) -> CellRecord:
+    """Run a cell and write its record (also for diverged and not-applicable cells; a failed cell's record is
+    returned, not stored, so that a re-run retries it)."""
+    base = {**cell_fields(cell), "params": method.params.model_dump(mode="json"), "dataset": data.name,
+            "device": f"{device_name(device)}; {precision(device, cell.scenario.config.train.amp)}",
+            "versions": versions(plugin_versions or {}), "worker": worker_name()}
     reason = unsupported(method, cell.scenario.config)
     if reason:
-        record = {**base, "status": "not-applicable", "reason": reason}
+        outcome: dict[str, Any] = {"status": "not-applicable", "reason": reason}
     else:
         try:
-            record = {**base, **CellRunner(cell, method, data, store, device, observer, share_models, acceleration).run()}
+            outcome = CellRunner(cell, method, data, store, device, observer, share_models, acceleration).run()
         except DivergedError as error:  # recorded (the leaderboard shows "nan"), not retried
-            record = {**base, "status": "diverged", "reason": str(error), "step": error.step, "epoch": error.epoch,
-                      "batch": error.batch, "last_finite_loss": error.last_finite}
+            outcome = {"status": "diverged", "reason": str(error), "step": error.step, "epoch": error.epoch,
+                       "batch": error.batch, "last_finite_loss": error.last_finite}
         except BaseException as error:  # plugin code (even sys.exit or its own KeyboardInterrupt) fails only its cell;
             if must_propagate(error):  # not recorded, so a re-run retries it. A real Ctrl-C stops the run.
                 raise
-            return {**base, "status": "failed", "reason": describe(error), "traceback": save_traceback(store, cell.key)}
-    record["computed_at"] = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+            return parse_record({**base, "status": "failed", "reason": describe(error),
+                                 "traceback": save_traceback(store, cell.key)})
+    record = parse_record({**base, **outcome,
+                           "computed_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")})
     store.write_record(cell.key, record)
     return record

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from benchbackcompat import hookimpl
+from benchbackcompat.record import parse_record
 
 
 class TensorBoardObserver:
@@ -37,17 +38,19 @@ class TensorBoardObserver:
 
     @hookimpl
     def bbc_on_cell_finished(self, record: dict[str, Any]) -> None:
-        writer = self.writer(record["label"])
-        for metric, matrix in record.get("matrices", {}).items():
+        finished = parse_record(record)
+        writer = self.writer(finished.label)
+        for metric, matrix in getattr(finished, "matrices", {}).items():
+            summary = finished.metrics[metric]
             for t, row in enumerate(matrix):
                 writer.add_scalar(f"accuracy/{metric}/self", row[t], t + 1)
-            for tau, value in enumerate(record["metrics"][metric].get("AA_curve") or [], 1):
+            for tau, value in enumerate(summary.AA_curve or [], 1):
                 writer.add_scalar(f"accuracy/{metric}/AA_tau", value, tau)
-            for name, value in record["metrics"][metric].items():
-                if isinstance(value, (int, float)):
+            for name, value in summary.scalars().items():
+                if value is not None:
                     writer.add_scalar(f"final/{metric}/{name}", value, 0)
         writer.close()
-        del self.writers[record["label"]]
+        del self.writers[finished.label]
 
 
 def create(results: Path) -> TensorBoardObserver | None:

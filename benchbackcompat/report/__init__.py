@@ -8,13 +8,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from benchbackcompat.record import CellRecord
 from benchbackcompat.report.aggregate import build_tables
 from benchbackcompat.report.tables import tables_markdown
 
 
-def leaderboard_tables(records: Iterable[dict[str, Any]], grids: bool = False) -> str:
-    """One Markdown table per (scenario, dataset, preset, configuration), with footnotes; ``grids``: the whole
-    grid of every method whose hyperparameters were selected."""
+def leaderboard_tables(records: Iterable[CellRecord | dict[str, Any]], grids: bool = False) -> str:
+    """One Markdown table per (scenario, dataset, preset, configuration), with footnotes (records in their stored
+    form are parsed first); ``grids``: the whole grid of every method whose hyperparameters were selected."""
     return tables_markdown(build_tables(records), grids)
 
 

@@ -25,9 +25,9 @@ import numpy as np
 
 from benchbackcompat.errors import BenchError
 from benchbackcompat.metrics import bootstrap, outcomes
-from benchbackcompat.report.columns import SINGLE_UPDATE_KINDS, Column, columns_for, ranking
-
-Record = dict[str, Any]
+from benchbackcompat.record import CellRecord, FinishedRecord, parse_record
+from benchbackcompat.config import kind_class
+from benchbackcompat.report.columns import Column, columns_for, ranking
 
 MIN_UPDATE_GAIN = 10.0  # points: below this reference self - old self, P_com divides by noise (a 6-point update
 # on 600 queries gives P_com intervals two units wide)
@@ -72,15 +72,15 @@ class Row:
     method: str
     label: str  # method name, plus the hyperparameters that differ from other rows of the same method
     params: dict[str, Any]
-    records: list[Record]
+    records: list[CellRecord]
     cells: dict[str, Stat | Missing] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)  # about the row as a whole (e.g. one seed diverged)
     rank: int | None = None
     chance: str = ""  # why the row is at chance level ("" when it is not)
 
     @property
-    def finished(self) -> list[Record]:
-        return [r for r in self.records if r["status"] == "finished"]
+    def finished(self) -> list[FinishedRecord]:
+        return [r for r in self.records if isinstance(r, FinishedRecord)]
 
 
 @dataclass
@@ -96,14 +96,14 @@ class Table:
 
     @property
     def single_update(self) -> bool:
-        return self.kind in SINGLE_UPDATE_KINDS
+        return kind_class(self.kind).single_update
 
     @property
     def metrics(self) -> list[str]:
         return list(dict.fromkeys(c.metric for c in self.columns))
 
     @property
-    def records(self) -> list[Record]:
+    def records(self) -> list[CellRecord]:
         return [r for row in self.rows for r in row.records]
 
     @property
@@ -111,15 +111,16 @@ class Table:
         return self.scenario + (f" ({self.variant})" if self.variant else "")
 
 
-def build_tables(records: Iterable[Record]) -> list[Table]:
-    """Group, aggregate and rank; tables sorted by (dataset, preset, scenario, variant)."""
-    groups: dict[tuple[str, str, str, str], list[Record]] = defaultdict(list)
-    for record in records:
-        if record.get("role") == "selection":  # a grid point on the validation split: shown in its search's grid table
+def build_tables(records: Iterable[CellRecord | dict[str, Any]]) -> list[Table]:
+    """Group, aggregate and rank (records in their stored form are parsed first); tables sorted by (dataset,
+    preset, scenario, variant)."""
+    groups: dict[tuple[str, str, str, str], list[CellRecord]] = defaultdict(list)
+    for record in map(parse_record, records):
+        if record.role == "selection":  # a grid point on the validation split: shown in its search's grid table
             continue
-        config = json.dumps(without_data_root(record.get("config", {})), sort_keys=True)
-        groups[(record.get("dataset", "?"), record.get("preset", "?"), record["scenario"], config)].append(record)
-    variants = _variant_labels({key: without_data_root(members[0].get("config", {})) for key, members in groups.items()})
+        config = json.dumps(without_data_root(record.config), sort_keys=True)
+        groups[(record.dataset or "?", record.preset or "?", record.scenario, config)].append(record)
+    variants = _variant_labels({key: without_data_root(members[0].config) for key, members in groups.items()})
     tables = [_table(members, variants[key]) for key, members in groups.items()]
     return sorted(tables, key=lambda t: (t.dataset, t.preset, t.scenario, t.variant))
 
@@ -153,27 +154,27 @@ def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
     return {prefix[:-1]: value}
 
 
-def _table(records: list[Record], variant: str) -> Table:
+def _table(records: list[CellRecord], variant: str) -> Table:
     first = records[0]
-    metrics = list(dict.fromkeys(m for r in records for m in r.get("metrics", {})))
-    metrics = metrics or list(first.get("config", {}).get("metrics", []))
-    columns = columns_for(first["kind"], metrics)
-    by_method: dict[tuple[str, str, str], list[Record]] = defaultdict(list)
+    metrics = list(dict.fromkeys(m for r in records if isinstance(r, FinishedRecord) for m in r.metrics))
+    metrics = metrics or list(first.config.get("metrics", []))
+    columns = columns_for(first.kind, metrics)
+    by_method: dict[tuple[str, str, str], list[CellRecord]] = defaultdict(list)
     for record in records:  # a setting chosen from a grid is its own row, apart from the same setting run directly
-        chosen = record.get("selection")
+        chosen = record.selection
         search = json.dumps({k: chosen[k] for k in ("grid", "rule", "tolerance", "validation")}, sort_keys=True) if chosen else ""
-        by_method[(record["method"], json.dumps(record.get("params", {}), sort_keys=True), search)].append(record)
-    rows = [Row(method, method, json.loads(params), sorted(members, key=lambda r: r["seed"]))
+        by_method[(record.method, json.dumps(record.params, sort_keys=True), search)].append(record)
+    rows = [Row(method, method, json.loads(params), sorted(members, key=lambda r: r.seed))
             for (method, params, _), members in sorted(by_method.items())]
     _label_parameter_variants(rows)
     for row in rows:
-        chosen = row.records[0].get("selection")
+        chosen = row.records[0].selection
         if chosen:
             row.label = f"{row.method} (selected " + ", ".join(f"{k}={json.dumps(v)}" for k, v in chosen["selected"].items()) + ")"
     for row in rows:
         _fill(row, columns)
-    table = Table(first["scenario"], first["kind"], first.get("dataset", "?"), first.get("preset", "?"),
-                  first.get("config", {}), variant, columns, rows)
+    table = Table(first.scenario, first.kind, first.dataset or "?", first.preset or "?", first.config, variant,
+                  columns, rows)
     rank_rows(table)
     return table
 
@@ -195,15 +196,15 @@ def _label_parameter_variants(rows: list[Row]) -> None:
 
 def _fill(row: Row, columns: list[Column]) -> None:
     finished = row.finished
-    unfinished = [r for r in row.records if r["status"] != "finished"]
+    unfinished = [r for r in row.records if not isinstance(r, FinishedRecord)]
     if not finished:
-        status = unfinished[0]["status"]
+        status = unfinished[0].status
         text = "nan" if status == "diverged" else "-"
-        reason = f"{status}: {unfinished[0].get('reason', '')}".rstrip(": ")
+        reason = f"{status}: {unfinished[0].reason}".rstrip(": ")
         row.cells = {c.id: Missing(text, reason) for c in columns}
         return
     for record in unfinished:
-        row.notes.append(f"seed {record['seed']} {record['status']}: {record.get('reason', '')}".rstrip(": "))
+        row.notes.append(f"seed {record.seed} {record.status}: {record.reason}".rstrip(": "))
     replicates = [record_replicates(r) for r in finished]
     for column in columns:
         row.cells[column.id] = _stat(finished, replicates, column.metric, column.statistic.key) or Missing(
@@ -216,7 +217,7 @@ def _fill(row: Row, columns: list[Column]) -> None:
     row.chance = _chance_reason(finished, columns)
 
 
-def _stat(records: list[Record], replicates: list[dict], metric: str, key: str) -> Stat | None:
+def _stat(records: list[FinishedRecord], replicates: list[dict], metric: str, key: str) -> Stat | None:
     """The statistic ``key`` of ``metric`` over the seeds with a finite value; replicates combined over
     those seeds when each of them has some."""
     values, reps = [], []
@@ -231,15 +232,15 @@ def _stat(records: list[Record], replicates: list[dict], metric: str, key: str) 
     return Stat(tuple(values), combined)
 
 
-def _metric_value(record: Record, metric: str, key: str) -> float | None:
-    values = record.get("metrics", {}).get(metric, {})
-    if key == "gain":  # the update P_com divides by: the independent new model's self-test minus the old self-test
-        new, old = values.get("reference_self"), values.get("old_self")
-        return None if new is None or old is None else float(new) - float(old)
-    value = values.get(key)
-    if value is None or isinstance(value, (list, dict)) or not math.isfinite(float(value)):
+def _metric_value(record: FinishedRecord, metric: str, key: str) -> float | None:
+    summary = record.metrics.get(metric)
+    if summary is None:
         return None
-    return float(value)
+    if key == "gain":  # the update P_com divides by: the independent new model's self-test minus the old self-test
+        new, old = summary.reference_self, summary.old_self
+        return None if new is None or old is None else float(new) - float(old)
+    value = summary.statistic(key)
+    return float(value) if value is not None and math.isfinite(float(value)) else None
 
 
 def undecidable_update(gain: Stat | None) -> str:
@@ -259,13 +260,13 @@ def undecidable_update(gain: Stat | None) -> str:
     return f"P_com not shown: the update it divides by, reference self − old self = {text} points, {why}"
 
 
-def record_replicates(record: Record) -> dict[str, dict[str, np.ndarray]]:
+def record_replicates(record: FinishedRecord) -> dict[str, dict[str, np.ndarray]]:
     """Bootstrap replicates of every statistic of a record, per metric, from its per-query outcomes
     ({} for a metric without outcomes, e.g. verification or records written before outcomes were stored)."""
     result: dict[str, dict[str, np.ndarray]] = {}
-    for metric, stored in (record.get("outcomes") or {}).items():
+    for metric, stored in record.outcomes.items():
         try:
-            result[metric] = _replicates(stored, record["seed"])
+            result[metric] = _replicates(stored, record.seed)
         except (BenchError, KeyError, TypeError, ValueError):
             continue  # unusable outcomes: the cell keeps its point value, without an interval
     return result
@@ -296,17 +297,17 @@ def _replicates(stored: dict[str, Any], seed: int) -> dict[str, np.ndarray]:
     return values
 
 
-def _chance_reason(records: list[Record], columns: list[Column]) -> str:
+def _chance_reason(records: list[FinishedRecord], columns: list[Column]) -> str:
     """Why a row is at chance level ("" when it is not): its weakest self-test (old and new model for one
     update, every model of a sequence), averaged over seeds, is below ``CHANCE_FACTOR`` x the chance level
     of the table's first metric."""
     metric = columns[0].metric if columns else None
-    chances = [r.get("chance", {}).get(metric) for r in records]
+    chances = [r.chance.get(metric) for r in records]
     if metric is None or any(c is None for c in chances):
         return ""
     weakest = []
     for record in records:
-        C = record.get("matrices", {}).get(metric) or []
+        C = record.matrices.get(metric) or []
         diagonal = [C[i][i] for i in range(len(C)) if C[i][i] is not None and math.isfinite(C[i][i])]
         if not diagonal:
             return ""
@@ -318,11 +319,11 @@ def _chance_reason(records: list[Record], columns: list[Column]) -> str:
             f"({chance:.2f}) in {metric}; not ranked")
 
 
-def _why_missing(record: Record, column: Column) -> str:
-    if column.metric not in record.get("metrics", {}):
+def _why_missing(record: FinishedRecord, column: Column) -> str:
+    if column.metric not in record.metrics:
         return f"{column.metric} was not measured in this run"
-    if record.get("notes"):
-        return "not computed: " + "; ".join(record["notes"])
+    if record.notes:
+        return "not computed: " + "; ".join(record.notes)
     if column.statistic.key == "p_com":
         return "P_com undefined: the independently trained new model scores the same as the old model (zero denominator)"
     if column.statistic.key == "p_up":

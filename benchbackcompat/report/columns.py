@@ -1,15 +1,15 @@
 """The leaderboard's columns: which statistics each scenario kind reports, their direction and format.
 
 Every statistic declares whether higher is better; bold cells follow that declaration. Each scenario
-kind declares its primary statistic and a tie-breaker (``RANKING``); the rank follows them. Context
-statistics (the self-tests a ratio divides by) are shown, never bolded or ranked.
+kind declares its statistics, its primary statistic and a tie-breaker (``ScenarioBase.statistics`` and
+``ranking``); the columns and the rank follow them. Context statistics (the self-tests a ratio divides by)
+are shown, never bolded or ranked.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from benchbackcompat.config import SINGLE_UPDATE_KINDS
-
+from benchbackcompat.config import kind_class
 
 
 @dataclass(frozen=True)
@@ -38,17 +38,12 @@ STATISTICS = {
     )
 }
 
-SINGLE_UPDATE_STATISTICS = ("old_self", "reference_self", "self", "cross", "p_up", "p_com")
-MULTI_TASK_STATISTICS = ("AC", "AA", "ACA")
-
-SINGLE_UPDATE_RANKING = ("p_com", "cross")
-SEQUENCE_RANKING = ("AC", "AA")
-
 
 def ranking(kind: str) -> tuple[str, str]:
     """(primary, tie-breaker) statistic of a scenario kind: P_com then cross for one update, AC then AA for
     a sequence of models."""
-    return SINGLE_UPDATE_RANKING if kind in SINGLE_UPDATE_KINDS else SEQUENCE_RANKING
+    return kind_class(kind).ranking
+
 
 METRIC_NAMES = {"cmc@1": "CMC@1", "cmc@5": "CMC@5", "map": "mAP", "map@r": "mAP@R", "top1": "top-1",
                 "verification": "verification"}
@@ -78,5 +73,4 @@ class Column:
 def columns_for(kind: str, metrics: list[str]) -> list[Column]:
     """The papers' columns: self, cross, P_up, P_com per metric for one update (HBCT Table 1);
     AC, AA, ACA per metric for a sequence of models (IAM-CL2R Table 1, CoReS)."""
-    keys = SINGLE_UPDATE_STATISTICS if kind in SINGLE_UPDATE_KINDS else MULTI_TASK_STATISTICS
-    return [Column(metric, STATISTICS[key]) for metric in metrics for key in keys]
+    return [Column(metric, STATISTICS[key]) for metric in metrics for key in kind_class(kind).statistics]

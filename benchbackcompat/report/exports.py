@@ -20,7 +20,7 @@ def table_dicts(tables: list[Table]) -> list[dict[str, Any]]:
                      "higher_is_better": c.statistic.higher_is_better} for c in t.columns],
         "rows": [{
             "method": row.method, "label": row.label, "params": row.params, "rank": row.rank, "chance_level": row.chance,
-            "seeds": [r["seed"] for r in row.finished], "seeds_total": len(row.records), "notes": row.notes,
+            "seeds": [r.seed for r in row.finished], "seeds_total": len(row.records), "notes": row.notes,
             "cells": {cid: _cell(cell) for cid, cell in row.cells.items()},
         } for row in t.rows],
     } for t in tables]

@@ -23,7 +23,7 @@ ANNOTATE_UP_TO = 10  # write the values into the cells of matrices up to this si
 
 def mean_matrix(row: Row, metric: str) -> np.ndarray | None:
     """The element-wise mean over seeds of C[t][k] (NaN above the diagonal and where no seed has a value)."""
-    stacked = [np.array(r["matrices"][metric], dtype=float) for r in row.finished if metric in r.get("matrices", {})]
+    stacked = [np.array(r.matrices[metric], dtype=float) for r in row.finished if metric in r.matrices]
     if not stacked:
         return None
     stack = np.stack(stacked)
@@ -101,7 +101,7 @@ def aa_curve_figure(table: Table, metric: str, path: Path) -> Path | None:
     """AA_tau (IAM-CL2R Fig. 4): the average accuracy of the leading tau x tau block, tau = 1..T."""
     curves = []
     for row in table.rows:
-        stacked = [r["metrics"][metric]["AA_curve"] for r in row.finished if r.get("metrics", {}).get(metric, {}).get("AA_curve")]
+        stacked = [m.AA_curve for r in row.finished if (m := r.metrics.get(metric)) and m.AA_curve]
         if stacked:
             curves.append((row, np.array(stacked, dtype=float)))
     if not curves:
@@ -136,8 +136,8 @@ def scatter(table: Table, metric: str) -> Figure | None:
     self-test, so each point carries its own threshold: a dotted segment at that old self-test, in its colour."""
     points = []
     for row in table.rows:
-        values = [(m["self"], m["cross"], m.get("old_self")) for r in row.finished
-                  if (m := r.get("metrics", {}).get(metric)) and m.get("self") is not None and m.get("cross") is not None]
+        values = [(m.self, m.cross, m.old_self) for r in row.finished
+                  if (m := r.metrics.get(metric)) and m.self is not None and m.cross is not None]
         if values:
             points.append((row, np.array([[v if v is not None else np.nan for v in p] for p in values], dtype=float)))
     if not points:

@@ -13,56 +13,14 @@ left out in favour of the most recently computed one, and counted.
 from __future__ import annotations
 
 import json
-import logging
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
-
 from benchbackcompat.errors import BenchError
+from benchbackcompat.record import CellRecord, parse_record
 from benchbackcompat.store import ResultStore
-
-log = logging.getLogger("benchbackcompat")
-Number = float | None
-
-
-class RecordShape(BaseModel):
-    """The fields of a record that the leaderboard reads, with their types (other fields pass through)."""
-
-    model_config = ConfigDict(extra="allow")
-    key: str
-    label: str
-    status: str
-    method: str
-    scenario: str
-    kind: str
-    seed: int
-    preset: str | None = None
-    dataset: str | None = None
-    reason: str | None = None
-    params: dict[str, Any] = {}
-    config: dict[str, Any] = {}
-    notes: list[str] = []
-    steps: list[dict[str, Any]] = []
-    versions: dict[str, Any] = {}
-    metrics: dict[str, dict[str, Number | list[Number]]] = {}
-    matrices: dict[str, list[list[Number]]] = {}
-
-
-def well_formed(records: Iterable[dict[str, Any]], source: str) -> Iterator[dict[str, Any]]:
-    """The records whose fields have the types the leaderboard reads; each other one is reported and skipped."""
-    for record in records:
-        try:
-            RecordShape.model_validate(record, strict=False)
-        except ValidationError as error:
-            first = error.errors()[0]
-            where = ".".join(str(p) for p in first["loc"])
-            log.warning(f"skipping a malformed record in {source} (cell {str(record.get('key'))[:40]!r}): "
-                        f"{where}: {first['msg']}".replace("\n", " "))
-            continue
-        yield record
 
 SELECTION_OUTCOME = ("selected", "note", "grid_size", "points", "grid_seconds")  # what a grid search saw, not how it ran
 STATUS_PRIORITY = {"finished": 0, "diverged": 1, "not-applicable": 2, "failed": 3}
@@ -79,51 +37,51 @@ class Duplicate:
 
 @dataclass
 class Merged:
-    records: list[dict[str, Any]]
+    records: list[CellRecord]
     duplicates: list[Duplicate] = field(default_factory=list)
-    superseded: list[dict[str, Any]] = field(default_factory=list)  # older records of the same cell (other code/data)
+    superseded: list[CellRecord] = field(default_factory=list)  # older records of the same cell (other code/data)
 
 
-def slot(record: dict[str, Any]) -> str:
+def slot(record: CellRecord) -> str:
     """What a reader means by "the same cell": scenario configuration (without the data path), method, hyperparameters,
     seed, preset, dataset, role and how a grid chose the parameters, whatever code or data version computed it."""
-    config = dict(record.get("config") or {})
+    config = dict(record.config)
     config["data"] = {k: v for k, v in (config.get("data") or {}).items() if k != "root"}
-    selection = {k: v for k, v in (record.get("selection") or {}).items() if k not in SELECTION_OUTCOME}
-    return json.dumps([record.get("dataset"), record.get("preset"), record["scenario"], config, record["method"],
-                       record.get("params"), record["seed"], record.get("role", "result"), selection],
-                      sort_keys=True, default=str)
+    selection = {k: v for k, v in (record.selection or {}).items() if k not in SELECTION_OUTCOME}
+    return json.dumps([record.dataset, record.preset, record.scenario, config, record.method, record.params,
+                       record.seed, record.role, selection], sort_keys=True, default=str)
 
 
-def latest_per_slot(records: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def latest_per_slot(records: list[CellRecord]) -> tuple[list[CellRecord], list[CellRecord]]:
     """(the newest record of each slot, the older ones): after a method's code or the data changed, the old record
     stays in the store (stale, see ``benchbackcompat status``) but must not be pooled with the new one as a seed."""
-    newest: dict[str, dict[str, Any]] = {}
+    newest: dict[str, CellRecord] = {}
     for record in records:
         other = newest.setdefault(slot(record), record)
-        if other is not record and str(record.get("computed_at") or "") > str(other.get("computed_at") or ""):
+        if other is not record and (record.computed_at or "") > (other.computed_at or ""):
             newest[slot(record)] = record
     kept = {id(r) for r in newest.values()}
     return [r for r in records if id(r) in kept], [r for r in records if id(r) not in kept]
 
 
-def merge_records(sources: Iterable[tuple[str, Iterable[dict[str, Any]]]]) -> Merged:
-    """Merge ``(source name, records)`` pairs, earlier sources first, by the rule in the module docstring."""
-    kept: dict[str, tuple[str, dict[str, Any]]] = {}
+def merge_records(sources: Iterable[tuple[str, Iterable[CellRecord | dict[str, Any]]]]) -> Merged:
+    """Merge ``(source name, records)`` pairs, earlier sources first, by the rule in the module docstring (records in
+    their stored form are parsed first)."""
+    kept: dict[str, tuple[str, CellRecord]] = {}
     duplicates: list[Duplicate] = []
     for name, records in sources:
-        for record in records:
-            key = record["key"]
+        for record in map(parse_record, records):
+            key = record.key
             if key not in kept:
                 kept[key] = (name, record)
                 continue
             old_name, old = kept[key]
             if _priority(record) < _priority(old):
                 kept[key] = (name, record)
-                duplicates.append(Duplicate(key, record["label"], name, old_name, _differs(record, old)))
+                duplicates.append(Duplicate(key, record.label, name, old_name, _differs(record, old)))
             else:
-                duplicates.append(Duplicate(key, old["label"], old_name, name, _differs(record, old)))
-    records = [record for _, record in sorted(kept.values(), key=lambda item: item[1]["key"])]
+                duplicates.append(Duplicate(key, old.label, old_name, name, _differs(record, old)))
+    records = [record for _, record in sorted(kept.values(), key=lambda item: item[1].key)]
     records, superseded = latest_per_slot(records)
     return Merged(records, sorted(duplicates, key=lambda d: (d.key, d.dropped)), superseded)
 
@@ -133,12 +91,12 @@ def read_results(roots: list[Path]) -> Merged:
     for root in roots:
         if not (Path(root) / "cells").is_dir():
             raise BenchError(f"no results in {root} (no cells/ folder); run `benchbackcompat run --out {root}` first")
-    return merge_records((str(root), well_formed(ResultStore(root).records(), str(root))) for root in roots)
+    return merge_records((str(root), ResultStore(root).records()) for root in roots)
 
 
-def _priority(record: dict[str, Any]) -> int:
-    return STATUS_PRIORITY.get(record["status"], len(STATUS_PRIORITY))
+def _priority(record: CellRecord) -> int:
+    return STATUS_PRIORITY[record.status]
 
 
-def _differs(a: dict[str, Any], b: dict[str, Any]) -> bool:
-    return a["status"] != b["status"] or a.get("metrics") != b.get("metrics")
+def _differs(a: CellRecord, b: CellRecord) -> bool:
+    return a.status != b.status or getattr(a, "metrics", None) != getattr(b, "metrics", None)

@@ -5,7 +5,6 @@ provenance headers: rendering the same results again gives the same bytes apart 
 """
 from __future__ import annotations
 
-import json
 import re
 import shlex
 from collections import defaultdict
@@ -14,15 +13,15 @@ from pathlib import Path
 
 from benchbackcompat.store.checkpoint import atomic_write_bytes
 from benchbackcompat.report import figures
-from benchbackcompat.config import KIND_MEASURES
-from benchbackcompat.errors import BenchError
-from benchbackcompat.presets import resolve_run
-from benchbackcompat.report.aggregate import CHANCE_FACTOR, MIN_UPDATE_GAIN, Table, build_tables, flatten
+from benchbackcompat.config import SCENARIO_CLASSES, kind_class
+from benchbackcompat.record import CellRecord, FinishedRecord
+from benchbackcompat.report.aggregate import CHANCE_FACTOR, MIN_UPDATE_GAIN, Table, build_tables
 from benchbackcompat.report.columns import STATISTICS, metric_name
 from benchbackcompat.report.claims import claims_markdown
 from benchbackcompat.report.exports import csv_export, json_export
 from benchbackcompat.report.markdown import escape, slug
 from benchbackcompat.report.merge import Merged
+from benchbackcompat.report.reproduce import reproductions
 from benchbackcompat.report.provenance import header_markdown, provenance
 from benchbackcompat.report.selection import selection_markdown
 from benchbackcompat.report.tables import Footnotes, table_markdown
@@ -44,13 +43,13 @@ class Page:
         return f"{slug(self.dataset)}-{slug(self.preset)}"
 
     @property
-    def records(self) -> list[dict]:
+    def records(self) -> list[CellRecord]:
         return [r for t in self.tables for r in t.records]
 
 
 def kind_text(kind: str) -> str:
     """A scenario kind as code when it is a known one, else as escaped text (records are not trusted)."""
-    return f"`{kind}`" if kind in KIND_MEASURES else escape(kind)
+    return f"`{kind}`" if kind in SCENARIO_CLASSES else escape(kind)
 
 
 def pages_of(tables: list[Table]) -> list[Page]:
@@ -63,7 +62,7 @@ def pages_of(tables: list[Table]) -> list[Page]:
 def scale(table: Table) -> str:
     """The size of the experiment behind a table, so CPU-scale runs are not mistaken for the papers' runs."""
     data, train = table.config.get("data", {}), table.config.get("train", {})
-    steps = next((r["steps"] for r in table.records if r.get("steps")), [])
+    steps = next((r.steps for r in table.records if isinstance(r, FinishedRecord) and r.steps), [])
     backbones = list(dict.fromkeys(s["backbone"] for s in steps))
     parts = [f"{data.get('name', table.dataset)}"]
     if data.get("num_classes"):
@@ -101,7 +100,7 @@ def page_markdown(page: Page, out: Path, date: str) -> str:
     for table in page.tables:
         description = table.config.get("description", "")
         parts.append(f"## {escape(table.title)}")
-        parts.append(f"{escape(description)}  \nKind: {kind_text(table.kind)} ({KIND_MEASURES.get(table.kind) or escape(table.kind)}).  \n"
+        parts.append(f"{escape(description)}  \nKind: {kind_text(table.kind)} ({kind_class(table.kind).measures or escape(table.kind)}).  \n"
                      f"Scale: {escape(scale(table))}.")
         parts.append(table_markdown(table, notes))
         if chosen := selection_markdown(table, grids=True):
@@ -112,7 +111,7 @@ def page_markdown(page: Page, out: Path, date: str) -> str:
     return "\n\n".join(parts) + "\n"
 
 
-def readme_markdown(pages: list[Page], merged: Merged, command: str, date: str) -> str:
+def readme_markdown(pages: list[Page], merged: Merged, command: str, date: str, runs: list[str]) -> str:
     records = [r for page in pages for r in page.records]
     parts = ["# Leaderboard", header_markdown(records, date),
              "Backward-compatible representation learning: after a model update, can queries embedded by the new "
@@ -122,9 +121,9 @@ def readme_markdown(pages: list[Page], merged: Merged, command: str, date: str) 
              f"This folder is rendered from stored results only (no training):\n\n{code_block(command)}\n\n"
              "The same results give the same files, byte for byte, apart from the date in the headers "
              "(set `SOURCE_DATE_EPOCH` to fix that too). The stored results come from:"]
-    parts.append(code_block("\n".join(command for page in pages for command in run_commands(page))))
-    parts.append("(`--set` lists where the stored configuration differs from the preset as it reads now; the exact "
-                 "configuration of every table is in leaderboard.json.)")
+    parts.append(code_block("\n".join(runs)))
+    parts.append("(Each preset file under `reproduce/` holds the configurations and hyperparameters stored in the records "
+                 "it recomputes, not today's presets; add `--data-root` where the data is not in the default cache.)")
     parts.append("[The papers' claims, tested on these results](claims.md): each claim with the paper's numbers, "
                  "ours with 95% intervals and a verdict (reproduced, not reproduced, undecidable at this scale).")
     parts.append("## Pages")
@@ -141,7 +140,7 @@ def readme_markdown(pages: list[Page], merged: Merged, command: str, date: str) 
     for (scenario, description), table in sorted(seen.items()):
         measures = SINGLE_MEASURES if table.single_update else MULTI_MEASURES
         rows.append(f"| {escape(scenario)} | {kind_text(table.kind)} | {escape(description)} | "
-                    f"{KIND_MEASURES.get(table.kind) or escape(table.kind)}: {measures} |")
+                    f"{kind_class(table.kind).measures or escape(table.kind)}: {measures} |")
     parts.append("\n".join(rows))
     parts.append("## Reading the tables")
     parts.append("\n".join([
@@ -180,40 +179,16 @@ def readme_markdown(pages: list[Page], merged: Merged, command: str, date: str) 
     return "\n\n".join(parts) + "\n"
 
 
-def run_commands(page: Page) -> list[str]:
-    """``benchbackcompat run`` commands that reproduce a page: one per set of ``--set`` overrides."""
-    groups: dict[tuple[str, ...], list[Table]] = defaultdict(list)
-    commands = []
-    for table in page.tables:
-        assignments = overrides(table)
-        if assignments is None:
-            commands.append(f"# {table.title}: preset {table.preset} does not define it here; see leaderboard.json")
-        else:
-            groups[tuple(assignments)].append(table)
-    for assignments, tables in sorted(groups.items()):
-        records = [r for t in tables for r in t.records]
-        commands.append(shlex.join([
-            "benchbackcompat", "run", "--preset", page.preset, "--dataset", page.dataset,
-            "--scenario", ",".join(sorted({t.scenario for t in tables})),
-            "--methods", ",".join(sorted({r["method"] for r in records})),
-            "--seeds", ",".join(str(s) for s in sorted({r["seed"] for r in records})),
-            *(arg for assignment in assignments for arg in ("--set", assignment)),
-        ]))
-    return commands
-
-
-def overrides(table: Table) -> list[str] | None:
-    """``key=value`` for every field where the table's configuration differs from its preset's scenario
-    (with the table's dataset); None when the preset does not resolve the scenario here."""
-    try:
-        run = resolve_run(preset=table.preset, scenarios=[table.scenario], methods=["independent"],
-                          scenario_overrides={"data": {"name": table.dataset}})
-    except BenchError:
-        return None
-    default = flatten(run.scenarios[0].config.model_dump(mode="json"))
-    stored = flatten(table.config)
-    return [f"{key}={json.dumps(value)}" for key, value in sorted(stored.items())
-            if key != "description" and value is not None and default.get(key) != value]
+def reproduction_files(pages: list[Page], out: Path) -> list[tuple[Path, str, str]]:
+    """(preset file, its TOML, the ``run`` command that uses it) for every page, from the records alone."""
+    files = []
+    for page in pages:
+        found = reproductions(page.tables)
+        for i, reproduction in enumerate(found):
+            path = out / "reproduce" / f"{page.name}{f'-{i + 1}' if len(found) > 1 else ''}.toml"
+            title = f"The stored configurations of leaderboard page {page.name} (written by `benchbackcompat leaderboard`)"
+            files.append((path, reproduction.preset(title), reproduction.command(str(path))))
+    return files
 
 
 def code_block(text: str) -> str:
@@ -225,25 +200,29 @@ def code_block(text: str) -> str:
 def write_leaderboard(merged: Merged, out: Path, command: str, date: str) -> list[Path]:
     """Render everything into ``out`` (figures from an earlier rendering are replaced); returns the files written."""
     out = Path(out)
-    for old in sorted((out / "figures").glob("*.png")):
+    for old in [*sorted((out / "figures").glob("*.png")), *sorted((out / "reproduce").glob("*.toml"))]:
         old.unlink()
     tables = build_tables([r for r in merged.records if not untrained_zoo(r)])
     pages = pages_of(tables)
     written = []
     for page in pages:
         written.append(_write(out / f"{page.name}.md", page_markdown(page, out, date)))
-    written.append(_write(out / "README.md", readme_markdown(pages, merged, command, date)))
+    runs = []
+    for path, text, run in reproduction_files(pages, out):
+        written.append(_write(path, text))
+        runs.append(run)
+    written.append(_write(out / "README.md", readme_markdown(pages, merged, command, date, runs)))
     written.append(_write(out / "claims.md", claims_markdown(tables, header_markdown(merged.records, date))))
     written.append(_write(out / "leaderboard.csv", csv_export(tables)))
     written.append(_write(out / "leaderboard.json", json_export(tables, provenance(merged.records, date))))
     return written + sorted((out / "figures").glob("*.png"))
 
 
-def untrained_zoo(record: dict) -> bool:
+def untrained_zoo(record: CellRecord) -> bool:
     """A model-zoo record without real pretrained weights (randomly initialised models): plumbing, not a result,
     so it is not published."""
-    config = record.get("config", {})
-    return record.get("kind") == "model-zoo" and not config.get("pretrained") and not config.get("weights")
+    trained_elsewhere = kind_class(record.kind).family == "already trained"
+    return trained_elsewhere and not record.config.get("pretrained") and not record.config.get("weights")
 
 
 def _write(path: Path, text: str) -> Path:

@@ -15,7 +15,7 @@ RULES = ("Rules: `hbct` (single updates, HBCT Sec. 5) takes the highest P_com am
 
 
 def _selection(row: Row) -> dict[str, Any] | None:
-    return next((r["selection"] for r in row.records if r.get("selection")), None)
+    return next((r.selection for r in row.records if r.selection), None)
 
 
 def _setting(params: dict[str, Any]) -> str:

@@ -20,6 +20,7 @@ from typing import Any
 
 from benchbackcompat.store.checkpoint import atomic_write_bytes, load_checkpoint, log, save_checkpoint
 from benchbackcompat.store.locks import file_lock
+from benchbackcompat.record import CellRecord, RecordBase, ValidationError, parse_record
 
 RECORD_FORMAT = 1
 
@@ -33,9 +34,9 @@ class ResultStore:
     def cell_dir(self, key: str) -> Path:
         return self.root / "cells" / key
 
-    def record(self, key: str) -> dict[str, Any] | None:
-        """The finished record of a cell, or None: missing, or unusable (unreadable, another format, or not
-        matching the checksum recorded at write time; reported once), so that the cell is recomputed."""
+    def record(self, key: str) -> CellRecord | None:
+        """The finished record of a cell, or None: missing, or unusable (unreadable, another format, not
+        matching the checksum recorded at write time, or malformed; reported once), so that the cell is recomputed."""
         path = self.cell_dir(key) / "record.json"
         if not path.is_file():
             return None
@@ -45,24 +46,34 @@ class ResultStore:
         except (OSError, UnicodeDecodeError, json.JSONDecodeError):
             record, stored = None, None
         if isinstance(record, dict) and stored == record_checksum(record) and record.get("format") == RECORD_FORMAT:
-            if record.get("key") == key:
-                return record
-            if path not in self.reported:
-                self.reported.add(path)
-                log.warning(f"result {path} belongs to cell {record.get('key')!r}, not to its folder {key!r} "
-                            "(copied?); ignoring it (a run recomputes the cell)")
-            return None
-        if path not in self.reported:
-            self.reported.add(path)
-            problem = "does not match its checksum (truncated or corrupted)" if isinstance(record, dict) else "cannot be read"
-            log.warning(f"result {path} {problem}; ignoring it (a run recomputes the cell)")
+            if record.get("key") != key:
+                self._report(path, f"result {path} belongs to cell {record.get('key')!r}, not to its folder {key!r} "
+                                   "(copied?); ignoring it (a run recomputes the cell)")
+                return None
+            try:
+                return parse_record(record)
+            except ValidationError as error:
+                first = error.errors()[0]
+                where = ".".join(str(p) for p in first["loc"][1:] or first["loc"])  # without the status tag
+                self._report(path, f"skipping a malformed record in {self.root} (cell {key[:40]!r}): "
+                                   f"{where}: {first['msg']}".replace("\n", " "))
+                return None
+        problem = "does not match its checksum (truncated or corrupted)" if isinstance(record, dict) else "cannot be read"
+        self._report(path, f"result {path} {problem}; ignoring it (a run recomputes the cell)")
         return None
 
-    def write_record(self, key: str, record: dict[str, Any]) -> Path:
+    def _report(self, path: Path, message: str) -> None:
+        if path not in self.reported:
+            self.reported.add(path)
+            log.warning(message)
+
+    def write_record(self, key: str, record: RecordBase | dict[str, Any]) -> Path:
         """Write the record atomically with the SHA-256 of its content (``sha256``), as strict JSON: NaN and
-        Inf (not valid JSON) are written as null, which every reader takes as "not computable"."""
+        Inf (not valid JSON) are written as null, which every reader takes as "not computable". A dict is
+        written as given (the stored form, e.g. a record written by other code)."""
         path = self.cell_dir(key) / "record.json"
-        payload = json.loads(json.dumps(strict_json({"format": RECORD_FORMAT, **record}), default=str, allow_nan=False))
+        content = record.to_json() if isinstance(record, RecordBase) else record
+        payload = json.loads(json.dumps(strict_json({"format": RECORD_FORMAT, **content}), default=str, allow_nan=False))
         payload["sha256"] = record_checksum(payload)
         atomic_write_bytes(path, json.dumps(payload, indent=1, allow_nan=False).encode())
         return path
@@ -102,7 +113,7 @@ class ResultStore:
     def keys(self) -> list[str]:
         return sorted(p.name for p in (self.root / "cells").glob("*") if p.is_dir())
 
-    def records(self) -> Iterator[dict[str, Any]]:
+    def records(self) -> Iterator[CellRecord]:
         for path in sorted((self.root / "cells").glob("*/record.json")):
             record = self.record(path.parent.name)
             if record is not None:
@@ -117,8 +128,8 @@ class ResultStore:
                 partial[folder.name] = steps
         return partial
 
-    def find(self, prefix: str) -> list[dict[str, Any]]:
-        return [r for r in self.records() if r["key"].startswith(prefix)]
+    def find(self, prefix: str) -> list[CellRecord]:
+        return [r for r in self.records() if r.key.startswith(prefix)]
 
     # --- checkpoints -----------------------------------------------------------------------
     def step_path(self, key: str, step: int) -> Path:

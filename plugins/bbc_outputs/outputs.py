@@ -10,7 +10,7 @@ identity carries the temperature, so other settings train their own).
 """
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 import torch
 from pydantic import Field
@@ -48,9 +48,9 @@ class OutputFeatures(Method):
     standard_steps = "all"
     softmax: bool = True
 
-    def __init__(self, params: MethodParams | None = None) -> None:
-        super().__init__(params)
-        self.head = f"linear/{self.params.temperature_mode}-{self.params.temperature:g}"  # the shared models' identity
+    def model_identity(self) -> dict[str, Any]:
+        """The temperature sits inside the model (its tempered head): models of other temperatures are not shared."""
+        return {"temperature_mode": self.params.temperature_mode, "temperature": self.params.temperature}
 
     @property
     def center(self) -> bool:

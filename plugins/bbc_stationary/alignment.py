@@ -12,7 +12,6 @@ from torch import Tensor
 from benchbackcompat.config import CL2R, IAMCL2R
 from benchbackcompat.method import Batch, CompatibilityMethod, MethodParams, StepContext
 from benchbackcompat.models.network import Network, NetworkOutput
-from bbc_stationary.common import frozen_reference
 
 Negatives = Literal["official", "paper", "infonce"]
 
@@ -61,12 +60,12 @@ class HocAlignment(CompatibilityMethod):
     reference (a first step trained from scratch). ``params`` is a :class:`HocTerms`."""
 
     def aligns(self, batch: Batch, ctx: StepContext) -> bool:
-        return frozen_reference(ctx) is not None
+        return ctx.align_to is not None
 
     def compatibility_terms(self, model: Network, out: NetworkOutput, batch: Batch, ctx: StepContext,
                             ce: Tensor) -> dict[str, Tensor]:
         params = self.params
         with torch.no_grad():
-            old = frozen_reference(ctx).embed(batch.images)
+            old = ctx.align_to.embed(batch.images)
         nce = hoc_alignment(old, out.features, batch.labels, protocol_rho(params.rho, ctx), params.negatives)
         return {"loss": params.lam * ce + (1 - params.lam) * nce, "nce": nce}

@@ -11,7 +11,7 @@ from torch import Tensor
 
 from benchbackcompat.config import IAMCL2R, ScenarioBase
 from benchbackcompat.errors import BenchError
-from benchbackcompat.method import Batch, Method, MethodParams, StepContext, backbone_options
+from benchbackcompat.method import Batch, Method, MethodParams, StandardRecipe, StepContext, backbone_options
 from benchbackcompat.models.network import Network, NetworkOutput, build_network
 
 
@@ -49,12 +49,6 @@ def fine_tuning_targets(labels: Tensor, num_outputs: int, scenario: ScenarioBase
     """IAM-CL2R fine-tuning labels go right to left (y -> K-1-y) so that they never meet the pretraining
     classes, which go left to right (seed-000 Sec. 3.1); other scenarios keep y."""
     return num_outputs - 1 - labels if isinstance(scenario, IAMCL2R) else labels
-
-
-def frozen_reference(ctx: StepContext) -> Network | None:
-    """The frozen model a step aligns to: the incoming pretrained model at task 1 and at replacement tasks
-    (as the official iamcl2r code), otherwise the previous step's model."""
-    return ctx.incoming if ctx.incoming is not None else ctx.old_model
 
 
 class FixedHeadMethod(Method):
@@ -99,25 +93,11 @@ class FixedHeadMethod(Method):
         return FixedHeadRecipe(self)
 
 
-class FixedHeadRecipe(Method):
+class FixedHeadRecipe(StandardRecipe):
     """Plain cross-entropy over all K logits with ``owner``'s network, labels as they are."""
 
     name = "standard-fixed"
     standard_steps = "none"
-
-    def __init__(self, owner: FixedHeadMethod) -> None:
-        super().__init__()
-        self.owner = owner
-        self.head = owner.head  # type: ignore[misc]
-
-    def build_model(self, ctx: StepContext, backbone: str, num_classes: int) -> Network:
-        return self.owner.build_model(ctx, backbone, num_classes)
-
-    def features(self, model: Network, images: Tensor) -> Tensor:
-        return self.owner.features(model, images)
-
-    def describe(self) -> dict[str, Any]:
-        return {"name": self.name, "head": self.owner.head, **self.model_identity()}
 
     def model_identity(self) -> dict[str, Any]:
         return {"classes": self.owner.params.classes, "simplex": self.owner.params.simplex}

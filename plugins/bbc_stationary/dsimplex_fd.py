@@ -17,7 +17,7 @@ from torch import Tensor
 import benchbackcompat
 from benchbackcompat.method import Batch, CompatibilityMethod, Method, StepContext
 from benchbackcompat.models.network import Network, NetworkOutput
-from bbc_stationary.common import FixedHeadMethod, FixedParams, frozen_reference
+from bbc_stationary.common import FixedHeadMethod, FixedParams
 
 
 
@@ -39,13 +39,13 @@ class DSimplexFD(FixedHeadMethod, CompatibilityMethod):
 
     def aligns(self, batch: Batch, ctx: StepContext) -> bool:
         """Only batches with replayed samples are distilled, towards the frozen reference."""
-        return frozen_reference(ctx) is not None and bool(batch.from_memory.any())
+        return ctx.align_to is not None and bool(batch.from_memory.any())
 
     def compatibility_terms(self, model: Network, out: NetworkOutput, batch: Batch, ctx: StepContext,
                             ce: Tensor) -> dict[str, Tensor]:
         replayed = batch.from_memory
         with torch.no_grad():
-            old = frozen_reference(ctx).embed(batch.images[replayed])
+            old = ctx.align_to.embed(batch.images[replayed])
         fd = (1 - F.cosine_similarity(out.features[replayed].float(), old.float(), dim=1)).mean()
         weight = distillation_weight(self.params.base_weight, ctx)
         return {"loss": ce + weight * fd, "fd": fd}

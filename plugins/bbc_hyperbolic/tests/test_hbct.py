@@ -141,13 +141,13 @@ def test_ext_class_run_reports_lorentz_references_and_beats_independent(tmp_path
     args = ["run", "--out", str(tmp_path), *TINY, "--set", "train.epochs=3", "--scenario", "ext-class"]
     assert main([*args, "--methods", "hbct,independent"]) == 0
     assert "| hbct" in capsys.readouterr().out
-    records = {r["method"]: r for r in ResultStore(tmp_path).records()}
-    hbct, independent = records["hbct"]["metrics"]["map"], records["independent"]["metrics"]["map"]
-    assert records["hbct"]["status"] == "finished"
+    records = {r.method: r for r in ResultStore(tmp_path).records()}
+    hbct, independent = records["hbct"].metrics["map"], records["independent"].metrics["map"]
+    assert records["hbct"].status == "finished"
     # Lorentz references: P_com divides by HBCT's own old model, a Lorentz model unlike the Euclidean one
-    assert hbct["p_com"] == pytest.approx((hbct["cross"] - hbct["old_self"]) / (hbct["reference_self"] - hbct["old_self"]))
-    assert hbct["old_self"] != pytest.approx(independent["old_self"])
-    assert hbct["cross"] > independent["cross"]
+    assert hbct.p_com == pytest.approx((hbct.cross - hbct.old_self) / (hbct.reference_self - hbct.old_self))
+    assert hbct.old_self != pytest.approx(independent.old_self)
+    assert hbct.cross > independent.cross
 
 
 def test_the_alignment_terms_put_each_new_embedding_next_to_its_old_one_inside_its_cone():
@@ -180,6 +180,6 @@ def test_sequential_updates_fine_tune_previous_with_growing_zeta(tmp_path):
             "--set", "num_models=3", "--set", "init=previous", "--methods", "hbct"]
     assert main(args) == 0
     (record,) = ResultStore(tmp_path).records()
-    C = record["matrices"]["cmc@1"]
-    assert record["status"] == "finished" and all(math.isfinite(C[t][k]) for t in range(3) for k in range(t + 1))
-    assert all("entail" in record["curves"][str(t)][0] for t in (1, 2))  # aligned to the previous model
+    C = record.matrices["cmc@1"]
+    assert record.status == "finished" and all(math.isfinite(C[t][k]) for t in range(3) for k in range(t + 1))
+    assert all("entail" in record.curves[str(t)][0] for t in (1, 2))  # aligned to the previous model

@@ -12,7 +12,7 @@ from bbc_outputs.lsp import LSP
 from bbc_outputs.projection import centring_projection, keep_top_k, simplex_features, tie_exact_cosine
 from bbc_outputs.psp import PSP
 from benchbackcompat.config import CL2R, MultiStep
-from benchbackcompat.engine.runner import standard_recipe
+from benchbackcompat.method import StandardRecipe
 from benchbackcompat.metrics import retrieval
 from benchbackcompat.store import ResultStore
 
@@ -133,9 +133,10 @@ def test_temperature_is_part_of_the_model_and_psp_lsp_share_their_models():
     torch.testing.assert_close(model.head(features), model.head.inner(features) / 12)
     hot = PSP(PSP.Params(temperature=2, temperature_mode="multiply")).build_model(ctx, "convnet-s", 4)
     torch.testing.assert_close(hot.head(features), hot.head.inner(features) * 2)
-    identity = standard_recipe(PSP()).describe()
-    assert identity == standard_recipe(LSP()).describe() == standard_recipe(LSP(LSP.Params(center=False))).describe()
-    assert identity != standard_recipe(PSP(PSP.Params(temperature=1))).describe()
+    identity = StandardRecipe(PSP()).model_key()
+    assert identity == StandardRecipe(LSP()).model_key() == StandardRecipe(LSP(LSP.Params(center=False))).model_key()
+    assert identity != StandardRecipe(PSP(PSP.Params(temperature=1))).model_key()
+    assert StandardRecipe(PSP()).head == PSP.head == "linear"  # the head is a head's name, not an identity
 
 
 def test_replay_scenarios_are_not_applicable():
@@ -152,9 +153,9 @@ def test_multi_step_run_psp_lsp_share_models_and_fill_matrices(tmp_path):
             "--set", "train.epochs=2", "--set", "train.batch_size=32", "--set", "model.embedding_dim=16",
             "--set", "num_models=3"]
     assert main(["run", "--out", str(tmp_path), "--scenario", "multi-step", "--methods", "psp,lsp", *tiny]) == 0
-    records = {r["method"]: r for r in ResultStore(tmp_path).records()}
-    assert records["psp"]["shared_models"] == records["lsp"]["shared_models"]
+    records = {r.method: r for r in ResultStore(tmp_path).records()}
+    assert records["psp"].shared_models == records["lsp"].shared_models
     for record in records.values():
-        C = record["matrices"]["cmc@1"]
-        assert record["status"] == "finished" and not record["notes"]
+        C = record.matrices["cmc@1"]
+        assert record.status == "finished" and not record.notes
         assert all(0 <= C[t][k] <= 100 for t in range(3) for k in range(t + 1))

@@ -1,0 +1,82 @@
+"""How to recompute a leaderboard page, from its records alone: preset files and ``run`` commands.
+
+Each record holds its resolved scenario configuration and the method's hyperparameters, so a page's
+cells are recomputed from a preset file written from them (``reproduce/<page>.toml``: one
+``[scenarios.<name>]`` table per stored configuration, ``[methods.<name>]`` per method), never from
+today's preset files. A page whose records use one scenario name with several configurations, or one
+method with several settings, gets one file per combination that a single command can run.
+"""
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from dataclasses import dataclass, field
+from typing import Any
+
+from benchbackcompat.record import CellRecord
+from benchbackcompat.report.aggregate import Table, without_data_root
+
+BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
+
+
+@dataclass
+class Reproduction:
+    """One preset file and the command that runs it: the scenarios, methods and seeds of some of a page's tables."""
+
+    scenarios: dict[str, dict[str, Any]] = field(default_factory=dict)  # name -> stored configuration
+    methods: dict[str, dict[str, Any]] = field(default_factory=dict)  # name -> hyperparameters
+    seeds: set[int] = field(default_factory=set)
+
+    def accepts(self, record: CellRecord, config: dict[str, Any]) -> bool:
+        return (self.scenarios.get(record.scenario, config) == config
+                and self.methods.get(record.method, record.params) == record.params)
+
+    def add(self, record: CellRecord, config: dict[str, Any]) -> None:
+        self.scenarios[record.scenario] = config
+        self.methods[record.method] = record.params
+        self.seeds.add(record.seed)
+
+    def preset(self, title: str) -> str:
+        """The preset file (TOML) of these scenarios and methods."""
+        lines = [f"description = {_value(title)}"]
+        for kind, tables in (("scenarios", self.scenarios), ("methods", self.methods)):
+            for name, values in sorted(tables.items()):
+                lines += ["", f"[{kind}.{_key(name)}]"]
+                lines += [f"{_key(k)} = {_value(v)}" for k, v in values.items() if v is not None]
+        return "\n".join(lines) + "\n"
+
+    def command(self, preset_path: str) -> str:
+        return shlex.join(["benchbackcompat", "run", "--preset", preset_path, "--scenario", ",".join(sorted(self.scenarios)),
+                           "--methods", ",".join(sorted(self.methods)),
+                           "--seeds", ",".join(str(s) for s in sorted(self.seeds))])
+
+
+def reproductions(tables: list[Table]) -> list[Reproduction]:
+    """The fewest preset files (greedily) that recompute every record of ``tables``: within one file a scenario name has
+    one configuration and a method one setting. Records of a grid's selected setting are run with that setting."""
+    found: list[Reproduction] = []
+    for table in tables:
+        for record in table.records:
+            config = without_data_root(record.config)
+            target = next((r for r in found if r.accepts(record, config)), None)
+            if target is None:
+                target = Reproduction()
+                found.append(target)
+            target.add(record, config)
+    return found
+
+
+def _key(name: str) -> str:
+    return name if BARE_KEY.fullmatch(name) else json.dumps(name)
+
+
+def _value(value: Any) -> str:
+    """A TOML value (inline tables and arrays); None inside a table or array is left out (TOML has no null)."""
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{_key(k)} = {_value(v)}" for k, v in value.items() if v is not None) + " }"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_value(v) for v in value if v is not None) + "]"
+    if isinstance(value, float) and value != value:
+        return "nan"
+    return json.dumps(value)  # strings, booleans, integers and finite floats are written alike in JSON and TOML
