@@ -100,9 +100,9 @@ def grid_work(plan, data_of) -> dict[str, Work]:
             standard = step.init != "pretrained" and (method.standard_steps == "all" or
                                                       (method.standard_steps == "first" and step.index == 0))
             recipe = standard_recipe(method) if standard else method
-            fresh = not standard or once({"standard": recipe.describe(), "step": step.to_dict(), "seed": cell.seed,
+            fresh = not standard or once({"standard": recipe.model_key(), "step": step.to_dict(), "seed": cell.seed,
                                           "train": scenario.train_config(step.index).model_dump(mode="json")})
-            if step.pretrained is not None and once({"pretrained": method.reference().describe(),
+            if step.pretrained is not None and once({"pretrained": method.reference().model_key(),
                                                       "spec": step.pretrained.__dict__, "seed": PRETRAIN_SEED}):
                 spec = step.pretrained
                 pre = Step(spec.index, (0, spec.num_classes), spec.num_classes, 1.0, spec.backbone, "scratch")
@@ -120,7 +120,7 @@ def grid_work(plan, data_of) -> dict[str, Work]:
         if scenario.single_update:
             reference = standard_recipe(method.reference())
             for step in steps:
-                if once({"standard": reference.describe(), "step": step.to_dict(), "seed": cell.seed,
+                if once({"standard": reference.model_key(), "step": step.to_dict(), "seed": cell.seed,
                          "train": scenario.train_config(step.index).model_dump(mode="json")}):
                     w.train[step.backbone] += trained_images(data, scenario, step, cell.seed, 0)
                     w.models += 1
