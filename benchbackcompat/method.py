@@ -43,8 +43,8 @@ class MethodParams(BaseModel):
 @dataclass
 class Batch:
     """One augmented training batch on the training device. ``from_memory`` marks the samples drawn from the
-    replay memory (all False without one): only the engine knows a batch's composition (new data then memory,
-    sliced per rank), so the mask, not a count, is how any method that treats replayed samples apart learns it."""
+    replay memory (all False without one): only the engine knows a batch's composition (new data then memory, then
+    every world-size-th sample on each rank), so the mask, not a count, is how any method that treats replayed samples apart learns it."""
 
     images: Tensor  # float, normalised, B x C x H x W
     labels: Tensor  # int64, class ids in the scenario's order
