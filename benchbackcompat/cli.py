@@ -146,11 +146,11 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def build_run_plan(args: argparse.Namespace):
     """The validated plan of ``run`` arguments and its plugin host (also rebuilt by each ``--workers`` process)."""
-    from benchbackcompat.plugins import PluginHost
+    from benchbackcompat.plugin_host import PluginHost
     from benchbackcompat.presets import resolve_run, split_list
     from benchbackcompat.engine import distributed
     from benchbackcompat.logs import log
-    from benchbackcompat.run import make_plan, rerun_methods, select_shard
+    from benchbackcompat.plan import make_plan, rerun_methods, select_shard
 
     data: dict = {}
     if args.dataset:
@@ -187,7 +187,7 @@ def run_cells(args: argparse.Namespace) -> tuple[list, int]:
     data-parallel run) and the exit code (1 when a cell failed or diverged)."""
     from benchbackcompat.engine import distributed
     from benchbackcompat.logs import log
-    from benchbackcompat.run import execute, run_summary, selected_cells
+    from benchbackcompat.plan import execute, run_summary, selected_cells
 
     plan, host = build_run_plan(args)
     run = plan.run
@@ -228,7 +228,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     from tabulate import tabulate
 
     from benchbackcompat.logs import log
-    from benchbackcompat.plugins import PluginHost
+    from benchbackcompat.plugin_host import PluginHost
 
     host = PluginHost()
     if args.what == "methods":
@@ -274,7 +274,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def cmd_describe(args: argparse.Namespace) -> int:
     from benchbackcompat.describe import describe_method
-    from benchbackcompat.plugins import PluginHost
+    from benchbackcompat.plugin_host import PluginHost
     from benchbackcompat.presets import load_preset, resolve_run
 
     method = PluginHost().method_class(args.method)
@@ -375,9 +375,9 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from benchbackcompat.plugins import PluginHost
+    from benchbackcompat.plugin_host import PluginHost
     from benchbackcompat.presets import load_preset, resolve_run, split_list
-    from benchbackcompat.run import make_plan
+    from benchbackcompat.plan import make_plan
 
     scenarios = list(load_preset(args.preset)["scenarios"])
     methods = split_list(args.methods) or ["independent"]

@@ -13,8 +13,8 @@ import torch
 
 from benchbackcompat.errors import BenchError
 from benchbackcompat.logs import log
-from benchbackcompat.engine.runner import cell_fields
-from benchbackcompat.run import Plan, assign_fingerprints, run_shard
+from benchbackcompat.engine.cell import cell_fields
+from benchbackcompat.plan import Plan, assign_fingerprints, run_shard
 from benchbackcompat.record import CellRecord, parse_record
 
 

@@ -67,7 +67,9 @@ def method_interface() -> str:
             lines.append(f"| `{escaped}` | {summary} |")
     for cls in (StepContext, Batch):
         lines += ["", f"`{cls.__name__}`: " + markdown(cls.__doc__).split("\n\n")[0], ""]
-        lines += [f"- `{field.name}: {field.type}`" for field in dataclasses.fields(cls)]
+        lines += [f"- `{field.name}: {field.type}`" for field in dataclasses.fields(cls) if not field.name.startswith("_")]
+        lines += [f"- `{name}` (property): {' '.join(markdown(value.__doc__).split())}"
+                  for name, value in vars(cls).items() if isinstance(value, property) and value.__doc__]
         lines += [f"- `{signature(value)}`: {markdown(value.__doc__).splitlines()[0]}"
                   for name, value in vars(cls).items() if inspect.isfunction(value) and not name.startswith("_") and value.__doc__]
     return "\n".join(lines)

@@ -9,7 +9,7 @@ compared for each matrix entry).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import torch
@@ -42,7 +42,9 @@ class MethodParams(BaseModel):
 
 @dataclass
 class Batch:
-    """One augmented training batch on the training device."""
+    """One augmented training batch on the training device. ``from_memory`` marks the samples drawn from the
+    replay memory (all False without one): only the engine knows a batch's composition (new data then memory, then
+    every world-size-th sample on each rank), so the mask, not a count, is how any method that treats replayed samples apart learns it."""
 
     images: Tensor  # float, normalised, B x C x H x W
     labels: Tensor  # int64, class ids in the scenario's order
@@ -64,15 +66,19 @@ class StepContext:
     mean: tuple[float, float, float]
     std: tuple[float, float, float]
     image_size: int
-    incoming: Network | None = None  # frozen copy of the model pretrained elsewhere that this step starts from (IAM-CL2R)
     seed: int = 0  # the cell's seed, for methods that draw their own initialisations
     embedder: Embedder | None = None  # set by the engine: batched feature extraction on the training device
+    _align_to: Network | None = field(default=None, repr=False)  # see align_to
 
     @property
     def align_to(self) -> Network | None:
-        """The frozen model a step aligns to: the model pretrained elsewhere that the step starts from (IAM-CL2R's
-        task 1 and replacement tasks, as the official code), otherwise the previous step's model."""
-        return self.incoming if self.incoming is not None else self.old_model
+        """The frozen model this step aligns to: the previous step's model, unless the engine set another (the
+        model pretrained elsewhere that an IAM-CL2R task starts from, as the official code)."""
+        return self._align_to if self._align_to is not None else self.old_model
+
+    @align_to.setter
+    def align_to(self, model: Network | None) -> None:
+        self._align_to = model
 
     def embed(self, model: nn.Module, arrays: ImageArrays) -> Tensor:
         """Embeddings (``model.embed``, unnormalised, float32) of every image of ``arrays``, without augmentation."""
@@ -105,6 +111,10 @@ class Method:
     such method shares (trained once per scenario, seed and configuration): ``"first"`` for
     methods that regularise towards the scenario's standard old model, ``"all"`` for the
     independent baseline, ``"none"`` for methods that need an old model of their own.
+
+    ``self.state`` (tensors by name) is what a method carries from step to step besides its models
+    (adapters, statistics): the engine saves it with every step's checkpoint and restores it when a
+    cell resumes, as ``nn.Module.state_dict`` does for a module's tensors.
     """
 
     name: ClassVar[str] = "standard"
@@ -116,7 +126,7 @@ class Method:
 
     def __init__(self, params: MethodParams | None = None) -> None:
         self.params = params if params is not None else self.Params()
-        self.state: dict[str, Tensor] = {}  # carried across steps (adapters, statistics); saved with each step's checkpoint
+        self.state: dict[str, Tensor] = {}  # carried across steps; saved with each step's checkpoint (class docstring)
 
     # --- scenarios -------------------------------------------------------------------------
     def unsupported_reason(self, scenario: ScenarioBase) -> str | None:

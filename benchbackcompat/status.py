@@ -16,7 +16,7 @@ from typing import Any
 from benchbackcompat.errors import BenchError
 from benchbackcompat.identity import RESULTS_VERSION, code_identity
 from benchbackcompat.method import Method
-from benchbackcompat.plugins import PluginHost
+from benchbackcompat.plugin_host import PluginHost
 from benchbackcompat.store import ResultStore
 from benchbackcompat.record import CellRecord
 

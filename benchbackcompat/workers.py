@@ -14,8 +14,8 @@ from concurrent.futures import ProcessPoolExecutor
 import torch
 
 from benchbackcompat.errors import BenchError
-from benchbackcompat.plugins import PluginHost
-from benchbackcompat.run import Plan, execute
+from benchbackcompat.plugin_host import PluginHost
+from benchbackcompat.plan import Plan, execute
 from benchbackcompat.record import CellRecord
 
 PlanBuilder = Callable[[argparse.Namespace], tuple[Plan, PluginHost]]

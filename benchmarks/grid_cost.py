@@ -35,12 +35,12 @@ from tabulate import tabulate
 from benchbackcompat.config import config_hash
 from benchbackcompat.data.arrays import ImageArrays
 from benchbackcompat.engine.evaluate import extract_features
-from benchbackcompat.engine.runner import PRETRAIN_SEED, standard_recipe
+from benchbackcompat.engine.cell import PRETRAIN_SEED, standard_recipe
 from benchbackcompat.engine.train import Acceleration, batches_per_epoch, train_model
 from benchbackcompat.method import Method, StandardMethod, StepContext
-from benchbackcompat.plugins import PluginHost
+from benchbackcompat.plugin_host import PluginHost
 from benchbackcompat.presets import resolve_run, split_list
-from benchbackcompat.run import make_plan
+from benchbackcompat.plan import make_plan
 from benchbackcompat.scenarios.data import ScenarioData, load_scenario_data
 from benchbackcompat.scenarios.steps import Step, build_steps
 

@@ -23,9 +23,9 @@ from benchbackcompat.data.registry import DatasetRequest, load_dataset
 from benchbackcompat.data.sources import check_member
 from benchbackcompat.store.checkpoint import checksum_path, load_checkpoint, save_checkpoint
 from benchbackcompat.errors import BenchError, UnknownNameError
-from benchbackcompat.plugins import PluginHost
+from benchbackcompat.plugin_host import PluginHost
 from benchbackcompat.presets import load_preset, resolve_run
-from benchbackcompat.run import check_names, make_plan
+from benchbackcompat.plan import check_names, make_plan
 
 FAST = settings(max_examples=150, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 SLOW = settings(max_examples=40, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])

@@ -80,9 +80,9 @@ def test_dry_run_prints_configuration_and_steps(capsys, tmp_path):
 
 
 def test_cpu_preset_is_the_published_scale_and_its_seeds_vary_the_class_order():
-    from benchbackcompat.plugins import PluginHost
+    from benchbackcompat.plugin_host import PluginHost
     from benchbackcompat.presets import load_preset
-    from benchbackcompat.run import make_plan
+    from benchbackcompat.plan import make_plan
 
     names = list(load_preset("cpu")["scenarios"])
     run = resolve_run(preset="cpu", scenarios=names, methods=["independent"], seeds=[0, 1])

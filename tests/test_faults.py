@@ -37,7 +37,7 @@ MULTI = ["--scenario", "multi-step", "--methods", "l2", "--set", "num_models=3"]
 
 SERVER = r"""
 import json, os, sys, traceback
-import benchbackcompat.run  # everything is imported once, before forking; the children compute
+import benchbackcompat.plan  # everything is imported once, before forking; the children compute
 from benchbackcompat.cli import main
 from benchbackcompat import faults
 
@@ -434,7 +434,7 @@ def test_a_lock_names_its_holder_and_gives_up_after_the_timeout(tmp_path):
 
 
 def test_a_traceback_that_cannot_be_written_does_not_crash_the_failure_handler(tmp_path, caplog):
-    from benchbackcompat.engine.runner import save_traceback
+    from benchbackcompat.engine.cell import save_traceback
 
     store = ResultStore(tmp_path)
     store.cell_dir("a" * 16).parent.mkdir(parents=True)

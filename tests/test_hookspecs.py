@@ -10,7 +10,7 @@ import benchbackcompat
 from benchbackcompat import hookspecs
 from benchbackcompat.guide import GUIDE, hook_reference, hookspec_functions, markdown, update
 from benchbackcompat.method import Method
-from benchbackcompat.plugins import GROUP, PluginHost
+from benchbackcompat.plugin_host import GROUP, PluginHost
 
 hookspec = pluggy.HookspecMarker(GROUP)
 

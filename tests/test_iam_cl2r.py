@@ -8,9 +8,9 @@ import math
 import pytest
 
 from benchbackcompat.metrics.summary import summarise
-from benchbackcompat.plugins import PluginHost
+from benchbackcompat.plugin_host import PluginHost
 from benchbackcompat.presets import resolve_run
-from benchbackcompat.run import execute, make_plan
+from benchbackcompat.plan import execute, make_plan
 
 NAN = math.nan
 

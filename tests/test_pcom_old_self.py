@@ -11,8 +11,8 @@ import math
 import pytest
 import torch
 
-from benchbackcompat.engine.runner import Cell, CellRunner
-from benchbackcompat.plugins import PluginHost
+from benchbackcompat.engine.cell import Cell, CellRunner
+from benchbackcompat.plugin_host import PluginHost
 from benchbackcompat.scenarios.data import load_scenario_data
 from benchbackcompat.store import ResultStore
 from benchbackcompat.testing import installed_methods

@@ -35,3 +35,18 @@ def test_template_top1_compares_labels_not_positions():
 def test_a_metric_the_protocol_does_not_define_is_a_one_line_error(protocol, metric):
     with pytest.raises(ValueError, match=f"metric '{metric}' is not defined for protocol '{protocol}'"):
         protocols.scorer(protocol, metric)
+
+
+def test_each_protocol_declares_its_chance_level_by_hand():
+    assert {protocol for protocol, _ in protocols.SCORERS} == set(protocols.CHANCE)  # every protocol declares one
+    query, gallery = torch.tensor([0, 1]), torch.tensor([0, 1, 1, 2])
+    # nn: class 0 has 1 relevant item of 4, class 1 has 2 of 4; CMC@3 with replacement: 1 - (1 - p)^3
+    assert protocols.chance_level("nn", "cmc@1", query, gallery) == pytest.approx(100 * (0.25 + 0.5) / 2)
+    assert protocols.chance_level("nn", "cmc@3", query, gallery) == pytest.approx(100 * (1 - 0.75**3 + 1 - 0.5**3) / 2)
+    assert protocols.chance_level("nn", "map", query, gallery) == pytest.approx(37.5)
+    # loo ignores the gallery: the queries [0, 0, 0, 1] see 2 of 3 (class 0) or 0 of 3 (class 1) relevant others
+    assert protocols.chance_level("loo", "map", torch.tensor([0, 0, 0, 1]), gallery) == pytest.approx(100 * 2 / 4)
+    assert protocols.chance_level("template", "top1", query, gallery) == pytest.approx(100 / 3)
+    assert protocols.chance_level("verification", "verification", query, gallery) == 50.0
+    with pytest.raises(ValueError, match="protocol 'knn' declares no chance level"):
+        protocols.chance_level("knn", "cmc@1", query, gallery)

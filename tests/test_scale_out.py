@@ -9,9 +9,9 @@ import pytest
 
 from benchbackcompat.cli import main
 from benchbackcompat.errors import BenchError
-from benchbackcompat.plugins import PluginHost
+from benchbackcompat.plugin_host import PluginHost
 from benchbackcompat.presets import resolve_run
-from benchbackcompat.run import make_plan, select_shard
+from benchbackcompat.plan import make_plan, select_shard
 from benchbackcompat.store import ResultStore
 
 TINY = [f"--set={assignment}" for assignment in (

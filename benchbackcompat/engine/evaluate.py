@@ -84,26 +84,12 @@ def _score(
     return protocols.scorer(protocol, metric)(metric, entry)
 
 
-def chance_level(metric: str, protocol: str, data: ScenarioData) -> float | None:
-    """The expected score (%) of a model that ranks the gallery at random: for CMC@k the chance that one of
-    k random gallery items is relevant (averaged over queries), for mAP the fraction of relevant items
-    (its large-gallery limit), for template top-1 one over the number of classes, for verification 50."""
-    if protocol == "verification":
-        return 50.0
-    ql = data.query.labels.cpu()
-    gl = ql if protocol == "loo" or data.gallery is None else data.gallery.labels.cpu()
-    classes, counts = torch.unique(gl, return_counts=True)
-    if protocol == "template":
-        return 100.0 / len(classes)
-    relevant = torch.zeros(int(max(ql.max(), gl.max())) + 1, dtype=torch.float64)
-    relevant[classes] = counts.to(torch.float64)
-    size = float(len(gl))
-    if protocol == "loo":
-        relevant, size = relevant - 1, size - 1
-    fraction = (relevant[ql] / size).clamp(0, 1)
-    if metric.startswith("cmc@"):
-        return 100.0 * float((1 - (1 - fraction) ** int(metric[4:])).mean())
-    return 100.0 * float(fraction.mean())
+def chance_level(metric: str, protocol: str, data: ScenarioData) -> float:
+    """The expected score (%) of ``metric`` for a model that ranks the gallery at random, as ``protocol`` declares
+    it (``metrics.protocols.chance_level``) on this scenario's query and gallery labels."""
+    ql = data.query.labels
+    gl = ql if data.gallery is None else data.gallery.labels
+    return protocols.chance_level(protocol, metric, ql, gl)
 
 
 @dataclass

@@ -153,7 +153,7 @@ def train_model(
     ``step_modules`` (a method's adapters, discriminators, ...) are trained with it, after its parameters."""
     cfg, device = ctx.train, ctx.device
     if acceleration.channels_last:  # the frozen references too: their forward takes the same NHWC batches
-        for module in (model, ctx.old_model, ctx.incoming):
+        for module in (model, ctx.old_model, ctx.align_to):
             if module is not None:
                 module.to(memory_format=torch.channels_last)
     if acceleration.compile:

@@ -3,7 +3,8 @@
 ``loo`` (one set as query and gallery, self excluded) and ``nn`` (a separate gallery) score CMC@k and
 mAP on ranked galleries; ``template`` scores top-1 against per-class templates of the gallery;
 ``verification`` scores threshold accuracy on sampled pairs. A scorer returns the score (%) and its
-per-query outcomes (hits or average precisions; None where there are none).
+per-query outcomes (hits or average precisions; None where there are none). Each protocol also declares
+its chance level: the expected score (%) of a model that ranks the gallery at random.
 """
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+import torch
 from torch import Tensor
 
 from benchbackcompat.metrics import outcomes, retrieval
@@ -33,6 +35,8 @@ class Entry:
 
 Scorer = Callable[[str, Entry], tuple[float, np.ndarray | None]]
 SCORERS: dict[tuple[str, str], Scorer] = {}
+ChanceLevel = Callable[[str, Tensor, Tensor], float]  # (metric, query labels, gallery labels) -> %
+CHANCE: dict[str, ChanceLevel] = {}
 
 
 def scores(protocol: str, *metrics: str) -> Callable[[Scorer], Scorer]:
@@ -50,6 +54,58 @@ def scorer(protocol: str, metric: str) -> Scorer:
     if found is None:
         raise ValueError(f"metric {metric!r} is not defined for protocol {protocol!r}")
     return found
+
+
+def chance_of(*protocols: str) -> Callable[[ChanceLevel], ChanceLevel]:
+    """Register the chance level of ``protocols``."""
+    def register(level: ChanceLevel) -> ChanceLevel:
+        CHANCE.update(dict.fromkeys(protocols, level))
+        return level
+
+    return register
+
+
+def chance_level(protocol: str, metric: str, query_labels: Tensor, gallery_labels: Tensor) -> float:
+    """The expected score (%) of ``metric`` under ``protocol`` for a model that ranks the gallery at random;
+    a ValueError for a protocol that declares none."""
+    level = CHANCE.get(protocol)
+    if level is None:
+        raise ValueError(f"protocol {protocol!r} declares no chance level")
+    return level(metric, query_labels.cpu(), gallery_labels.cpu())
+
+
+@chance_of("nn")
+def _ranked_chance(metric: str, query_labels: Tensor, gallery_labels: Tensor, exclude_self: bool = False) -> float:
+    """CMC@k: the chance that one of k random gallery items is relevant; mAP: the fraction of relevant gallery
+    items (its large-gallery limit); both averaged over queries."""
+    classes, counts = torch.unique(gallery_labels, return_counts=True)
+    relevant = torch.zeros(int(max(query_labels.max(), gallery_labels.max())) + 1, dtype=torch.float64)
+    relevant[classes] = counts.to(torch.float64)
+    size = float(len(gallery_labels))
+    if exclude_self:
+        relevant, size = relevant - 1, size - 1
+    fraction = (relevant[query_labels] / size).clamp(0, 1)
+    if metric.startswith("cmc@"):
+        return 100.0 * float((1 - (1 - fraction) ** int(metric[4:])).mean())
+    return 100.0 * float(fraction.mean())
+
+
+@chance_of("loo")
+def _loo_chance(metric: str, query_labels: Tensor, gallery_labels: Tensor) -> float:
+    """As ``nn`` with the query set as its own gallery, each query's own item left out."""
+    return _ranked_chance(metric, query_labels, query_labels, exclude_self=True)
+
+
+@chance_of("template")
+def _template_chance(metric: str, query_labels: Tensor, gallery_labels: Tensor) -> float:
+    """Top-1 among the gallery's class templates: one over the number of classes."""
+    return 100.0 / len(torch.unique(gallery_labels))
+
+
+@chance_of("verification")
+def _verification_chance(metric: str, query_labels: Tensor, gallery_labels: Tensor) -> float:
+    """Same/different pairs, balanced: 50."""
+    return 50.0
 
 
 @scores("loo", "cmc@1", "cmc@5")

@@ -34,11 +34,11 @@ from pydantic import BaseModel
 
 from benchbackcompat.config import SCENARIO_KINDS, ScenarioBase, validate_model
 from benchbackcompat.engine.evaluate import ModelFeatures, compatibility_matrices
-from benchbackcompat.engine.runner import Cell, CellRunner
+from benchbackcompat.engine.cell import Cell, CellRunner
 from benchbackcompat.errors import BenchError
 from benchbackcompat.method import Method
 from benchbackcompat.models.network import Network
-from benchbackcompat.plugins import PluginHost
+from benchbackcompat.plugin_host import PluginHost
 from benchbackcompat.scenarios.data import ScenarioData, load_scenario_data
 from benchbackcompat.store import ResultStore
 from benchbackcompat.testing.scenarios import representative_kinds, tiny_scenario

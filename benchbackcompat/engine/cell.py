@@ -303,7 +303,7 @@ class CellRunner:
                 source = models[-1] if step.init == "previous" and models else None
                 if step.init == "pretrained":
                     source = self.pretrained_model(step)
-                    ctx.incoming = frozen_copy(source)
+                    ctx.align_to = frozen_copy(source)
                 self.method.initialise(model, source, ctx)
                 history = self.train(self.method, model, ctx, tag=f"step-{step.index}")
             if step.replay or getattr(self.scenario, "memory_per_class", 0) > 0:
