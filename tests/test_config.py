@@ -11,9 +11,11 @@ from benchbackcompat.presets import available_presets, resolve_run
 def test_precedence_defaults_then_preset_then_command_line():
     run = resolve_run(preset="quick", scenarios=["both"], methods=["l2"])
     scenario = run.scenarios[0].config
-    assert scenario.train.epochs == 6  # preset [defaults.train]
+    assert scenario.train.lr == 0.05  # preset [defaults.train]
+    assert scenario.train.epochs == 32  # scenario table (over [defaults.train]'s 6)
     assert scenario.train.nesterov is False  # built-in default
     assert scenario.architectures == ["convnet-s", "convnet-m"]  # scenario table
+    assert resolve_run(preset="quick", scenarios=["cl2r"], methods=["er"]).scenarios[0].config.train.epochs == 6
     run = resolve_run(preset="quick", scenarios=["both"], methods=["l2"], assignments=["train.epochs=2", "methods.l2.weight=3"],
                       scenario_overrides={"data": {"name": "tinyimagenet"}})
     assert run.scenarios[0].config.train.epochs == 2
