@@ -23,11 +23,11 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 from tabulate import tabulate
 
 from benchbackcompat.frames import read_records
+from benchbackcompat.record import FinishedRecord
 
 
 def run(out: Path, args: argparse.Namespace, extra: list[str]) -> float:
@@ -40,19 +40,19 @@ def run(out: Path, args: argparse.Namespace, extra: list[str]) -> float:
     return time.perf_counter() - started
 
 
-def self_tests(record: dict[str, Any], metric: str) -> dict[str, float]:
+def self_tests(record: FinishedRecord, metric: str) -> dict[str, float]:
     """The record's self-tests in %: each trained model's diagonal entry, the old model and the reference."""
-    matrix = record["matrices"][metric]
-    values = record["metrics"][metric]
+    matrix = record.matrices[metric]
+    values = record.metrics[metric]
     tests = {f"model {t}": float(matrix[t][t]) for t in range(len(matrix)) if matrix[t][t] is not None}
     for name in ("old_self", "reference_self"):
-        if values.get(name) is not None:
-            tests[name] = float(values[name])
+        if getattr(values, name) is not None:
+            tests[name] = float(getattr(values, name))
     return tests
 
 
-def finished(root: Path) -> dict[tuple, dict[str, Any]]:
-    return {(r["scenario"], r["method"], r["seed"]): r for r in read_records(root) if r.get("status") == "finished"}
+def finished(root: Path) -> dict[tuple, FinishedRecord]:
+    return {(r.scenario, r.method, r.seed): r for r in read_records(root) if isinstance(r, FinishedRecord)}
 
 
 def main() -> None:
@@ -74,10 +74,11 @@ def main() -> None:
     if not base:
         sys.exit(f"error: no finished cells in {args.out / 'base'}")
     some = next(iter(base.values()))
-    longer_epochs = round(some["config"]["train"]["epochs"] * args.factor)
+    epochs = some.config["train"]["epochs"]
+    longer_epochs = round(epochs * args.factor)
     longer = [*extra, "--set", f"train.epochs={longer_epochs}"]
-    if some["config"].get("pretrain"):
-        longer += ["--set", f"pretrain.epochs={round(some['config']['pretrain']['epochs'] * args.factor)}"]
+    if some.config.get("pretrain"):
+        longer += ["--set", f"pretrain.epochs={round(some.config['pretrain']['epochs'] * args.factor)}"]
     longer_s = run(args.out / "longer", args, longer)
     extended = finished(args.out / "longer")
 
@@ -86,7 +87,7 @@ def main() -> None:
         if cell not in extended:
             failures.append(f"{'/'.join(map(str, cell))}: no finished cell with {longer_epochs} epochs")
             continue
-        chance = float(record["chance"][args.metric])
+        chance = float(record.chance[args.metric])
         before, after = self_tests(record, args.metric), self_tests(extended[cell], args.metric)
         for model, value in before.items():
             change = after[model] - value
@@ -96,13 +97,12 @@ def main() -> None:
                 failures.append(f"{'/'.join(map(str, cell))} {model}: self-test above 95%")
             if value < 2 * chance:
                 failures.append(f"{'/'.join(map(str, cell))} {model}: below twice chance ({value:.1f} < {2 * chance:.1f})")
-        if "reference_self" in before and "old_self" in before and len(record["matrices"][args.metric]) == 2:
+        if "reference_self" in before and "old_self" in before and len(record.matrices[args.metric]) == 2:
             gain = before["reference_self"] - before["old_self"]
             rows.append([*cell, "update gain (ref - old)", f"{gain:.1f}",
                          f"{after['reference_self'] - after['old_self']:.1f}", "", ""])
             if gain < args.min_gain:
                 failures.append(f"{'/'.join(map(str, cell))}: update gain {gain:.1f} < {args.min_gain:g} points")
-    epochs = some["config"]["train"]["epochs"]
     print(tabulate(rows, headers=["scenario", "method", "seed", "self-test", f"{epochs} epochs", f"{longer_epochs} epochs",
                                   "change", "chance"], tablefmt="github"))
     print(f"\n{args.metric}, points. Largest change with {args.factor:g}x epochs: {worst:.1f} (tolerance {args.tolerance:g}). "
