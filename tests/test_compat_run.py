@@ -6,14 +6,11 @@ import torch
 
 from benchbackcompat.cli import main
 from benchbackcompat.store import ResultStore
+from benchbackcompat.testing.scenarios import tiny_run_args
 
 pytestmark = pytest.mark.slow
 
-TINY = [
-    "--set", "data.num_classes=6", "--set", "data.train_per_class=40", "--set", "data.test_per_class=12",
-    "--set", "data.open_classes=4", "--set", "data.pretrain_classes=8",
-    "--set", "train.epochs=2", "--set", "train.batch_size=32", "--set", "model.embedding_dim=16",
-]
+TINY = tiny_run_args(epochs=2)
 
 
 def test_bct_and_fan_are_more_compatible_than_independent(tmp_path):

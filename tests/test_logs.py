@@ -9,11 +9,10 @@ import pytest
 
 from benchbackcompat.cli import main
 from benchbackcompat.store import ResultStore
+from benchbackcompat.testing.scenarios import tiny_run_args
 
 TINY = [
-    "--set", "data.num_classes=6", "--set", "data.train_per_class=40", "--set", "data.test_per_class=12",
-    "--set", "data.open_classes=4", "--set", "data.pretrain_classes=8", "--set", "train.batch_size=32",
-    "--set", "model.embedding_dim=16", "--set", "train.epochs=2",
+    *tiny_run_args(epochs=2),
     # a constant rate: every logged and recorded rate must read exactly 0.05
     "--set", "train.schedule=constant", "--set", "train.lr=0.05", "--set", "train.warmup_epochs=0",
 ]

@@ -13,15 +13,12 @@ import pytest
 
 from benchbackcompat.cli import main
 from benchbackcompat.store import ResultStore
+from benchbackcompat.testing.scenarios import tiny_run_args
 
 pytestmark = pytest.mark.slow
 
 # A tiny embedded configuration: seconds per cell on a CPU.
-TINY = [
-    "--set", "data.num_classes=6", "--set", "data.train_per_class=40", "--set", "data.test_per_class=12",
-    "--set", "data.open_classes=4", "--set", "data.pretrain_classes=8",
-    "--set", "train.epochs=2", "--set", "train.batch_size=32", "--set", "model.embedding_dim=16",
-]
+TINY = tiny_run_args(epochs=2)
 
 
 def run_cli(out: Path, *args: str) -> int:
