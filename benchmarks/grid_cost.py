@@ -45,24 +45,28 @@ from benchbackcompat.scenarios.data import ScenarioData, load_scenario_data
 from benchbackcompat.scenarios.steps import Step, build_steps
 
 
+Workload = tuple[str, int]  # (backbone, image size)
+
+
 @dataclass
 class Work:
-    """Images to train and to extract, per backbone; ``with_reference`` counts training images of steps
-    that also run a frozen reference model forward."""
+    """Images to train and to extract, per (backbone, image size); ``with_reference`` counts training images
+    of steps that also run a frozen reference model forward."""
 
-    train: dict[str, int] = field(default_factory=lambda: defaultdict(int))
-    with_reference: dict[str, int] = field(default_factory=lambda: defaultdict(int))
-    extract: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    train: dict[Workload, int] = field(default_factory=lambda: defaultdict(int))
+    with_reference: dict[Workload, int] = field(default_factory=lambda: defaultdict(int))
+    extract: dict[Workload, int] = field(default_factory=lambda: defaultdict(int))
     models: int = 0
+    zoo_models: int = 0  # already-trained models: no training, and not timed here (their weights are downloads)
 
-    def seconds(self, rates: dict[str, tuple[float, float]]) -> float:
+    def seconds(self, rates: dict[Workload, tuple[float, float]]) -> float:
         total = 0.0
-        for backbone, images in self.train.items():
-            total += images / rates[backbone][0]
-        for backbone, images in self.with_reference.items():
-            total += images / rates[backbone][1]
-        for backbone, images in self.extract.items():
-            total += images / rates[backbone][1]
+        for workload, images in self.train.items():
+            total += images / rates[workload][0]
+        for workload, images in self.with_reference.items():
+            total += images / rates[workload][1]
+        for workload, images in self.extract.items():
+            total += images / rates[workload][1]
         return total
 
 
@@ -91,11 +95,11 @@ def grid_work(plan, data_of) -> dict[str, Work]:
         data = data_of(scenario)
         w = work[cell.scenario.name]
         steps = build_steps(scenario, data.num_classes)
+        size = data.image_size
         memory = 0
-        models = 0
         for step in steps:
             if step.init == "zoo":
-                models += 1
+                w.zoo_models += 1
                 continue
             standard = step.init != "pretrained" and (method.standard_steps == "all" or
                                                       (method.standard_steps == "first" and step.index == 0))
@@ -106,50 +110,46 @@ def grid_work(plan, data_of) -> dict[str, Work]:
                                                       "spec": step.pretrained.__dict__, "seed": PRETRAIN_SEED}):
                 spec = step.pretrained
                 pre = Step(spec.index, (0, spec.num_classes), spec.num_classes, 1.0, spec.backbone, "scratch")
-                w.train[spec.backbone] += trained_images(data, scenario.model_copy(update={"train": scenario.pretrain}), pre,
+                w.train[spec.backbone, size] += trained_images(data, scenario.model_copy(update={"train": scenario.pretrain}), pre,
                                                          PRETRAIN_SEED, 0)
                 w.models += 1
             if fresh:
                 images = trained_images(data, scenario, step, cell.seed, memory)
-                w.train[step.backbone] += images
+                w.train[step.backbone, size] += images
                 if step.index > 0 or step.pretrained is not None:
-                    w.with_reference[steps[step.index - 1].backbone if step.index else step.backbone] += images
+                    w.with_reference[steps[step.index - 1].backbone if step.index else step.backbone, size] += images
                 w.models += 1
             memory += getattr(scenario, "memory_per_class", 0) * (step.classes[1] - step.classes[0])
-            models += 1
         if scenario.single_update:
             reference = standard_recipe(method.reference())
             for step in steps:
                 if once({"standard": reference.model_key(), "step": step.to_dict(), "seed": cell.seed,
                          "train": scenario.train_config(step.index).model_dump(mode="json")}):
-                    w.train[step.backbone] += trained_images(data, scenario, step, cell.seed, 0)
+                    w.train[step.backbone, size] += trained_images(data, scenario, step, cell.seed, 0)
                     w.models += 1
-            models += 2
         eval_images = len(data.query) + (len(data.gallery) if data.gallery is not None else 0)
-        for step in steps:
-            w.extract[step.backbone] += eval_images
-        if scenario.single_update:
-            for step in steps:
-                w.extract[step.backbone] += eval_images
+        trained = [step for step in steps if step.init != "zoo"]
+        for step in trained * (2 if scenario.single_update else 1):  # single updates: the references too
+            w.extract[step.backbone, size] += eval_images
     return work
 
 
-def calibrate(backbones: set[str], batch: int, batches: int) -> dict[str, tuple[float, float]]:
-    """(training images/s, forward images/s) per backbone with the harness's loop, 32x32 images."""
+def calibrate(workloads: set[Workload], batch: int, batches: int) -> dict[Workload, tuple[float, float]]:
+    """(training images/s, forward images/s) per (backbone, image size) with the harness's loop."""
     from benchbackcompat.config import MultiStep
 
     rates = {}
-    for backbone in sorted(backbones):
+    for backbone, size in sorted(workloads):
         scenario = MultiStep(num_models=2, model={"backbone": backbone, "embedding_dim": 64},
                              train={"epochs": 1, "batch_size": batch})
         steps = build_steps(scenario, 10)
         gen = torch.Generator().manual_seed(0)
-        images = ImageArrays(torch.randint(0, 256, (batch * batches, 3, 32, 32), dtype=torch.uint8, generator=gen),
+        images = ImageArrays(torch.randint(0, 256, (batch * batches, 3, size, size), dtype=torch.uint8, generator=gen),
                              torch.arange(batch * batches) % 10)
         method = StandardMethod()
         ctx = StepContext(scenario=scenario, step=steps[1], steps=steps, train=scenario.train_config(1),
                           device=torch.device("cpu"), old_model=None, train_data=images.subset(torch.arange(batch)),
-                          memory=None, mean=(0.5,) * 3, std=(0.25,) * 3, image_size=32, seed=0)
+                          memory=None, mean=(0.5,) * 3, std=(0.25,) * 3, image_size=size, seed=0)
         model = method.build_model(ctx, backbone, 10)
         acceleration = Acceleration.resolve("auto", False, ctx.device)  # as `benchbackcompat run` trains by default
         with contextlib.redirect_stderr(io.StringIO()):
@@ -162,8 +162,8 @@ def calibrate(backbones: set[str], batch: int, batches: int) -> dict[str, tuple[
         extract_features(model, method, images, **kwargs)
         started = time.perf_counter()
         extract_features(model, method, images, **kwargs)
-        rates[backbone] = (train_rate, len(images) / (time.perf_counter() - started))
-        print(f"  {backbone}: train {train_rate:.0f} img/s, forward {rates[backbone][1]:.0f} img/s", file=sys.stderr)
+        rates[backbone, size] = (train_rate, len(images) / (time.perf_counter() - started))
+        print(f"  {backbone} {size}x{size}: train {train_rate:.0f} img/s, forward {rates[backbone, size][1]:.0f} img/s", file=sys.stderr)
     return rates
 
 
@@ -203,10 +203,10 @@ def main() -> None:
 
     work = grid_work(plan, data_of)
     batch = max(s.config.train.batch_size for s in plan.run.scenarios)
-    backbones = {b for w in work.values() for b in (*w.train, *w.extract)}
+    workloads = {b for w in work.values() for b in (*w.train, *w.extract)}
     print(f"{len(plan.cells)} cells ({args.preset}: {args.scenario} x {args.methods} x seeds {args.seeds}); "
-          f"calibrating {len(backbones)} backbones, {torch.get_num_threads()} threads", flush=True)
-    rates = calibrate(backbones, batch, args.calibration_batches)
+          f"calibrating {len(workloads)} backbone x image size pairs, {torch.get_num_threads()} threads", flush=True)
+    rates = calibrate(workloads, batch, args.calibration_batches)
     rows = [[name, sum(c.scenario.name == name for c in plan.cells), w.models, sum(w.train.values()),
              f"{w.seconds(rates) / 60:.1f}"] for name, w in work.items()]
     total = sum(w.seconds(rates) for w in work.values())
@@ -215,6 +215,9 @@ def main() -> None:
     print(tabulate(rows, headers=["scenario", "cells", "models trained", "training images", "estimated min"],
                    tablefmt="github"))
     print(f"\nestimated whole grid: {total / 3600:.2f} h on this machine with one cell at a time")
+    zoo = sum(w.zoo_models for w in work.values())
+    if zoo:
+        print(f"not counted: {zoo} already-trained model-zoo models (no training; their evaluation needs downloaded weights)")
     if not args.measure_scenario:
         return
     part = plan_of(args.preset, args.measure_scenario, args.measure_methods or args.methods, args.measure_seeds, host,

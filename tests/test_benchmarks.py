@@ -35,8 +35,8 @@ def test_grid_cost_counts_each_shared_model_once():
         counted[methods] = (work["ext-class"].models, dict(work["ext-class"].train))
     # 6 classes x 10 images, 1 epoch: the old model sees 3 classes (30 images), the new one all 60. independent's
     # two models are the shared standard ones (its reference is the second); l2 adds only its own new model.
-    assert counted["independent"] == (2, {"convnet-s": 30 + 60})
-    assert counted["independent,l2"] == (3, {"convnet-s": 30 + 60 + 60})
+    assert counted["independent"] == (2, {("convnet-s", 32): 30 + 60})
+    assert counted["independent,l2"] == (3, {("convnet-s", 32): 30 + 60 + 60})
 
 
 def test_calibrate_reads_the_self_tests_of_a_record():
