@@ -178,7 +178,9 @@ def claims_markdown(tables: list[Table], header: str) -> str:
              "difference: *reproduced* above zero, *not reproduced* at or below zero, *undecidable at this scale* "
              "when it contains zero or a precondition fails (rows missing or at chance level, no per-query "
              "outcomes, P_com not decidable). Paper numbers are the papers' own, at their scale (ResNet-18/ViT on "
-             "CIFAR-100/TinyImageNet); ours come from the scale in the second column.",
+             "CIFAR-100/TinyImageNet); ours come from the scale in the second column. Whether that scale's training "
+             "converged (50% more epochs moving no self-test by more than 2 points) is measured by "
+             "`benchmarks/calibrate.py` and written in the preset's file (`scenarios/<preset>.toml`).",
              "| paper | claim | paper's numbers | dataset · preset · scenario | ours | verdict | what was checked |",
              "|---|---|---|---|---|---|---|"]
     tested = 0
