@@ -65,3 +65,12 @@ def test_report_lists_untested_claims():
     text = claims_markdown(build_tables([_single("hbct", 0, 100, 50, 80, 70, 50, 80)]), "> header")
     assert text.count("\n| ") == len(CLAIMS) + 1  # header row + one line per claim (one table or none)
     assert "no stored table of iam-cl2r" in text
+
+
+def test_bct_one_update_claim_is_the_cross_test_above_the_old_self_test():
+    # BCT's empirical compatibility criterion: cross-test above the old self-test (P_com > 0), by hand on 400
+    # queries: 240 of 400 against 200 is P_com 0.4; 201 against 200 is P_com 0.01 with an interval around 0
+    n, statement = 400, "BCT compatible after one update but not after many"
+    assert _verdicts([_single("bct", 0, n, 200, 300, 240, 200, 300)], statement) == [REPRODUCED]
+    assert _verdicts([_single("bct", 0, n, 200, 300, 201, 200, 300)], statement) == [UNDECIDABLE]
+    assert _verdicts([_single("bct", 0, n, 200, 300, 150, 200, 300)], statement) == [NOT_REPRODUCED]

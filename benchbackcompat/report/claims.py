@@ -104,8 +104,9 @@ def compare(table: Table, a: Pick, b: Pick | Callable[[Table], Pick | None], sta
     return Finding(verdict, ours, checked)
 
 
-def below(table: Table, a: Pick, statistic: str, bound: float) -> Finding:
-    """Whether ``a``'s ``statistic`` is significantly below ``bound`` (e.g. AC < 1: not compatible throughout)."""
+def beyond(table: Table, a: Pick, statistic: str, bound: float, *, above: bool) -> Finding:
+    """Whether ``a``'s ``statistic`` is significantly above (``above``) or below ``bound``: e.g. AC < 1 (not
+    compatible throughout), or P_com > 0 (cross-test above the old self-test: BCT's empirical criterion)."""
     row = a.find(table)
     if row is None:
         return Finding(UNDECIDABLE, "not run", [f"records: no {a.name} in this table"])
@@ -113,13 +114,14 @@ def below(table: Table, a: Pick, statistic: str, bound: float) -> Finding:
     checked = [f"records: {len(row.finished)} seed(s) of {a.name}",
                "models above chance: " + ("no" if row.chance else "yes")]
     if not isinstance(cell, Stat) or cell.replicates is None:
-        return Finding(UNDECIDABLE, "no interval", checked)
-    _, high = cell.interval
+        reason = cell.reason if isinstance(cell, Missing) else "no interval"
+        return Finding(UNDECIDABLE, f"{a.name}: –", checked + [reason])
+    low, high = cell.interval
     ours = f"{a.name} {_text(cell, 3)} ({statistic} of {metric})"
     if row.chance:
         return Finding(UNDECIDABLE, ours, checked)
-    return Finding(REPRODUCED if high < bound else NOT_REPRODUCED if cell.interval[0] >= bound else UNDECIDABLE,
-                   ours, checked)
+    holds, fails = (low > bound, high <= bound) if above else (high < bound, low >= bound)
+    return Finding(REPRODUCED if holds else NOT_REPRODUCED if fails else UNDECIDABLE, ours, checked)
 
 
 def both(first: Finding, second: Finding) -> Finding:
@@ -156,8 +158,8 @@ CLAIMS = [
       for other in ("independent", "ift", "l2")),
     Claim("CoReS / BCT", "BCT compatible after one update but not after many",
           "one upgrade: cross 0.59 ≥ old self 0.59 (ECC ✓); 9 upgrades AC 0.11",
-          ("ext-class", "multi-step"), lambda t: (compare(t, Pick("bct"), Pick("independent"), "cross")
-                                                  if t.single_update else below(t, Pick("bct"), "AC", 1.0))),
+          ("ext-class", "multi-step"), lambda t: (beyond(t, Pick("bct"), "p_com", 0.0, above=True)  # cross > old self
+                                                  if t.single_update else beyond(t, Pick("bct"), "AC", 1.0, above=False))),
     *(Claim("PSP/LSP", f"{m.upper()} compatible on multi-step where independent encoders are not",
             "AC (TinyImageNet, 5 steps) PSP 0.90, LSP 1 vs baseline 0", ("multi-step",),
             lambda t, m=m: compare(t, Pick(m), Pick("independent"), "AC")) for m in ("psp", "lsp")),
