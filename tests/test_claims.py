@@ -5,7 +5,7 @@ import numpy as np
 
 from benchbackcompat.metrics import outcomes
 from benchbackcompat.report.aggregate import build_tables
-from benchbackcompat.report.claims import NOT_REPRODUCED, REPRODUCED, UNDECIDABLE, CLAIMS, claims_markdown
+from benchbackcompat.report.claims import HOC, NOT_REPRODUCED, REPRODUCED, UNDECIDABLE, CLAIMS, claims_markdown
 from test_statistics import _single
 
 
@@ -74,3 +74,17 @@ def test_bct_one_update_claim_is_the_cross_test_above_the_old_self_test():
     assert _verdicts([_single("bct", 0, n, 200, 300, 240, 200, 300)], statement) == [REPRODUCED]
     assert _verdicts([_single("bct", 0, n, 200, 300, 201, 200, 300)], statement) == [UNDECIDABLE]
     assert _verdicts([_single("bct", 0, n, 200, 300, 150, 200, 300)], statement) == [NOT_REPRODUCED]
+
+
+def test_hoc_claims_take_the_published_lambda_when_an_ablation_shares_the_table():
+    # IAM-CL2R: HOC's lambda = 1 ablation is more compatible here (AC 1 by hand) than HOC at the published
+    # lambda = 0.1 (AC 1/3), so it ranks first; the claims must still read the lambda = 0.1 row
+    def iam(lam: float, hits: list[list[int]]) -> dict:
+        record = _sequence("hoc", hits)
+        record.update(scenario="iam-cl2r", kind="iam-cl2r", key=f"hoc{lam}", params={"lam": lam})
+        record["metrics"]["cmc@1"]["AC"] = 1.0 if lam == 1.0 else 1 / 3  # the paper's formula, by hand
+        return record
+    table = build_tables([iam(1.0, [[150], [180, 200], [190, 210, 240]]),
+                          iam(0.1, [[150], [180, 200], [5, 8, 240]])])[0]
+    assert table.rows[0].params["lam"] == 1.0
+    assert HOC.find(table).params["lam"] == 0.1
