@@ -110,8 +110,8 @@ def grid_work(plan, data_of) -> dict[str, Work]:
                                                       "spec": step.pretrained.__dict__, "seed": PRETRAIN_SEED}):
                 spec = step.pretrained
                 pre = Step(spec.index, (0, spec.num_classes), spec.num_classes, 1.0, spec.backbone, "scratch")
-                w.train[spec.backbone, size] += trained_images(data, scenario.model_copy(update={"train": scenario.pretrain}), pre,
-                                                         PRETRAIN_SEED, 0)
+                pretrain = scenario.model_copy(update={"train": scenario.pretrain})
+                w.train[spec.backbone, size] += trained_images(data, pretrain, pre, PRETRAIN_SEED, 0)
                 w.models += 1
             if fresh:
                 images = trained_images(data, scenario, step, cell.seed, memory)
@@ -203,7 +203,7 @@ def main() -> None:
 
     work = grid_work(plan, data_of)
     batch = max(s.config.train.batch_size for s in plan.run.scenarios)
-    workloads = {b for w in work.values() for b in (*w.train, *w.extract)}
+    workloads = {workload for w in work.values() for workload in (*w.train, *w.extract)}
     print(f"{len(plan.cells)} cells ({args.preset}: {args.scenario} x {args.methods} x seeds {args.seeds}); "
           f"calibrating {len(workloads)} backbone x image size pairs, {torch.get_num_threads()} threads", flush=True)
     rates = calibrate(workloads, batch, args.calibration_batches)

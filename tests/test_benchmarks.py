@@ -33,8 +33,9 @@ def test_grid_cost_counts_each_shared_model_once():
         plan = grid_cost.plan_of("quick", "ext-class", methods, "0", host, TINY)
         work = grid_cost.grid_work(plan, lambda s: load_scenario_data(s, plan.run.cache_dir, torch.device("cpu")))
         counted[methods] = (work["ext-class"].models, dict(work["ext-class"].train))
-    # 6 classes x 10 images (16x16, the quick preset), 1 epoch: the old model sees 3 classes (30 images), the new one all 60. independent's
-    # two models are the shared standard ones (its reference is the second); l2 adds only its own new model.
+    # 6 classes x 10 images (16x16, the quick preset), 1 epoch: the old model sees 3 classes (30 images), the new
+    # one all 60. independent's two models are the shared standard ones (its reference is the second); l2 adds only
+    # its own new model.
     assert counted["independent"] == (2, {("convnet-s", 16): 30 + 60})
     assert counted["independent,l2"] == (3, {("convnet-s", 16): 30 + 60 + 60})
 
