@@ -5,7 +5,8 @@ import numpy as np
 
 from benchbackcompat.metrics import outcomes
 from benchbackcompat.report.aggregate import build_tables
-from benchbackcompat.report.claims import HOC, NOT_REPRODUCED, REPRODUCED, UNDECIDABLE, CLAIMS, claims_markdown
+from benchbackcompat.report.claims import (HOC, NOT_REPRODUCED, REPRODUCED, UNDECIDABLE, CLAIMS, Pick, claims_markdown,
+                                           compare)
 from test_statistics import _single
 
 
@@ -88,3 +89,8 @@ def test_hoc_claims_take_the_published_lambda_when_an_ablation_shares_the_table(
                           iam(0.1, [[150], [180, 200], [5, 8, 240]])])[0]
     assert table.rows[0].params["lam"] == 1.0
     assert HOC.find(table).params["lam"] == 0.1
+    # a pick without hyperparameters cannot tell which of the two settings is the default: no row, and why
+    assert Pick("hoc").find(table) is None
+    finding = compare(table, Pick("hoc"), HOC, "AC")
+    assert finding.verdict == UNDECIDABLE
+    assert finding.checked == ["records: 2 settings of hoc here (hoc (lam=1.0), hoc (lam=0.1)); the claim names none"]

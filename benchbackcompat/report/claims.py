@@ -35,10 +35,17 @@ class Pick:
         return self.method + "".join(f" ({k}={v})" for k, v in self.params)
 
     def find(self, table: Table) -> Row | None:
+        """The matching row; ``None`` when there is none, or when the pick names no hyperparameters and the
+        table holds several settings of the method (records do not say which one is the default)."""
         rows = [r for r in table.rows if r.method == self.method and all(r.params.get(k) == v for k, v in self.params)]
-        if not self.params:  # the default hyperparameters: the row with the fewest differing ones
-            rows = sorted(rows, key=lambda r: r.label != r.method)
-        return rows[0] if rows else None
+        return rows[0] if len(rows) == 1 else None
+
+    def not_found(self, table: Table) -> str:
+        """Why :meth:`find` found no row, for the report's "what was checked"."""
+        settings = [r.label for r in table.rows if r.method == self.method]
+        if len(settings) > 1:
+            return f"records: {len(settings)} settings of {self.method} here ({', '.join(settings)}); the claim names none"
+        return f"records: no {self.name} in this table"
 
 
 @dataclass
@@ -76,9 +83,9 @@ def compare(table: Table, a: Pick, b: Pick | Callable[[Table], Pick | None], sta
     if b is None:
         return Finding(UNDECIDABLE, "no row to compare with", ["records: the compared methods were not run here"])
     rows = {p.name: p.find(table) for p in (a, b)}
-    missing = [name for name, row in rows.items() if row is None]
+    missing = [p for p in (a, b) if rows[p.name] is None]
     if missing:
-        return Finding(UNDECIDABLE, "not run", [f"records: no {', '.join(missing)} in this table"])
+        return Finding(UNDECIDABLE, "not run", [p.not_found(table) for p in missing])
     checked = [f"records: {len(r.finished)} seed(s) of {name}" for name, r in rows.items()]
     chance = [name for name, r in rows.items() if r.chance]
     checked.append("models above chance: " + ("no, " + ", ".join(chance) + " at chance level" if chance else "yes"))
@@ -109,7 +116,7 @@ def beyond(table: Table, a: Pick, statistic: str, bound: float, *, above: bool) 
     compatible throughout), or P_com > 0 (cross-test above the old self-test: BCT's empirical criterion)."""
     row = a.find(table)
     if row is None:
-        return Finding(UNDECIDABLE, "not run", [f"records: no {a.name} in this table"])
+        return Finding(UNDECIDABLE, "not run", [a.not_found(table)])
     cell, metric = _cell(table, row, statistic)
     checked = [f"records: {len(row.finished)} seed(s) of {a.name}",
                "models above chance: " + ("no" if row.chance else "yes")]
