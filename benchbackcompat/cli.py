@@ -99,7 +99,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     board = sub.add_parser("leaderboard", help="render the leaderboard from stored results (no training)")
     board.add_argument("--results", type=Path, action="append",
-                       help="results directory (repeatable, merged; on a duplicate cell the first listed wins; default ./results)")
+                       help="results directory (repeatable, merged; on a duplicate cell the first listed wins; default ./results); "
+                            "its calibration/*.json (benchmarks/calibrate.py --summary) go into the claims report")
     board.add_argument("--out", type=Path, help="write the leaderboard folder (Markdown pages, figures, CSV, JSON) instead of printing")
     board.add_argument("--grids", action="store_true", help="also print the whole grid of every method whose hyperparameters were selected")
 
@@ -354,6 +355,7 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     from benchbackcompat.report import leaderboard_tables
     from benchbackcompat.report.merge import read_results
     from benchbackcompat.report.provenance import render_date
+    from benchbackcompat.report.calibration import read_calibrations
     from benchbackcompat.report.publish import command_line, write_leaderboard
 
     roots = args.results or [Path("results")]
@@ -361,7 +363,8 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     if not merged.records:
         raise BenchError(f"no results found in {', '.join(map(str, roots))}; run `benchbackcompat run` first")
     if args.out:
-        written = write_leaderboard(merged, args.out, command_line(roots, args.out), render_date())
+        written = write_leaderboard(merged, args.out, command_line(roots, args.out), render_date(),
+                                    read_calibrations(roots))
         print(f"wrote {len(written)} files to {args.out} ({args.out / 'README.md'})")
     else:
         print(leaderboard_tables(merged.records, grids=args.grids))

@@ -12,9 +12,13 @@ of issue 20's CPU scale:
 - far above chance: every self-test at least twice the chance level.
 
     python benchmarks/calibrate.py --preset cpu --scenario ext-class,both --methods independent \
-        --seeds 0 --out results-calibration [--factor 1.5] [--metric cmc@1] [-- --workers 2]
+        --seeds 0 --out results-calibration [--base results] [--factor 1.5] [--metric cmc@1] \
+        [--summary leaderboard/records/calibration/cpu-ext-class.json] [-- --workers 2]
 
-Arguments after ``--`` go to both ``benchbackcompat run`` calls. Finished cells are reused.
+Arguments after ``--`` go to both ``benchbackcompat run`` calls. Finished cells are reused: ``--base``
+points the run as given at an existing results folder (e.g. the leaderboard's), so only the longer
+run trains. ``--summary`` writes the measured self-tests as JSON (``report.calibration``); stored in
+a results folder's ``calibration/``, ``benchbackcompat leaderboard`` names them in the claims report.
 """
 from __future__ import annotations
 
@@ -28,6 +32,7 @@ from tabulate import tabulate
 
 from benchbackcompat.frames import read_records
 from benchbackcompat.record import FinishedRecord
+from benchbackcompat.report.calibration import CalibratedCell, Calibration
 
 
 def run(out: Path, args: argparse.Namespace, extra: list[str]) -> float:
@@ -66,13 +71,16 @@ def main() -> None:
     parser.add_argument("--metric", default="cmc@1")
     parser.add_argument("--tolerance", type=float, default=2.0, help="largest self-test change allowed, points")
     parser.add_argument("--min-gain", type=float, default=15.0, help="smallest update gain of a single update, points")
+    parser.add_argument("--base", type=Path, help="results folder of the run as given (default OUT/base)")
+    parser.add_argument("--summary", type=Path, help="also write the measured self-tests here as JSON")
     args, extra = parser.parse_known_args()
     extra = [a for a in extra if a != "--"]
 
-    base_s = run(args.out / "base", args, extra)
-    base = finished(args.out / "base")
+    base_dir = args.base or args.out / "base"
+    base_s = run(base_dir, args, extra)
+    base = finished(base_dir)
     if not base:
-        sys.exit(f"error: no finished cells in {args.out / 'base'}")
+        sys.exit(f"error: no finished cells in {base_dir}")
     some = next(iter(base.values()))
     epochs = some.config["train"]["epochs"]
     longer_epochs = round(epochs * args.factor)
@@ -82,13 +90,15 @@ def main() -> None:
     longer_s = run(args.out / "longer", args, longer)
     extended = finished(args.out / "longer")
 
-    rows, worst, failures = [], 0.0, []
+    rows, worst, failures, calibrated = [], 0.0, [], []
     for cell, record in sorted(base.items()):
         if cell not in extended:
             failures.append(f"{'/'.join(map(str, cell))}: no finished cell with {longer_epochs} epochs")
             continue
         chance = float(record.chance[args.metric])
         before, after = self_tests(record, args.metric), self_tests(extended[cell], args.metric)
+        calibrated.append(CalibratedCell(scenario=record.scenario, method=record.method, seed=record.seed,
+                                         self_tests={m: (v, after[m]) for m, v in before.items()}))
         for model, value in before.items():
             change = after[model] - value
             worst = max(worst, abs(change))
@@ -110,6 +120,13 @@ def main() -> None:
     if worst > args.tolerance:
         failures.append(f"not converged: a self-test moved by {worst:.1f} > {args.tolerance:g} points")
     print("calibrated" if not failures else "not calibrated:\n- " + "\n- ".join(failures))
+    if args.summary:
+        summary = Calibration(preset=args.preset, dataset=some.dataset or "?", metric=args.metric,
+                              epochs=(epochs, longer_epochs), tolerance=args.tolerance,
+                              command=" ".join(["python", *sys.argv]), cells=calibrated)
+        args.summary.parent.mkdir(parents=True, exist_ok=True)
+        args.summary.write_text(summary.model_dump_json(indent=1) + "\n")
+        print(f"wrote {args.summary}")
 
 
 if __name__ == "__main__":

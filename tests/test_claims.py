@@ -1,9 +1,14 @@
 """The claims report on hand-made records: verdicts follow the paired interval of the difference."""
 from __future__ import annotations
 
-import numpy as np
+import json
 
+import numpy as np
+import pytest
+
+from benchbackcompat.errors import BenchError
 from benchbackcompat.metrics import outcomes
+from benchbackcompat.report.calibration import convergence, read_calibrations
 from benchbackcompat.report.aggregate import build_tables
 from benchbackcompat.report.claims import (HOC, NOT_REPRODUCED, REPRODUCED, UNDECIDABLE, CLAIMS, Pick, claims_markdown,
                                            compare)
@@ -94,3 +99,32 @@ def test_hoc_claims_take_the_published_lambda_when_an_ablation_shares_the_table(
     finding = compare(table, Pick("hoc"), HOC, "AC")
     assert finding.verdict == UNDECIDABLE
     assert finding.checked == ["records: 2 settings of hoc here (hoc (lam=1.0), hoc (lam=0.1)); the claim names none"]
+
+
+def test_claims_name_the_measured_convergence_of_their_scenario(tmp_path):
+    # independent moved 70.9 -> 71.8 (old) and 88.7 -> 90.0 (reference): 1.3 points at most, within 2
+    cells = [{"scenario": "ext-class", "method": "independent", "seed": 0,
+              "self_tests": {"old_self": [70.9, 71.8], "reference_self": [88.7, 90.0]}},
+             {"scenario": "multi-step", "method": "independent", "seed": 0,
+              "self_tests": {"model 0": [43.5, 46.1], "model 1": [60.5, 65.2]}}]
+    folder = tmp_path / "calibration"
+    folder.mkdir()
+    (folder / "cpu.json").write_text(json.dumps({"preset": "p", "dataset": "d", "metric": "cmc@1", "epochs": [90, 135],
+                                                 "tolerance": 2.0, "command": "python benchmarks/calibrate.py",
+                                                 "cells": cells}))
+    calibrations = read_calibrations([tmp_path])
+    assert convergence(calibrations, "d", "p", "ext-class") == (
+        "training converged: yes (90 -> 135 epochs moved the self-tests of independent 1.3 points at most, seed 0; "
+        "tolerance 2)")
+    assert convergence(calibrations, "d", "p", "multi-step").startswith("training converged: no (")  # 4.7 > 2
+    assert "not measured" in convergence(calibrations, "d", "p", "both")
+    assert "not measured" in convergence(calibrations, "other", "p", "ext-class")
+    text = claims_markdown(build_tables([_single("bct", 0, 400, 200, 300, 240, 200, 300)]), "> header", calibrations)
+    assert "training converged: yes (90 -> 135 epochs" in text
+
+
+def test_a_broken_calibration_summary_is_a_one_line_error(tmp_path):
+    (tmp_path / "calibration").mkdir()
+    (tmp_path / "calibration" / "cpu.json").write_text('{"preset": "p"}')
+    with pytest.raises(BenchError, match=r"calibration/cpu.json: not a calibration summary .*calibrate.py --summary"):
+        read_calibrations([tmp_path])

@@ -16,6 +16,7 @@ import numpy as np
 
 from benchbackcompat.metrics import bootstrap
 from benchbackcompat.report.aggregate import Missing, Row, Stat, Table
+from benchbackcompat.report.calibration import Calibration, convergence
 from benchbackcompat.report.markdown import escape
 
 REPRODUCED, NOT_REPRODUCED, UNDECIDABLE = "reproduced", "not reproduced", "undecidable at this scale"
@@ -179,8 +180,9 @@ CLAIMS = [
 ]
 
 
-def claims_markdown(tables: list[Table], header: str) -> str:
-    """``claims.md``: one line per claim and table that can test it (a table per dataset and preset)."""
+def claims_markdown(tables: list[Table], header: str, calibrations: list[Calibration] = ()) -> str:
+    """``claims.md``: one line per claim and table that can test it (a table per dataset and preset); each
+    line's checks end with whether that scenario's training converged (``calibrations``)."""
     lines = ["# Claims of the papers, tested", header,
              "Each claim is tested on every stored table of a scenario that can test it. Ours: mean over seeds with "
              "its 95% bootstrap interval (queries and seeds); the verdict follows the interval of the paired "
@@ -189,16 +191,16 @@ def claims_markdown(tables: list[Table], header: str) -> str:
              "outcomes, P_com not decidable). Paper numbers are the papers' own, at their scale (ResNet-18/ViT on "
              "CIFAR-100/TinyImageNet); ours come from the scale in the second column. Whether that scale's training "
              "converged (50% more epochs moving no self-test by more than 2 points) is measured by "
-             "`benchmarks/calibrate.py` and written in the preset's file (`scenarios/<preset>.toml`).",
+             "`benchmarks/calibrate.py --summary`, stored beside the records (`calibration/*.json`) and named in "
+             "each claim's checks.",
              "| paper | claim | paper's numbers | dataset · preset · scenario | ours | verdict | what was checked |",
              "|---|---|---|---|---|---|---|"]
-    tested = 0
     for claim in CLAIMS:
         for table in tables:
             if table.kind not in claim.kinds:
                 continue
             finding = claim.test(table)
-            tested += 1
+            finding.checked.append(convergence(calibrations, table.dataset, table.preset, table.scenario))
             where = f"{table.dataset} · {table.preset} · {table.title}"
             lines.append("| " + " | ".join(escape(x) for x in (
                 claim.paper, claim.statement, claim.paper_numbers, where, finding.ours)) +

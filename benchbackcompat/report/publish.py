@@ -17,6 +17,7 @@ from benchbackcompat.config import SCENARIO_CLASSES, kind_class
 from benchbackcompat.record import CellRecord, FinishedRecord
 from benchbackcompat.report.aggregate import CHANCE_FACTOR, MIN_UPDATE_GAIN, Table, build_tables
 from benchbackcompat.report.columns import STATISTICS, metric_name
+from benchbackcompat.report.calibration import Calibration
 from benchbackcompat.report.claims import claims_markdown
 from benchbackcompat.report.exports import csv_export, json_export
 from benchbackcompat.report.markdown import escape, slug
@@ -197,8 +198,10 @@ def code_block(text: str) -> str:
     return f"{fence}\n{text}\n{fence}"
 
 
-def write_leaderboard(merged: Merged, out: Path, command: str, date: str) -> list[Path]:
-    """Render everything into ``out`` (figures from an earlier rendering are replaced); returns the files written."""
+def write_leaderboard(merged: Merged, out: Path, command: str, date: str,
+                      calibrations: list[Calibration] = ()) -> list[Path]:
+    """Render everything into ``out`` (figures from an earlier rendering are replaced); returns the files written.
+    ``calibrations``: the scale's convergence evidence, named in the claims report."""
     out = Path(out)
     for old in [*sorted((out / "figures").glob("*.png")), *sorted((out / "reproduce").glob("*.toml"))]:
         old.unlink()
@@ -212,7 +215,7 @@ def write_leaderboard(merged: Merged, out: Path, command: str, date: str) -> lis
         written.append(_write(path, text))
         runs.append(run)
     written.append(_write(out / "README.md", readme_markdown(pages, merged, command, date, runs)))
-    written.append(_write(out / "claims.md", claims_markdown(tables, header_markdown(merged.records, date))))
+    written.append(_write(out / "claims.md", claims_markdown(tables, header_markdown(merged.records, date), calibrations)))
     written.append(_write(out / "leaderboard.csv", csv_export(tables)))
     written.append(_write(out / "leaderboard.json", json_export(tables, provenance(merged.records, date))))
     return written + sorted((out / "figures").glob("*.png"))
