@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from benchbackcompat.report.provenance import project_commit, recorded_commit
+from benchbackcompat.store.provenance import project_commit, recorded_commit
 
 
 def git(cwd: Path, *args: str) -> str:

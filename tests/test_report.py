@@ -203,3 +203,15 @@ def test_leaderboard_folder_is_reproducible_apart_from_the_date(records, tmp_pat
     assert second.keys() == first.keys()
     for name, data in first.items():
         assert second[name] == data.replace(b"2000-01-01", b"2031-12-31"), name
+
+
+def test_header_says_whether_cells_from_several_commits_ran_the_same_method_code(records):
+    from benchbackcompat.report.provenance import header_markdown
+    for i, r in enumerate(records):  # two commits; the method code (part of the cell key) the same per method
+        r["versions"]["commit"] = ["aaaa", "bbbb"][i % 2]
+        r["identity"] = {"code": {"source": r["method"]}}
+    parsed = merge_records([("fixture", records)]).records
+    assert "project commit: aaaa, bbbb (each method's code is the same in all its cells)" in header_markdown(parsed, "d")
+    records[0]["identity"] = {"code": {"source": "edited"}}
+    parsed = merge_records([("fixture", records)]).records
+    assert f"(the code of {records[0]['method']} differs between its cells)" in header_markdown(parsed, "d")
