@@ -46,6 +46,11 @@ def test_ac_claims_from_brute_force_matrices():
     for record in (psp, independent):  # AC as the paper's formula, by hand
         record["metrics"]["cmc@1"]["AC"] = 1.0 if record is psp else 0.0
     assert _verdicts([psp, independent], "PSP compatible on multi-step where independent encoders are not") == [REPRODUCED]
+    # how far from compatible, by hand in points of 300 queries: psp (30 + 40 + 10) / 3 / 3, independent
+    # (-140 - 145 - 192) / 3 / 3
+    claim = next(c for c in CLAIMS if c.statement == "PSP compatible on multi-step where independent encoders are not")
+    margins = claim.test(build_tables([psp, independent])[0]).checked[-1]
+    assert margins.endswith(f"psp {80 / 9:+.1f}, independent {-477 / 9:+.1f}"), margins
     # LSP no more compatible than independent: the difference [0, 0] lies at zero -> not reproduced
     lsp = _sequence("lsp", [[150], [10, 200], [5, 8, 240]])
     assert _verdicts([lsp, independent], "LSP compatible on multi-step where independent encoders are not") == [NOT_REPRODUCED]

@@ -109,7 +109,18 @@ def compare(table: Table, a: Pick, b: Pick | Callable[[Table], Pick | None], sta
     low, high = bootstrap.interval(sa.replicates - sb.replicates)
     ours += f"; difference {sa.mean - sb.mean:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
     verdict = REPRODUCED if low > 0 else NOT_REPRODUCED if high <= 0 else UNDECIDABLE
+    if statistic == "AC":
+        checked.append("how far from compatible (mean over pairs t > k of C[t][k] − C[k][k], points): " +
+                       ", ".join(f"{name} {cross_margin(row, metric):+.1f}" for name, row in rows.items()))
     return Finding(verdict, ours, checked)
+
+
+def cross_margin(row: Row, metric: str) -> float:
+    """Mean over seeds and pairs t > k of C[t][k] − C[k][k]: AC counts only the pairs where this is positive,
+    so two rows at AC 0 can still be far apart (cross-tests a point below their gallery's self-test, or 60)."""
+    margins = [matrix[t][k] - matrix[k][k] for record in row.finished for matrix in [record.matrices[metric]]
+               for t in range(len(matrix)) for k in range(t) if matrix[t][k] is not None]
+    return float(np.mean(margins)) if margins else float("nan")
 
 
 def beyond(table: Table, a: Pick, statistic: str, bound: float, *, above: bool) -> Finding:
