@@ -56,8 +56,12 @@ def self_tests(record: FinishedRecord, metric: str) -> dict[str, float]:
     return tests
 
 
-def finished(root: Path) -> dict[tuple, FinishedRecord]:
-    return {(r.scenario, r.method, r.seed): r for r in read_records(root) if isinstance(r, FinishedRecord)}
+def finished(root: Path, args: argparse.Namespace) -> dict[tuple, FinishedRecord]:
+    """The finished cells of the calibrated scenarios, methods and seeds (``root`` may hold others: ``--base``)."""
+    wanted = {name: None if value == "all" else set(value.split(","))
+              for name, value in (("scenario", args.scenario), ("method", args.methods), ("seed", args.seeds))}
+    return {(r.scenario, r.method, r.seed): r for r in read_records(root) if isinstance(r, FinishedRecord)
+            and all(values is None or str(getattr(r, name)) in values for name, values in wanted.items())}
 
 
 def main() -> None:
@@ -78,7 +82,7 @@ def main() -> None:
 
     base_dir = args.base or args.out / "base"
     base_s = run(base_dir, args, extra)
-    base = finished(base_dir)
+    base = finished(base_dir, args)
     if not base:
         sys.exit(f"error: no finished cells in {base_dir}")
     some = next(iter(base.values()))
@@ -88,7 +92,7 @@ def main() -> None:
     if some.config.get("pretrain"):
         longer += ["--set", f"pretrain.epochs={round(some.config['pretrain']['epochs'] * args.factor)}"]
     longer_s = run(args.out / "longer", args, longer)
-    extended = finished(args.out / "longer")
+    extended = finished(args.out / "longer", args)
 
     rows, worst, failures, calibrated = [], 0.0, [], []
     for cell, record in sorted(base.items()):
