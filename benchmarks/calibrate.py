@@ -85,6 +85,9 @@ def main() -> None:
     base = finished(base_dir, args)
     if not base:
         sys.exit(f"error: no finished cells in {base_dir}")
+    lacking = sorted({f"{r.scenario} ({', '.join(r.matrices)})" for r in base.values() if args.metric not in r.matrices})
+    if lacking:
+        sys.exit(f"error: --metric {args.metric} is not computed in {'; '.join(lacking)}; pass one of those metrics")
     some = next(iter(base.values()))
     epochs = some.config["train"]["epochs"]
     longer_epochs = round(epochs * args.factor)
