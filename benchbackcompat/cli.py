@@ -353,9 +353,9 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def cmd_leaderboard(args: argparse.Namespace) -> int:
     from benchbackcompat.report import leaderboard_tables
+    from benchbackcompat.report.calibration import read_calibrations
     from benchbackcompat.report.merge import read_results
     from benchbackcompat.report.provenance import render_date
-    from benchbackcompat.report.calibration import read_calibrations
     from benchbackcompat.report.publish import command_line, write_leaderboard
 
     roots = args.results or [Path("results")]

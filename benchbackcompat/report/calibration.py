@@ -8,6 +8,7 @@ self-tests moved (issue 20's criterion: no self-test by more than the tolerance,
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
@@ -55,7 +56,7 @@ def read_calibrations(roots: list[Path]) -> list[Calibration]:
     return found
 
 
-def convergence(calibrations: list[Calibration], dataset: str, preset: str, scenario: str) -> str:
+def convergence(calibrations: Sequence[Calibration], dataset: str, preset: str, scenario: str) -> str:
     """The "training converged" line of a claim tested on this table: measured changes, or why there are none."""
     measured = [(c, cell) for c in calibrations if (c.dataset, c.preset) == (dataset, preset)
                 for cell in c.cells if cell.scenario == scenario]

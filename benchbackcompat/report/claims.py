@@ -9,7 +9,7 @@ update it divides by is too small. What was checked is listed with every verdict
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -191,7 +191,7 @@ CLAIMS = [
 ]
 
 
-def claims_markdown(tables: list[Table], header: str, calibrations: list[Calibration] = ()) -> str:
+def claims_markdown(tables: list[Table], header: str, calibrations: Sequence[Calibration] = ()) -> str:
     """``claims.md``: one line per claim and table that can test it (a table per dataset and preset); each
     line's checks end with whether that scenario's training converged (``calibrations``)."""
     lines = ["# Claims of the papers, tested", header,

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 import shlex
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,8 +17,8 @@ from benchbackcompat.report import figures
 from benchbackcompat.config import SCENARIO_CLASSES, kind_class
 from benchbackcompat.record import CellRecord, FinishedRecord
 from benchbackcompat.report.aggregate import CHANCE_FACTOR, MIN_UPDATE_GAIN, Table, build_tables
-from benchbackcompat.report.columns import STATISTICS, metric_name
 from benchbackcompat.report.calibration import Calibration
+from benchbackcompat.report.columns import STATISTICS, metric_name
 from benchbackcompat.report.claims import claims_markdown
 from benchbackcompat.report.exports import csv_export, json_export
 from benchbackcompat.report.markdown import escape, slug
@@ -199,7 +200,7 @@ def code_block(text: str) -> str:
 
 
 def write_leaderboard(merged: Merged, out: Path, command: str, date: str,
-                      calibrations: list[Calibration] = ()) -> list[Path]:
+                      calibrations: Sequence[Calibration] = ()) -> list[Path]:
     """Render everything into ``out`` (figures from an earlier rendering are replaced); returns the files written.
     ``calibrations``: the scale's convergence evidence, named in the claims report."""
     out = Path(out)
