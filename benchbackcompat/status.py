@@ -6,10 +6,13 @@ stale      a record computed by other code: the method's source or distribution 
 partial    no record yet, some steps saved (an interrupted run resumes after them)
 failed     no record, a traceback (a run retries it)
 pending    queued by a run (``cell.json``) and nothing computed yet
+
+Below the table, the time the finished cells recorded, per scenario, and what the cells left would
+take at that scenario's mean (the cost of a grid, measured on the machine that ran it).
 """
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +21,7 @@ from benchbackcompat.identity import RESULTS_VERSION, code_identity
 from benchbackcompat.method import Method
 from benchbackcompat.plugin_host import PluginHost
 from benchbackcompat.store import ResultStore
-from benchbackcompat.record import CellRecord
+from benchbackcompat.record import CellRecord, FinishedRecord
 
 
 def cell_states(results: Path) -> list[dict[str, Any]]:
@@ -31,9 +34,11 @@ def cell_states(results: Path) -> list[dict[str, Any]]:
         folder = store.cell_dir(key)
         record = store.record(key)
         label = record.label if record is not None else (store.cell_entry(key) or {}).get("label", "?")
-        row = {"key": key, "cell": label, "state": "", "detail": ""}
+        row = {"key": key, "cell": label, "state": "", "detail": "", "seconds": None}
         if record is not None:
             row["state"] = record.status
+            if isinstance(record, FinishedRecord) and record.timings:
+                row["seconds"] = cell_seconds(record.timings)
             why = staleness(record, current, host)
             if why:
                 row["state"], row["detail"] = "stale", why
@@ -45,6 +50,32 @@ def cell_states(results: Path) -> list[dict[str, Any]]:
             row["state"] = "pending"
         rows.append(row)
     return rows
+
+
+def cell_seconds(timings: dict[str, Any]) -> float:
+    """The compute a finished cell recorded: its steps (resumed ones as recorded when trained), the shared
+    models it trained or loaded, and its evaluation; unlike ``total_s``, not cut short by a resume."""
+    return float(timings.get("train_s", 0.0)) + float(timings.get("eval_s", 0.0))
+
+
+def cost_by_scenario(rows: list[dict[str, Any]]) -> list[list[Any]]:
+    """Per scenario: cells timed, their hours, mean minutes per timed cell, cells left (partial, failed,
+    pending, stale) and the hours those would take at that mean."""
+    timed: dict[str, list[float]] = defaultdict(list)
+    left: Counter[str] = Counter()
+    for row in rows:
+        scenario = row["cell"].split("/")[0]
+        if row["seconds"] is not None and row["state"] == "finished":
+            timed[scenario].append(row["seconds"])
+        elif row["state"] in ("partial", "failed", "pending", "stale"):
+            left[scenario] += 1
+    table = []
+    for scenario in sorted(set(timed) | set(left)):
+        seconds = timed.get(scenario, [])
+        mean = sum(seconds) / len(seconds) if seconds else None
+        table.append([scenario, len(seconds), round(sum(seconds) / 3600, 2), round(mean / 60, 1) if mean else "?",
+                      left[scenario], round(left[scenario] * mean / 3600, 2) if mean else "?"])
+    return table
 
 
 def staleness(record: CellRecord, current: dict[str, Any], host: PluginHost) -> str:
@@ -77,5 +108,9 @@ def render_status(results: Path) -> str:
         raise BenchError(f"no results in {results}; pass the results directory of a run with --results DIR")
     rows = cell_states(results)
     counts = Counter(row["state"] for row in rows)
-    table = tabulate([list(row.values()) for row in rows], headers=["key", "cell", "state", "detail"], tablefmt="github")
-    return f"{table}\n{len(rows)} cells: " + ", ".join(f"{n} {state}" for state, n in sorted(counts.items()))
+    table = tabulate([[row["key"], row["cell"], row["state"], row["detail"]] for row in rows],
+                     headers=["key", "cell", "state", "detail"], tablefmt="github")
+    cost = tabulate(cost_by_scenario(rows), tablefmt="github", headers=[
+        "scenario", "cells timed", "hours", "minutes per cell", "cells left", "hours left (at that mean)"])
+    return (f"{table}\n{len(rows)} cells: " + ", ".join(f"{n} {state}" for state, n in sorted(counts.items()))
+            + "\n\nCompute recorded by the finished cells (training, shared models where trained, evaluation):\n" + cost)

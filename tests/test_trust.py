@@ -168,6 +168,18 @@ def test_status_lists_finished_partial_failed_and_pending_cells(tmp_path, capsys
     assert "failed" in lines["s/m/seed2"] and "pending" in lines["s/m/seed3"]
 
 
+def test_status_prices_the_cells_left_at_their_scenarios_mean_recorded_time():
+    from benchbackcompat.status import cost_by_scenario
+
+    def row(label, state, seconds=None):
+        return {"cell": label, "state": state, "seconds": seconds}
+
+    rows = [row("s/a/seed0", "finished", 600.0), row("s/b/seed0", "finished", 1200.0), row("s/c/seed0", "not-applicable"),
+            row("s/d/seed0", "pending"), row("s/e/seed0", "partial"), row("t/a/seed0", "pending")]
+    # s: (600 + 1200) s = 0.5 h over 2 cells, 15 min each; 2 left at 15 min = 0.5 h; t: nothing timed yet
+    assert cost_by_scenario(rows) == [["s", 2, 0.5, 15.0, 2, 0.5], ["t", 0, 0.0, "?", 1, "?"]]
+
+
 def test_a_record_copied_into_another_cells_folder_is_not_served(tmp_path, caplog):
     store = ResultStore(tmp_path)
     store.write_record("a" * 16, {"key": "a" * 16, "label": "s/m/seed0", "scenario": "s", "kind": "ext-class",
