@@ -133,3 +133,18 @@ def test_a_broken_calibration_summary_is_a_one_line_error(tmp_path):
     (tmp_path / "calibration" / "cpu.json").write_text('{"preset": "p"}')
     with pytest.raises(BenchError, match=r"calibration/cpu.json: not a calibration summary .*calibrate.py --summary"):
         read_calibrations([tmp_path])
+
+
+def test_every_claim_names_tests_that_exist_and_the_report_lists_them():
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    for claim in CLAIMS:
+        assert claim.implementation, claim.statement
+        for node in claim.implementation:
+            path, name = node.split("::")
+            tree = ast.parse((root / path).read_text())
+            assert name in {f.name for f in tree.body if isinstance(f, ast.FunctionDef)}, node
+    text = claims_markdown([], "header")
+    assert "## Bugs excluded" in text and CLAIMS[0].implementation[0] in text

@@ -58,11 +58,33 @@ class Finding:
 
 @dataclass(frozen=True)
 class Claim:
+    """``implementation``: the tests (``path::function``) that exclude a bug behind the verdict, each checking an
+    objective or metric against something independent of it (the paper's equation written out, a published
+    number, a hand computation)."""
+
     paper: str
     statement: str
     paper_numbers: str
     kinds: tuple[str, ...]
     test: Callable[[Table], Finding]
+    implementation: tuple[str, ...] = ()
+
+
+STATIONARY = "plugins/bbc_stationary/tests/test_stationary_methods.py::"
+COMPAT = "plugins/bbc_compat/tests/test_compat_losses.py::"
+HYPERBOLIC_TESTS = "plugins/bbc_hyperbolic/tests/test_hbct.py::"
+OUTPUTS = "plugins/bbc_outputs/tests/test_psp_lsp.py::"
+BASELINES = "tests/test_baseline_objectives.py::"
+COMPATIBILITY = "tests/test_metrics_compatibility.py::"
+AC_TESTS = (COMPATIBILITY + "test_hoc_notebook_matrix_t7", COMPATIBILITY + "test_t2_tie_is_incompatible_only_when_strict")
+HOC_TESTS = (STATIONARY + "test_hoc_alignment_matches_its_equation", STATIONARY + "test_hoc_total_loss_weights_and_reference",
+             STATIONARY + "test_hoc_model_has_a_fixed_unit_dsimplex_without_gradient_or_weight_decay",
+             STATIONARY + "test_iam_label_reversal_and_preallocation")
+P_COM_TESTS = (COMPATIBILITY + "test_p_up_and_p_com_hbct_table1",)
+HBCT_TESTS = (HYPERBOLIC_TESTS + "test_loss_is_ce_plus_lambda_entail_plus_contrast_and_the_ablation_drops_entail",
+              HYPERBOLIC_TESTS + "test_lorentz_mlr_logit_is_the_signed_distance_to_the_class_hyperplane",
+              HYPERBOLIC_TESTS + "test_rince_at_q_one_by_hand_and_per_sample_q",
+              HYPERBOLIC_TESTS + "test_zeta_grows_by_0_2_per_update_and_bounds_the_tangent_norm")
 
 
 def _cell(table: Table, row: Row, statistic: str) -> tuple[Stat | Missing | None, str]:
@@ -165,29 +187,42 @@ def best_euclidean(table: Table) -> Pick | None:
 HOC, ER, FD = Pick("hoc", (("lam", 0.1),)), Pick("er"), Pick("dsimplex-fd")  # HOC as published: lambda = 0.1
 CLAIMS = [
     Claim("IAM-CL2R (Stationary HOC)", "HOC's AC far above ER's", "AC 0.95 vs × (0) on CIFAR100R/10, 7 tasks",
-          ("iam-cl2r",), lambda t: compare(t, HOC, ER, "AC")),
+          ("iam-cl2r",), lambda t: compare(t, HOC, ER, "AC"),
+          HOC_TESTS + (BASELINES + "test_er_is_cross_entropy_over_new_and_replayed_samples_half_each",) + AC_TESTS),
     Claim("IAM-CL2R (Stationary HOC)", "AA order HOC > d-Simplex-FD > ER", "AA_7 68.13 > 56.58 > 36.22",
-          ("iam-cl2r",), lambda t: both(compare(t, HOC, FD, "AA"), compare(t, FD, ER, "AA"))),
+          ("iam-cl2r",), lambda t: both(compare(t, HOC, FD, "AA"), compare(t, FD, ER, "AA")),
+          HOC_TESTS + (STATIONARY + "test_fd_distils_only_replayed_samples_with_the_cl2r_weight",
+                       BASELINES + "test_er_is_cross_entropy_over_new_and_replayed_samples_half_each",
+                       COMPATIBILITY + "test_hoc_notebook_matrix_t7")),
     Claim("IAM-CL2R (Stationary HOC)", "λ = 1 (stationarity without HOC) is not compatible while HOC is",
           "ablation: λ = 1 gives AC 0; HOC (λ = 0.1) 0.95",
-          ("iam-cl2r", "cl2r"), lambda t: compare(t, HOC, Pick("hoc", (("lam", 1.0),)), "AC")),
+          ("iam-cl2r", "cl2r"), lambda t: compare(t, HOC, Pick("hoc", (("lam", 1.0),)), "AC"), HOC_TESTS + AC_TESTS),
     *(Claim("CoReS", f"CoReS more compatible than {other} over many upgrades",
             "AC 0.51 vs BCT 0.11 (CIFAR-100, 9 upgrades); independent models are never compatible",
-            ("multi-step",), lambda t, o=other: compare(t, Pick("cores"), Pick(o), "AC"))
+            ("multi-step",), lambda t, o=other: compare(t, Pick("cores"), Pick(o), "AC"),
+            (BASELINES + "test_cores_distance_is_the_mean_euclidean_distance_over_old_class_samples",
+             STATIONARY + "test_cores_initialisation_options", BASELINES + "test_l2_objectives_by_hand",
+             COMPAT + "test_fine_tuning_starts_from_the_old_model") + AC_TESTS)
       for other in ("independent", "ift", "l2")),
     Claim("CoReS / BCT", "BCT compatible after one update but not after many",
           "one upgrade: cross 0.59 ≥ old self 0.59 (ECC ✓); 9 upgrades AC 0.11",
           ("ext-class", "multi-step"), lambda t: (beyond(t, Pick("bct"), "p_com", 0.0, above=True)  # cross > old self
-                                                  if t.single_update else beyond(t, Pick("bct"), "AC", 1.0, above=False))),
+                                                  if t.single_update else beyond(t, Pick("bct"), "AC", 1.0, above=False)),
+          (COMPAT + "test_influence_loss_is_cross_entropy_of_the_old_head_on_new_features",
+           COMPAT + "test_old_classifier_synthesises_new_class_rows_from_old_class_means") + P_COM_TESTS + AC_TESTS),
     *(Claim("PSP/LSP", f"{m.upper()} compatible on multi-step where independent encoders are not",
             "AC (TinyImageNet, 5 steps) PSP 0.90, LSP 1 vs baseline 0", ("multi-step",),
-            lambda t, m=m: compare(t, Pick(m), Pick("independent"), "AC")) for m in ("psp", "lsp")),
+            lambda t, m=m: compare(t, Pick(m), Pick("independent"), "AC"),
+            (OUTPUTS + "test_projection_equals_eq_2_4_for_softmax_and_logits", OUTPUTS + "test_projection_by_hand",
+             OUTPUTS + "test_projected_prototypes_equal_old_prototypes", OUTPUTS + "test_top_k_keeps_the_k_largest_entries")
+            + AC_TESTS) for m in ("psp", "lsp")),
     Claim("HBCT", "HBCT's P_com above the best Euclidean method's",
           "CMC@1 P_com on CIFAR100: ext-data 0.956 vs 0.900 (BCT); ext-class 0.495 vs 0.336 (HOC)",
-          ("ext-data", "ext-class", "both"), lambda t: compare(t, Pick("hbct"), best_euclidean, "p_com")),
+          ("ext-data", "ext-class", "both"), lambda t: compare(t, Pick("hbct"), best_euclidean, "p_com"),
+          HBCT_TESTS + P_COM_TESTS),
     Claim("HBCT", "HBCT's P_com above HBCT without the entailment loss",
           "CMC@1 P_com on CIFAR100 ext-data 0.956 vs 0.847", ("ext-data", "ext-class", "both"),
-          lambda t: compare(t, Pick("hbct"), Pick("hbct-no-entail"), "p_com")),
+          lambda t: compare(t, Pick("hbct"), Pick("hbct-no-entail"), "p_com"), HBCT_TESTS + P_COM_TESTS),
 ]
 
 
@@ -211,6 +246,8 @@ def claims_markdown(tables: list[Table], header: str, calibrations: Sequence[Cal
             if table.kind not in claim.kinds:
                 continue
             finding = claim.test(table)
+            finding.checked.insert(0, f"bugs excluded: {len(claim.implementation)} tests of the objectives and metric "
+                                      "against the papers (listed below)")
             finding.checked.append(convergence(calibrations, table.dataset, table.preset, table.scenario))
             where = f"{table.dataset} · {table.preset} · {table.title}"
             lines.append("| " + " | ".join(escape(x) for x in (
@@ -219,4 +256,15 @@ def claims_markdown(tables: list[Table], header: str, calibrations: Sequence[Cal
         if not any(t.kind in claim.kinds for t in tables):
             lines.append("| " + " | ".join(escape(x) for x in (claim.paper, claim.statement, claim.paper_numbers)) +
                          f" | – | not run | **{UNDECIDABLE}** | no stored table of {escape(', '.join(claim.kinds))} |")
-    return "\n\n".join(lines[:3]) + "\n\n" + "\n".join(lines[3:]) + "\n"
+    return ("\n\n".join(lines[:3]) + "\n\n" + "\n".join(lines[3:]) + "\n\n" + implementation_checks() + "\n")
+
+
+def implementation_checks() -> str:
+    """The section naming, per claim, the tests that exclude a bug behind its verdict."""
+    lines = ["## Bugs excluded: what each claim's implementation is tested against",
+             "Run them with `pytest PATH::TEST`; each compares an objective or a metric with something independent "
+             "of the code (the paper's equation written out, a published number, a hand computation)."]
+    for claim in CLAIMS:
+        lines.append(f"- **{escape(claim.paper)}: {escape(claim.statement)}**: " +
+                     ", ".join(f"`{test}`" for test in claim.implementation))
+    return "\n\n".join(lines[:2]) + "\n\n" + "\n".join(lines[2:])
