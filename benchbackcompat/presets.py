@@ -17,6 +17,7 @@ from typing import Any
 
 from benchbackcompat.config import NamedScenario, RunConfig, validate_model
 from benchbackcompat.errors import BenchError, UnknownNameError
+from benchbackcompat.metrics.protocols import metrics_of
 from benchbackcompat.selection import DEFAULT_GRID, parse_grid_option
 
 PRESET_ENV = "BENCHBACKCOMPAT_PRESETS"
@@ -133,6 +134,14 @@ def split_list(text: str | None) -> list[str]:
     return [item.strip() for item in (text or "").split(",") if item.strip()]
 
 
+def check_metrics(scenario: str, protocol: str, metrics: list[str]) -> None:
+    """Fail before any training when a metric is not defined for the scenario's protocol."""
+    defined = metrics_of(protocol)
+    if undefined := [m for m in metrics if m not in defined]:
+        raise BenchError(f"scenario {scenario!r}: metric {', '.join(map(repr, undefined))} is not defined for protocol "
+                         f"{protocol!r}; set metrics to some of {', '.join(defined)} (e.g. --set metrics=[\"{defined[0]}\"])")
+
+
 def resolve_run(
     *,
     preset: str = "quick",
@@ -190,7 +199,8 @@ def resolve_run(
         table = deep_merge(deep_merge(data.get("defaults", {}), known[name]), overrides)
         resolved.append({"name": name, "config": table})
     for entry in resolved:
-        validate_model(NamedScenario, entry, f"preset {preset!r}, scenario {entry['name']!r}")
+        scenario = validate_model(NamedScenario, entry, f"preset {preset!r}, scenario {entry['name']!r}").config
+        check_metrics(entry["name"], scenario.protocol, scenario.metrics)
     run: dict[str, Any] = {
         "preset": preset,
         "scenarios": resolved,

@@ -114,6 +114,19 @@ def test_malformed_set_assignments_fail_cleanly(assignments):
     assert_clean(lambda: plan_from_preset(preset, assignments=assignments))
 
 
+@pytest.mark.parametrize("protocol, metrics, fails", [("loo", ["top1"], True), ("template", ["map"], True),
+                                                      ("loo", ["cmc@1", "map"], False), ("template", ["top1"], False)])
+def test_a_metric_the_protocol_does_not_define_fails_before_training(protocol, metrics, fails):
+    # the protocols' metrics as documented: loo/nn rank the gallery (CMC, mAP), template matches class templates (top-1)
+    run = lambda: resolve_run(preset="quick", scenarios=["ext-class"], methods=["l2"],
+                              assignments=[f"protocol={protocol!r}".replace("'", '"'), "metrics=" + str(metrics).replace("'", '"')])
+    if fails:
+        with pytest.raises(BenchError, match=f"not defined for protocol '{protocol}'; set metrics to some of"):
+            run()
+    else:
+        assert run().scenarios[0].config.metrics == metrics
+
+
 @FAST
 @given(st.dictionaries(st.text(max_size=8) | st.sampled_from(["weight", "temperature"]), values, max_size=3),
        st.sampled_from(["l2", "er", "independent"]))

@@ -56,6 +56,11 @@ def scorer(protocol: str, metric: str) -> Scorer:
     return found
 
 
+def metrics_of(protocol: str) -> list[str]:
+    """The metrics ``protocol`` defines (those a scenario with it may list)."""
+    return [metric for (registered, metric) in SCORERS if registered == protocol]
+
+
 def chance_of(*protocols: str) -> Callable[[ChanceLevel], ChanceLevel]:
     """Register the chance level of ``protocols``."""
     def register(level: ChanceLevel) -> ChanceLevel:
