@@ -47,3 +47,29 @@ def test_calibrate_reads_the_self_tests_of_a_record():
                             metrics={"cmc@1": {"old_self": 42.0, "reference_self": 65.0}})
     assert calibrate.self_tests(record, "cmc@1") == {"model 0": 40.0, "model 1": 60.0, "old_self": 42.0,
                                                      "reference_self": 65.0}
+
+
+def test_feature_drift_measures_saved_models_and_never_trains(tmp_path):
+    import pytest
+
+    from benchbackcompat.engine.cell import CellRunner
+    from benchbackcompat.errors import BenchError
+    from benchbackcompat.plan import make_plan
+    from benchbackcompat.presets import resolve_run
+    from benchbackcompat.store import ResultStore
+
+    drift = script("feature_drift")
+    # pairs of different classes: (a, b) cos 0, (a, c) cos 1, both ways -> mean 0.5
+    assert drift.other_class_cosine(torch.tensor([[1.0, 0.0], [0.0, 1.0], [2.0, 0.0]]), torch.tensor([0, 1, 1])) == 0.5
+    run = resolve_run(preset="quick", scenarios=["ext-class"], methods=["l2"], seeds=[0], assignments=TINY)
+    plan = make_plan(run, PluginHost())
+    data = load_scenario_data(plan.cells[0].scenario.config, run.cache_dir, torch.device("cpu"))
+    runner = lambda: CellRunner(plan.cells[0], plan.methods["l2"], data, ResultStore(tmp_path), torch.device("cpu"))
+    with pytest.raises(BenchError, match="this script never trains"):
+        drift.drift_rows(runner(), [1])
+    runner().run_steps()  # trains and saves both steps
+    [row] = drift.drift_rows(runner(), [1])
+    assert row[1] == "0 -> 1" and row[2] == 6 * 10  # ext-class's new model trains on all 6 classes, 10 images each
+    assert all(-1.0 <= value <= 1.0 + 1e-6 for value in row[3:7])
+    with pytest.raises(BenchError, match="has updates 1 to 1"):
+        drift.drift_rows(runner(), [2])
