@@ -262,9 +262,13 @@ def claims_markdown(tables: list[Table], header: str, calibrations: Sequence[Cal
 def implementation_checks() -> str:
     """The section naming, per claim, the tests that exclude a bug behind its verdict."""
     lines = ["## Bugs excluded: what each claim's implementation is tested against",
-             "Run them with `pytest PATH::TEST`; each compares an objective or a metric with something independent "
+             "Run one with `pytest PATH::TEST`; each compares an objective or a metric with something independent "
              "of the code (the paper's equation written out, a published number, a hand computation)."]
     for claim in CLAIMS:
-        lines.append(f"- **{escape(claim.paper)}: {escape(claim.statement)}**: " +
-                     ", ".join(f"`{test}`" for test in claim.implementation))
+        by_file: dict[str, list[str]] = {}
+        for node in claim.implementation:
+            path, test = node.split("::")
+            by_file.setdefault(path, []).append(test)
+        lines.append(f"- **{escape(claim.paper)}: {escape(claim.statement)}**: " + "; ".join(
+            f"`{path}`: " + ", ".join(f"`{test}`" for test in tests) for path, tests in by_file.items()))
     return "\n\n".join(lines[:2]) + "\n\n" + "\n".join(lines[2:])
