@@ -23,6 +23,7 @@ a results folder's ``calibration/``, ``benchbackcompat leaderboard`` names them 
 from __future__ import annotations
 
 import argparse
+import json
 import subprocess
 import sys
 import time
@@ -57,11 +58,27 @@ def self_tests(record: FinishedRecord, metric: str) -> dict[str, float]:
 
 
 def finished(root: Path, args: argparse.Namespace) -> dict[tuple, FinishedRecord]:
-    """The finished cells of the calibrated scenarios, methods and seeds (``root`` may hold others: ``--base``)."""
+    """The finished cells of the calibrated scenarios, methods and seeds (``root`` may hold others: ``--base``),
+    keyed by scenario, method, seed and hyperparameters (a ``--base`` may hold several settings of a method)."""
     wanted = {name: None if value == "all" else set(value.split(","))
               for name, value in (("scenario", args.scenario), ("method", args.methods), ("seed", args.seeds))}
-    return {(r.scenario, r.method, r.seed): r for r in read_records(root) if isinstance(r, FinishedRecord)
+    return {(r.scenario, r.method, r.seed, json.dumps(r.params, sort_keys=True)): r for r in read_records(root)
+            if isinstance(r, FinishedRecord)
             and all(values is None or str(getattr(r, name)) in values for name, values in wanted.items())}
+
+
+def paired(base: dict[tuple, FinishedRecord], longer: dict[tuple, FinishedRecord]) -> tuple[list[tuple], list[str]]:
+    """(cell, as given, longer) for each cell of the run as given, and a failure for each one the longer run
+    lacks. A setting of a method that only ``--base`` holds (an ablation beside the calibrated default: the
+    longer run has another setting of that method, scenario and seed) is not the one calibrated: left out."""
+    calibrated = {cell[:3] for cell in longer}
+    pairs, failures = [], []
+    for cell, record in sorted(base.items()):
+        if cell in longer:
+            pairs.append((cell, record, longer[cell]))
+        elif cell[:3] not in calibrated:
+            failures.append(f"{'/'.join(map(str, cell[:3]))}: no finished cell in the longer run")
+    return pairs, failures
 
 
 def main() -> None:
@@ -97,13 +114,11 @@ def main() -> None:
     longer_s = run(args.out / "longer", args, longer)
     extended = finished(args.out / "longer", args)
 
-    rows, failures, calibrated = [], [], []
-    for cell, record in sorted(base.items()):
-        if cell not in extended:
-            failures.append(f"{'/'.join(map(str, cell))}: no finished cell with {longer_epochs} epochs")
-            continue
+    rows, calibrated = [], []
+    pairs, failures = paired(base, extended)
+    for (*cell, _), record, record_longer in pairs:
         chance = float(record.chance[args.metric])
-        before, after = self_tests(record, args.metric), self_tests(extended[cell], args.metric)
+        before, after = self_tests(record, args.metric), self_tests(record_longer, args.metric)
         calibrated.append(CalibratedCell(scenario=record.scenario, method=record.method, seed=record.seed,
                                          self_tests={m: (v, after[m]) for m, v in before.items()}))
         for model, value in before.items():

@@ -73,3 +73,13 @@ def test_feature_drift_measures_saved_models_and_never_trains(tmp_path):
     assert all(-1.0 <= value <= 1.0 + 1e-6 for value in row[3:7])
     with pytest.raises(BenchError, match="has updates 1 to 1"):
         drift.drift_rows(runner(), [2])
+
+
+def test_calibrate_pairs_each_setting_with_its_own_longer_run_and_leaves_out_ablations_of_the_base():
+    calibrate = script("calibrate")
+    hoc, hoc_lam1, er = ("cl2r", "hoc", 0, '{"lam": 0.1}'), ("cl2r", "hoc", 0, '{"lam": 1.0}'), ("cl2r", "er", 0, "{}")
+    base = {hoc: "hoc 90", hoc_lam1: "hoc lam=1 90", er: "er 90"}
+    # the longer run trained the default hoc only; er's longer cell is missing
+    pairs, failures = calibrate.paired(base, {hoc: "hoc 135"})
+    assert pairs == [(hoc, "hoc 90", "hoc 135")]  # not lam=1 at 90 epochs against lam=0.1 at 135
+    assert failures == ["cl2r/er/0: no finished cell in the longer run"]
