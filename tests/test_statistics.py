@@ -185,3 +185,16 @@ def test_chance_levels_by_hand():
     assert chance_level("top1", "template", _data([0, 1], [0, 1, 2, 2])) == pytest.approx(100 / 3)
     assert chance_level("cmc@1", "nn", _data([0, 1], [0, 1, 2, 2])) == pytest.approx(25.0)
     assert chance_level("verification", "verification", loo) == 50.0
+
+
+def test_seeds_that_draw_their_own_class_order_pool_into_one_table():
+    def seeded(seed: int, order_by_seed: bool) -> dict:
+        record = _single("a", seed, 400, 200, 280, 220, 200, 280)
+        record["config"] = {"metrics": ["cmc@1"], "data": {"root": f"/data{seed}", "class_order_seed": seed,
+                                                            "order_by_seed": order_by_seed}}
+        return record
+
+    [table] = build_tables([seeded(0, True), seeded(1, True)])  # the class order comes from each cell's seed
+    assert table.variant == "" and [r.seed for r in table.rows[0].records] == [0, 1]
+    tables = build_tables([seeded(0, False), seeded(1, False)])  # two fixed class orders: two configurations
+    assert [t.variant for t in tables] == ["data.class_order_seed=0", "data.class_order_seed=1"]

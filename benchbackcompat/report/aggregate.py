@@ -118,17 +118,22 @@ def build_tables(records: Iterable[CellRecord | dict[str, Any]]) -> list[Table]:
     for record in map(parse_record, records):
         if record.role == "selection":  # a grid point on the validation split: shown in its search's grid table
             continue
-        config = json.dumps(without_data_root(record.config), sort_keys=True)
+        config = json.dumps(table_config(record.config), sort_keys=True)
         groups[(record.dataset or "?", record.preset or "?", record.scenario, config)].append(record)
-    variants = _variant_labels({key: without_data_root(members[0].config) for key, members in groups.items()})
+    variants = _variant_labels({key: table_config(members[0].config) for key, members in groups.items()})
     tables = [_table(members, variants[key]) for key, members in groups.items()]
     return sorted(tables, key=lambda t: (t.dataset, t.preset, t.scenario, t.variant))
 
 
-def without_data_root(config: dict[str, Any]) -> dict[str, Any]:
-    """The configuration without ``data.root``: the same data reached through two paths is one table."""
+def table_config(config: dict[str, Any]) -> dict[str, Any]:
+    """The configuration as tables (and reproductions) tell configurations apart: without ``data.root`` (the same
+    data reached through two paths is one table) and, under ``data.order_by_seed``, without the
+    ``data.class_order_seed`` that each cell draws from its own seed (so that its seeds pool into one table)."""
     data = config.get("data")
-    return {**config, "data": {k: v for k, v in data.items() if k != "root"}} if isinstance(data, dict) else config
+    if not isinstance(data, dict):
+        return config
+    drop = {"root", "class_order_seed"} if data.get("order_by_seed") else {"root"}
+    return {**config, "data": {k: v for k, v in data.items() if k not in drop}}
 
 
 def _variant_labels(configs: dict[tuple[str, str, str, str], dict[str, Any]]) -> dict[tuple, str]:

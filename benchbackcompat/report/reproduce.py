@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from benchbackcompat.record import CellRecord
-from benchbackcompat.report.aggregate import Table, without_data_root
+from benchbackcompat.report.aggregate import Table, table_config
 
 BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 
@@ -58,7 +58,7 @@ def reproductions(tables: list[Table]) -> list[Reproduction]:
     found: list[Reproduction] = []
     for table in tables:
         for record in table.records:
-            config = without_data_root(record.config)
+            config = table_config(record.config)
             target = next((r for r in found if r.accepts(record, config)), None)
             if target is None:
                 target = Reproduction()
