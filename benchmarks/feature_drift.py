@@ -34,14 +34,14 @@ from benchbackcompat.models.network import Network
 from benchbackcompat.plan import make_plan
 from benchbackcompat.plugin_host import PluginHost
 from benchbackcompat.presets import resolve_run, split_list
-from benchbackcompat.scenarios.data import ScenarioData, load_scenario_data
+from benchbackcompat.scenarios.data import load_scenario_data
 from benchbackcompat.store import ResultStore
 
 
-def embed(model: Network, images: Tensor, data: ScenarioData, batch_size: int = 512) -> Tensor:
-    """Features (not normalised) of uint8 ``images``, normalised as training normalises them."""
+def embed(model: Network, images: Tensor, stats: tuple, batch_size: int = 512) -> Tensor:
+    """Features (not normalised) of uint8 ``images``, normalised with ``stats`` = (mean, std)."""
     with torch.no_grad():
-        return torch.cat([model.embed(normalise(images[i:i + batch_size], data.mean, data.std))
+        return torch.cat([model.embed(normalise(images[i:i + batch_size], *stats))
                           for i in range(0, len(images), batch_size)])
 
 
@@ -60,17 +60,19 @@ def drift_rows(runner: CellRunner, updates: list[int]) -> list[list[object]]:
                          "run the cell first (this script never trains)")
     models, _, _ = runner.run_steps()
     data, rows = runner.data, []
+    train_stats, query_stats = (data.mean, data.std), data.eval_stats or (data.mean, data.std)  # as evaluation does
+    queries = {}  # model index -> its query features (a model is the new one of update t and the old one of t + 1)
     for t in updates:
         if not 1 <= t < len(models):
             raise BenchError(f"--updates {t}: {runner.cell.label} has updates 1 to {len(models) - 1}")
-        start, stop = runner.steps[t].classes
-        index = torch.nonzero((data.train.labels >= start) & (data.train.labels < stop)).flatten()
-        images, labels = data.train.images[index], data.train.labels[index]
-        old, new = embed(models[t - 1], images, data), embed(models[t], images, data)
-        query_old, query_new = embed(models[t - 1], data.query.images, data), embed(models[t], data.query.images, data)
-        rows.append([runner.cell.label, f"{t - 1} -> {t}", len(index),
-                     F.cosine_similarity(old, new).mean().item(), F.cosine_similarity(query_old, query_new).mean().item(),
-                     other_class_cosine(old, labels), other_class_cosine(query_old, data.query.labels),
+        train = data.step_data(runner.steps[t], runner.cell.seed)  # the images update t trains on
+        old, new = embed(models[t - 1], train.images, train_stats), embed(models[t], train.images, train_stats)
+        for index in (t - 1, t):
+            if index not in queries:
+                queries[index] = embed(models[index], data.query.images, query_stats)
+        rows.append([runner.cell.label, f"{t - 1} -> {t}", len(train.labels),
+                     F.cosine_similarity(old, new).mean().item(), F.cosine_similarity(queries[t - 1], queries[t]).mean().item(),
+                     other_class_cosine(old, train.labels), other_class_cosine(queries[t - 1], data.query.labels),
                      old.norm(dim=1).mean().item(), new.norm(dim=1).mean().item()])
     return rows
 
