@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -69,6 +70,15 @@ def test_seed_bootstrap_matches_enumeration_of_seed_resamples():
     assert reps.mean() == pytest.approx(np.mean(means), abs=0.2)
     assert reps.var() == pytest.approx(np.var(means), rel=0.15)  # population variance 6 / 3 = 2
     assert set(np.unique(reps)) <= set(np.unique(means))
+
+
+def test_seed_bootstrap_leaves_out_undefined_replicates_without_a_warning():
+    undefined, five = np.full(1000, np.nan), np.full(1000, 5.0)  # a seed whose every replicate is NaN
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        reps = bootstrap.combine_seeds([undefined, five])
+    assert set(np.unique(reps[~np.isnan(reps)])) == {5.0}  # the NaN seed is left out of the mean
+    assert np.isnan(reps).mean() == pytest.approx(0.25, abs=0.04)  # both draws hit the NaN seed: (1/2)^2
 
 
 def test_significance_of_a_paired_difference():

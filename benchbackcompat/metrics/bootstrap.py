@@ -41,14 +41,20 @@ def resampled_scores(outcomes: np.ndarray, weights: np.ndarray) -> np.ndarray:
 
 def combine_seeds(per_seed: list[np.ndarray], replicates: int = REPLICATES) -> np.ndarray:
     """Hierarchical bootstrap over seeds: replicate b averages, over n seeds drawn with replacement, each
-    drawn seed's replicate b (``per_seed`` holds one array of ``replicates`` values per seed)."""
+    drawn seed's replicate b (``per_seed`` holds one array of ``replicates`` values per seed). A seed's
+    replicate may be NaN (P_com of a resample whose update is 0): the mean leaves it out, and a replicate
+    whose drawn seeds are all NaN stays NaN, which :func:`interval` drops."""
     stacked = np.stack([np.asarray(r, dtype=np.float64) for r in per_seed])  # seeds x replicates
     n = stacked.shape[0]
     if n == 1:
         return stacked[0]
     rng = np.random.default_rng([_BASE_SEED, n, replicates])
     picks = rng.integers(0, n, size=(replicates, n))
-    return np.nanmean(stacked[picks, np.arange(replicates)[:, None]], axis=1)
+    drawn = stacked[picks, np.arange(replicates)[:, None]]  # replicates x n
+    defined = ~np.isnan(drawn)
+    counts = defined.sum(axis=1)
+    totals = np.where(defined, drawn, 0.0).sum(axis=1)
+    return np.where(counts > 0, totals / np.maximum(counts, 1), np.nan)
 
 
 def interval(replicates: np.ndarray, confidence: float = CONFIDENCE) -> tuple[float, float]:
