@@ -111,6 +111,12 @@ class FinishedRecord(RecordBase):
     def finished(self) -> bool:
         return True
 
+    @property
+    def compute_seconds(self) -> float:
+        """The compute the cell recorded: its steps (resumed ones as recorded when trained), the shared models it
+        trained or loaded, and its evaluation; unlike ``timings["total_s"]``, not cut short by a resume."""
+        return float(self.timings.get("train_s", 0.0)) + float(self.timings.get("eval_s", 0.0))
+
 
 class DivergedRecord(RecordBase):
     status: Literal["diverged"]

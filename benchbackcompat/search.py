@@ -56,7 +56,7 @@ def _point_label(params: dict[str, Any], grid: dict[str, list[Any]]) -> str:
 
 
 def _seconds(record: CellRecord) -> float:
-    return float(record.timings.get("total_s", 0.0)) if isinstance(record, FinishedRecord) else 0.0
+    return record.compute_seconds if isinstance(record, FinishedRecord) else 0.0
 
 
 def method_grid(method: Method, grid: dict[str, list[Any]] | str) -> dict[str, list[Any]]:

@@ -38,7 +38,7 @@ def cell_states(results: Path) -> list[dict[str, Any]]:
         if record is not None:
             row["state"] = record.status
             if isinstance(record, FinishedRecord) and record.timings:
-                row["seconds"] = cell_seconds(record.timings)
+                row["seconds"] = record.compute_seconds
             why = staleness(record, current, host)
             if why:
                 row["state"], row["detail"] = "stale", why
@@ -50,12 +50,6 @@ def cell_states(results: Path) -> list[dict[str, Any]]:
             row["state"] = "pending"
         rows.append(row)
     return rows
-
-
-def cell_seconds(timings: dict[str, Any]) -> float:
-    """The compute a finished cell recorded: its steps (resumed ones as recorded when trained), the shared
-    models it trained or loaded, and its evaluation; unlike ``total_s``, not cut short by a resume."""
-    return float(timings.get("train_s", 0.0)) + float(timings.get("eval_s", 0.0))
 
 
 def cost_by_scenario(rows: list[dict[str, Any]]) -> list[list[Any]]:
