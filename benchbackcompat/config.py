@@ -155,6 +155,11 @@ class ScenarioBase(StrictModel):
         """The scenario's model updates, for a training pool of ``num_classes`` classes."""
         raise BenchError(f"unsupported scenario kind {getattr(self, 'kind', type(self).__name__)!r}")
 
+    def gallery_classes(self, steps: list[Step]) -> list[int] | None:
+        """Per gallery model k, the number of classes (labels below it) that its entries are scored on; None:
+        every entry on every class."""
+        return None
+
     @property
     def traits(self) -> frozenset[Trait]:
         """What the scenario offers a method: models that are trained, tasks of new classes fine-tuned one
@@ -294,8 +299,33 @@ class MultiStep(ScenarioBase):
         False, description="also train each step's upper bound (the model trained alone with the recipe of the "
         "method's first model; shared) and report the update gain per pair (CoReS Eq. 3): T-1 more models per recipe",
     )
+    eval_classes: Literal["all", "seen"] = Field(
+        "all", description="all: score every entry on the test images of every class; seen: score C[t][k] only on "
+        "those of the classes gallery model k was trained on (PSP/LSP's Theorem 1 covers those; the paper does not "
+        "say which it evaluates)",
+    )
 
     example: ClassVar[dict[str, Any]] = {"num_models": 3}
+
+    @model_validator(mode="after")
+    def _seen_classes_evaluable(self) -> MultiStep:
+        if self.eval_classes == "seen" and (self.protocol != "loo" or self.update_gain):
+            raise ValueError("eval_classes = \"seen\" needs protocol = \"loo\" and no update_gain (the upper bounds' "
+                             "self-tests have no gallery model to take the classes from)")
+        return self
+
+    @model_serializer(mode="wrap")
+    def _omit_all_classes(self, handler: Any) -> dict[str, Any]:
+        """With every class evaluated (the default) the dump, and so every key hashed from it, is what it was before
+        the field existed."""
+        data = handler(self)
+        if data.get("eval_classes") == "all":
+            data.pop("eval_classes")
+        return data
+
+    def gallery_classes(self, steps: list[Step]) -> list[int] | None:
+        """The classes each entry's gallery model k saw (labels below ``steps[k].seen_classes``), for ``seen``."""
+        return [step.seen_classes for step in steps] if self.eval_classes == "seen" else None
 
     @property
     def traits(self) -> frozenset[Trait]:

@@ -346,7 +346,8 @@ class CellRunner:
     def evaluate(self, method: Method, features: list[ModelFeatures] | FeatureBank) -> Evaluation:
         with self.timer.phase("score"):
             return evaluate_matrices(method, features, self.data, self.scenario.protocol, self.scenario.metrics,
-                                     self.cell.seed, self.scenario.verification_pairs)
+                                     self.cell.seed, self.scenario.verification_pairs,
+                                     self.scenario.gallery_classes(self.steps))
 
     def run(self) -> dict[str, Any]:
         started = time.perf_counter()
@@ -376,13 +377,20 @@ class CellRunner:
             "metrics": metrics,
             "matrices": evaluation.matrices,
             "outcomes": outcomes,
-            "chance": {m: chance_level(m, self.scenario.protocol, self.data) for m in self.scenario.metrics},
+            "chance": {m: chance_level(m, self.scenario.protocol, self.data, self.first_classes) for m in self.scenario.metrics},
             **gains,
             "notes": evaluation.notes,
             "curves": {str(k): v for k, v in curves.items()},
             "shared_models": sorted(set(self.shared)),
             "timings": self.phase_timings(step_seconds, time.perf_counter() - started),
         }
+
+    @property
+    def first_classes(self) -> int | None:
+        """The classes chance is computed on when entries are scored on their gallery model's classes: the first
+        model's, the fewest, so the highest chance (None: every class)."""
+        classes = self.scenario.gallery_classes(self.steps)
+        return None if classes is None else classes[0]
 
     def phase_timings(self, step_seconds: list[float], total: float) -> dict[str, Any]:
         """Seconds per phase: each step's own training (resumed steps: as recorded when trained), the shared,

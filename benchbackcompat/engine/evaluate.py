@@ -61,34 +61,48 @@ def model_features(model: nn.Module, method: Method, data: ScenarioData, *, batc
 
 def score(
     metric: str, protocol: str, query: Tensor, gallery: Tensor, data: ScenarioData, similarity, pairs: tuple | None,
-    chunk_size: int = 4096, templates: retrieval.Templates = retrieval.normalised_templates,
+    chunk_size: int = 4096, templates: retrieval.Templates = retrieval.normalised_templates, classes: int | None = None,
 ) -> tuple[float, np.ndarray | None]:
     """One matrix entry: ``metric`` of ``query`` features against ``gallery`` features under ``protocol``,
     scoring ``chunk_size`` queries at a time (halved and retried when the device runs out of memory).
-    Returns the score (%) and its per-query outcomes (hits or average precisions; None for verification)."""
+    Returns the score (%) and its per-query outcomes (hits or average precisions; None for verification).
+    With ``classes`` (leave-one-out only) only the images of labels below it are queries and gallery; the
+    other queries' outcomes are NaN, which the score and the bootstrap skip."""
     while True:
         try:
-            return _score(metric, protocol, query, gallery, data, similarity, pairs, chunk_size, templates)
+            return _score(metric, protocol, query, gallery, data, similarity, pairs, chunk_size, templates, classes)
         except RuntimeError as error:
             chunk_size = halve_on_oom(error, chunk_size, f"scoring {metric}")
 
 
 def _score(
     metric: str, protocol: str, query: Tensor, gallery: Tensor, data: ScenarioData, similarity, pairs: tuple | None,
-    chunk_size: int, templates: retrieval.Templates,
+    chunk_size: int, templates: retrieval.Templates, classes: int | None,
 ) -> tuple[float, np.ndarray | None]:
     loo = protocol == "loo"
     ql = data.query.labels
     gl = ql if loo or data.gallery is None else data.gallery.labels
+    kept = None if classes is None else ql < classes
+    if kept is not None:
+        query, gallery, ql = query[kept], gallery[kept], ql[kept]
+        gl = ql
     entry = protocols.Entry(query, ql, gallery, gl, similarity, chunk_size, templates, exclude_self=loo, pairs=pairs)
-    return protocols.scorer(protocol, metric)(metric, entry)
+    value, per_query = protocols.scorer(protocol, metric)(metric, entry)
+    if kept is None or per_query is None:
+        return value, per_query
+    every_query = np.full(len(kept), np.nan)
+    every_query[kept.cpu().numpy()] = per_query
+    return value, every_query
 
 
-def chance_level(metric: str, protocol: str, data: ScenarioData) -> float:
+def chance_level(metric: str, protocol: str, data: ScenarioData, classes: int | None = None) -> float:
     """The expected score (%) of ``metric`` for a model that ranks the gallery at random, as ``protocol`` declares
-    it (``metrics.protocols.chance_level``) on this scenario's query and gallery labels."""
+    it (``metrics.protocols.chance_level``) on this scenario's query and gallery labels (those below ``classes``
+    when given: leave-one-out entries scored on the first classes)."""
     ql = data.query.labels
     gl = ql if data.gallery is None else data.gallery.labels
+    if classes is not None:
+        ql = gl = ql[ql < classes]
     return protocols.chance_level(protocol, metric, ql, gl)
 
 
@@ -110,10 +124,13 @@ def evaluate_matrices(
     metrics: list[str],
     seed: int,
     verification_pairs: int = 3000,
+    gallery_classes: list[int] | None = None,
 ) -> Evaluation:
     """Fill C[t][k] (query model t, gallery model k <= t) for every metric; NaN where an entry
     cannot be computed (for example feature sizes that differ), with a note saying why. ``features``
-    may be a bank that keeps them on disk: each entry then loads only the two it compares."""
+    may be a bank that keeps them on disk: each entry then loads only the two it compares. With
+    ``gallery_classes`` (leave-one-out only), C[t][k] is scored on the images of the first
+    ``gallery_classes[k]`` classes alone."""
     bank = features if isinstance(features, FeatureBank) else FeatureBank.in_memory(features)
     T = len(bank)
     pairs = None
@@ -132,7 +149,8 @@ def evaluate_matrices(
                 result.notes.append(f"C[{t}][{k}]: feature sizes differ ({query.shape[1]} vs {gallery.shape[1]})")
                 continue
             for metric in metrics:
-                value, per_query = score(metric, protocol, query, gallery, data, similarity, pairs, templates=templates)
+                value, per_query = score(metric, protocol, query, gallery, data, similarity, pairs, templates=templates,
+                                         classes=None if gallery_classes is None else gallery_classes[k])
                 result.matrices[metric][t][k] = value
                 result.outcomes[metric][t][k] = outcomes.encode(per_query) if per_query is not None else None
     return result

@@ -1,0 +1,69 @@
+"""multi-step's ``eval_classes = "seen"``: C[t][k] scored on the classes gallery model k was trained on."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from pydantic import ValidationError
+
+from benchbackcompat.config import MultiStep
+from benchbackcompat.data.arrays import ImageArrays
+from benchbackcompat.engine.evaluate import chance_level, evaluate_matrices
+from benchbackcompat.engine.features import ModelFeatures
+from benchbackcompat.method import StandardMethod
+from benchbackcompat.metrics import outcomes
+from benchbackcompat.scenarios.data import ScenarioData
+
+CLASSES, DIM = 6, 5
+
+
+def brute_force_cmc1(query: torch.Tensor, gallery: torch.Tensor, labels: torch.Tensor, classes: int) -> list[float]:
+    """Leave-one-out CMC@1 per query by explicit loops over the images of labels below ``classes`` (NaN elsewhere)."""
+    hits = []
+    for i in range(len(labels)):
+        if labels[i] >= classes:
+            hits.append(math.nan)
+            continue
+        best, best_label = -math.inf, -1
+        for j in range(len(labels)):
+            if j != i and labels[j] < classes:
+                similarity = sum(float(query[i, d]) * float(gallery[j, d]) for d in range(DIM))
+                if similarity > best:
+                    best, best_label = similarity, int(labels[j])
+        hits.append(1.0 if best_label == int(labels[i]) else 0.0)
+    return hits
+
+
+def test_entries_are_scored_on_the_gallery_models_classes():
+    labels = torch.arange(48) % CLASSES
+    images = ImageArrays(torch.zeros(48, 1, 1, 1, dtype=torch.uint8), labels)
+    data = ScenarioData(images, images, None, None, (0.5,), (0.25,), 1, CLASSES, "synthetic")
+    gen = torch.Generator().manual_seed(0)
+    feats = [F.normalize(torch.randn(CLASSES, DIM, generator=gen)[labels] + torch.randn(48, DIM, generator=gen), dim=1)
+             for _ in range(3)]
+    models = [ModelFeatures(f, None) for f in feats]
+    seen = [2, 4, 6]
+    result = evaluate_matrices(StandardMethod(), models, data, "loo", ["cmc@1"], seed=0, gallery_classes=seen)
+    for t in range(3):
+        for k in range(t + 1):
+            expected = brute_force_cmc1(feats[t], feats[k], labels, seen[k])
+            stored = outcomes.decode(result.outcomes["cmc@1"][t][k])
+            np.testing.assert_array_equal(stored, expected)
+            assert result.matrices["cmc@1"][t][k] == pytest.approx(100 * np.nanmean(expected))
+    everything = evaluate_matrices(StandardMethod(), models, data, "loo", ["cmc@1"], seed=0)
+    # the last gallery model saw every class: its column is the all-class one
+    assert result.matrices["cmc@1"][2][2] == everything.matrices["cmc@1"][2][2]
+    # chance on 2 classes of 8 images each: 7 of the 15 other images share the query's class
+    assert chance_level("cmc@1", "loo", data, classes=2) == pytest.approx(100 * 7 / 15)
+
+
+def test_default_keeps_the_keys_and_seen_needs_leave_one_out():
+    assert "eval_classes" not in MultiStep().model_dump(mode="json")  # cells keyed before the option keep their keys
+    assert MultiStep(eval_classes="seen").model_dump(mode="json")["eval_classes"] == "seen"
+    with pytest.raises(ValidationError, match="needs protocol"):
+        MultiStep(eval_classes="seen", protocol="nn")
+    with pytest.raises(ValidationError, match="update_gain"):
+        MultiStep(eval_classes="seen", update_gain=True)
