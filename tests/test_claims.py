@@ -78,6 +78,17 @@ def test_report_lists_untested_claims():
     assert "no stored table of iam-cl2r" in text
 
 
+def test_a_second_table_of_the_kind_without_the_claims_methods_adds_no_line():
+    psp = _sequence("psp", [[150], [180, 200], [190, 210, 240]])
+    independent = _sequence("independent", [[150], [10, 200], [5, 8, 240]])
+    seen = {**_sequence("psp", [[150], [180, 200], [190, 210, 240]]), "scenario": "multi-step-seen", "key": "seen"}
+    text = claims_markdown(build_tables([psp, independent, seen]), "> header")
+    psp_lines = [line for line in text.splitlines() if line.startswith("| PSP/LSP | PSP compatible")]
+    assert len(psp_lines) == 1 and "· multi-step |" in psp_lines[0]  # multi-step-seen lacks independent
+    cores_lines = [line for line in text.splitlines() if line.startswith("| CoReS | CoReS more compatible than ift")]
+    assert len(cores_lines) == 2 and all("not run" in line for line in cores_lines)  # neither table has cores: both say so
+
+
 def test_bct_one_update_claim_is_the_cross_test_above_the_old_self_test():
     # BCT's empirical compatibility criterion: cross-test above the old self-test (P_com > 0), by hand on 400
     # queries: 240 of 400 against 200 is P_com 0.4; 201 against 200 is P_com 0.01 with an interval around 0

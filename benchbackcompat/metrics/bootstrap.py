@@ -53,7 +53,8 @@ def combine_seeds(per_seed: list[np.ndarray], replicates: int = REPLICATES) -> n
     drawn = stacked[picks, np.arange(replicates)[:, None]]  # replicates x n
     defined = ~np.isnan(drawn)
     counts = defined.sum(axis=1)
-    totals = np.where(defined, drawn, 0.0).sum(axis=1)
+    with np.errstate(invalid="ignore"):  # +inf and -inf drawn together (P_com of resampled updates of either sign
+        totals = np.where(defined, drawn, 0.0).sum(axis=1)  # at 0) average to NaN: undefined, as it should be
     return np.where(counts > 0, totals / np.maximum(counts, 1), np.nan)
 
 
