@@ -25,9 +25,10 @@ def _sequence(method: str, hits: list[list[int | None]], n: int = 300, seed: int
         return outcomes.encode(values)
 
     C = [[100.0 * hits[t][k] / n if k <= t else None for k in range(T)] for t in range(T)]
+    params = {"temperature": 1.0} if method in ("psp", "lsp") else {}  # the cpu preset's setting, which the claims name
     return {"status": "finished", "key": f"{method}{seed}", "label": f"multi-step/{method}/seed{seed}",
             "scenario": "multi-step", "kind": "multi-step",
-            "dataset": "d", "preset": "p", "method": method, "params": {}, "seed": seed,
+            "dataset": "d", "preset": "p", "method": method, "params": params, "seed": seed,
             "config": {"metrics": ["cmc@1"]}, "metrics": {"cmc@1": {"AA": 0.0, "AC": 0.0, "ACA": 0.0}},
             "matrices": {"cmc@1": C}, "chance": {"cmc@1": 1.0},
             "outcomes": {"cmc@1": {"C": [[encoded(hits[t][k]) if k <= t else None for k in range(T)]
@@ -50,7 +51,7 @@ def test_ac_claims_from_brute_force_matrices():
     # (-140 - 145 - 192) / 3 / 3
     claim = next(c for c in CLAIMS if c.statement == "PSP compatible on multi-step where independent encoders are not")
     margins = claim.test(build_tables([psp, independent])[0]).checked[-1]
-    assert margins.endswith(f"psp {80 / 9:+.1f}, independent {-477 / 9:+.1f}"), margins
+    assert margins.endswith(f"psp (temperature=1.0) {80 / 9:+.1f}, independent {-477 / 9:+.1f}"), margins
     # LSP no more compatible than independent: the difference [0, 0] lies at zero -> not reproduced
     lsp = _sequence("lsp", [[150], [10, 200], [5, 8, 240]])
     assert _verdicts([lsp, independent], "LSP compatible on multi-step where independent encoders are not") == [NOT_REPRODUCED]
@@ -83,7 +84,7 @@ def test_a_second_table_of_the_kind_without_the_claims_methods_adds_no_line():
     independent = _sequence("independent", [[150], [10, 200], [5, 8, 240]])
     seen = {**_sequence("psp", [[150], [180, 200], [190, 210, 240]]), "scenario": "multi-step-seen", "key": "seen"}
     text = claims_markdown(build_tables([psp, independent, seen]), "> header")
-    psp_lines = [line for line in text.splitlines() if line.startswith("| PSP/LSP | PSP compatible")]
+    psp_lines = [line for line in text.splitlines() if line.startswith("| PSP/LSP | PSP compatible on multi-step where independent encoders are not |")]
     assert len(psp_lines) == 1 and "· multi-step |" in psp_lines[0]  # multi-step-seen lacks independent
     cores_lines = [line for line in text.splitlines() if line.startswith("| CoReS | CoReS more compatible than ift")]
     assert len(cores_lines) == 2 and all("not run" in line for line in cores_lines)  # neither table has cores: both say so

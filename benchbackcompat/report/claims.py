@@ -211,13 +211,15 @@ CLAIMS = [
                                                   if t.single_update else beyond(t, Pick("bct"), "AC", 1.0, above=False)),
           (COMPAT + "test_influence_loss_is_cross_entropy_of_the_old_head_on_new_features",
            COMPAT + "test_old_classifier_synthesises_new_class_rows_from_old_class_means") + P_COM_TESTS + AC_TESTS),
-    *(Claim("PSP/LSP", f"{m.upper()} compatible on multi-step where independent encoders are not",
+    *(Claim("PSP/LSP", f"{m.upper()} compatible on multi-step where independent encoders are not" + (
+                "" if temperature == 1.0 else f" (trained at the paper's temperature {temperature:g})"),
             "AC (TinyImageNet, 5 steps) PSP 0.90, LSP 1 vs baseline 0", ("multi-step",),
-            lambda t, m=m: compare(t, Pick(m), Pick("independent"), "AC"),
+            lambda t, m=m, temperature=temperature: compare(t, Pick(m, (("temperature", temperature),)),
+                                                            Pick("independent"), "AC"),
             (OUTPUTS + "test_projection_equals_eq_2_4_for_softmax_and_logits", OUTPUTS + "test_projection_by_hand",
              OUTPUTS + "test_projected_prototypes_equal_old_prototypes", OUTPUTS + "test_top_k_keeps_the_k_largest_entries",
              "tests/test_seen_classes.py::test_entries_are_scored_on_the_gallery_models_classes")
-            + AC_TESTS) for m in ("psp", "lsp")),
+            + AC_TESTS) for m in ("psp", "lsp") for temperature in (1.0, 12.0)),  # the cpu preset's 1, the paper's 12
     Claim("HBCT", "HBCT's P_com above the best Euclidean method's",
           "CMC@1 P_com on CIFAR100: ext-data 0.956 vs 0.900 (BCT); ext-class 0.495 vs 0.336 (HOC)",
           ("ext-data", "ext-class", "both"), lambda t: compare(t, Pick("hbct"), best_euclidean, "p_com"),
