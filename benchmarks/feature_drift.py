@@ -60,7 +60,7 @@ def drift_rows(runner: CellRunner, updates: list[int]) -> list[list[object]]:
                          "run the cell first (this script never trains)")
     models, _, _ = runner.run_steps()
     data, rows = runner.data, []
-    train_stats, query_stats = (data.mean, data.std), data.eval_stats or (data.mean, data.std)  # as evaluation does
+    train_stats = (data.mean, data.std)
     queries = {}  # model index -> its query features (a model is the new one of update t and the old one of t + 1)
     for t in updates:
         if not 1 <= t < len(models):
@@ -69,7 +69,7 @@ def drift_rows(runner: CellRunner, updates: list[int]) -> list[list[object]]:
         old, new = embed(models[t - 1], train.images, train_stats), embed(models[t], train.images, train_stats)
         for index in (t - 1, t):
             if index not in queries:
-                queries[index] = embed(models[index], data.query.images, query_stats)
+                queries[index] = embed(models[index], data.query.images, data.query_stats)
         rows.append([runner.cell.label, f"{t - 1} -> {t}", len(train.labels),
                      F.cosine_similarity(old, new).mean().item(), F.cosine_similarity(queries[t - 1], queries[t]).mean().item(),
                      other_class_cosine(old, train.labels), other_class_cosine(queries[t - 1], data.query.labels),

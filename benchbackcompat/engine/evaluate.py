@@ -52,7 +52,7 @@ def extract_features(
 
 
 def model_features(model: nn.Module, method: Method, data: ScenarioData, *, batch_size: int, device, amp: str) -> ModelFeatures:
-    mean, std = data.eval_stats or (data.mean, data.std)
+    mean, std = data.query_stats
     kwargs = dict(mean=mean, std=std, batch_size=batch_size, device=device, amp=amp)
     query = extract_features(model, method, data.query, **kwargs)
     gallery = extract_features(model, method, data.gallery, **kwargs) if data.gallery is not None else None

@@ -36,6 +36,11 @@ class ScenarioData:
     # gallery when they differ from the training data's (eval_normalisation = "eval"); None: mean, std
     fingerprint: str = ""  # SHA-256 of the images and labels above (content, not path): part of cell keys
 
+    @property
+    def query_stats(self) -> tuple[tuple[float, float, float], tuple[float, float, float]]:
+        """(mean, std) that query and gallery images are normalised with: ``eval_stats``, else the training data's."""
+        return self.eval_stats or (self.mean, self.std)
+
     def step_data(self, step: Step, seed: int) -> ImageArrays:
         """Images of the classes ``step.classes``; a seeded random ``data_fraction`` of them if below 1."""
         start, stop = step.classes
