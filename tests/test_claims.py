@@ -10,8 +10,9 @@ from benchbackcompat.errors import BenchError
 from benchbackcompat.metrics import outcomes
 from benchbackcompat.report.calibration import convergence, read_calibrations
 from benchbackcompat.report.aggregate import build_tables
-from benchbackcompat.report.claims import (HOC, NOT_REPRODUCED, REPRODUCED, UNDECIDABLE, CLAIMS, Pick, claims_markdown,
+from benchbackcompat.report.claims import (HOC, PlannedScenario, NOT_REPRODUCED, REPRODUCED, UNDECIDABLE, CLAIMS, Pick, claims_markdown,
                                            compare)
+from benchbackcompat.report.publish import planned_scenarios
 from test_statistics import _single
 
 
@@ -77,6 +78,25 @@ def test_report_lists_untested_claims():
     text = claims_markdown(build_tables([_single("hbct", 0, 100, 50, 80, 70, 50, 80)]), "> header")
     assert text.count("\n| ") == len(CLAIMS) + 1  # header row + one line per claim (one table or none)
     assert "no stored table of iam-cl2r" in text
+
+
+def test_report_names_planned_scenarios_without_records():
+    planned = [PlannedScenario("p", "multi-step", "multi-step", "d"), PlannedScenario("p", "ext-class-tin", "ext-class", "tin"),
+               PlannedScenario("p", "zoo", "model-zoo", "d")]
+    text = claims_markdown(build_tables([_sequence("psp", [[150], [180, 200]])]), "> header", planned=planned)
+    section = text.split("## Not tested")[1].split("## Bugs excluded")[0]
+    rows = [line for line in section.splitlines() if line.startswith("| p ·")]
+    # multi-step has a table and the zoo tests no claim; ext-class tests BCT's one-update claim and HBCT's two
+    assert rows == ["| p · ext-class-tin | tin | CoReS / BCT (1), HBCT (2) | "
+                    "`benchbackcompat run --preset p --scenario ext-class-tin` |"]
+    assert "## Not tested" not in claims_markdown(build_tables([_sequence("psp", [[150], [180, 200]])]), "> header")
+
+
+def test_planned_scenarios_come_from_the_named_preset():
+    planned = planned_scenarios({"cpu", "no-such-preset"})
+    assert PlannedScenario("cpu", "ext-class-tin", "ext-class", "tinyimagenet") in planned
+    assert PlannedScenario("cpu", "multi-step-seen", "multi-step", "embedded") in planned
+    assert {p.preset for p in planned} == {"cpu"}
 
 
 def test_a_second_table_of_the_kind_without_the_claims_methods_adds_no_line():

@@ -230,9 +230,21 @@ CLAIMS = [
 ]
 
 
-def claims_markdown(tables: list[Table], header: str, calibrations: Sequence[Calibration] = ()) -> str:
+@dataclass(frozen=True)
+class PlannedScenario:
+    """A scenario a preset defines: ``claims.md`` names those of the records' presets that hold no records."""
+
+    preset: str
+    scenario: str
+    kind: str
+    dataset: str
+
+
+def claims_markdown(tables: list[Table], header: str, calibrations: Sequence[Calibration] = (),
+                    planned: Sequence[PlannedScenario] = ()) -> str:
     """``claims.md``: one line per claim and table that can test it (a table per dataset and preset); each
-    line's checks end with whether that scenario's training converged (``calibrations``)."""
+    line's checks end with whether that scenario's training converged (``calibrations``). ``planned``: the
+    scenarios of the records' presets; those without a table and with claims to test are listed as untested."""
     lines = ["# Claims of the papers, tested", header,
              "Each claim is tested on every stored table of a scenario that can test it. Ours: mean over seeds with "
              "its 95% bootstrap interval (queries and seeds); the verdict follows the interval of the paired "
@@ -260,7 +272,27 @@ def claims_markdown(tables: list[Table], header: str, calibrations: Sequence[Cal
         if not any(t.kind in claim.kinds for t in tables):
             lines.append("| " + " | ".join(escape(x) for x in (claim.paper, claim.statement, claim.paper_numbers)) +
                          f" | – | not run | **{UNDECIDABLE}** | no stored table of {escape(', '.join(claim.kinds))} |")
-    return ("\n\n".join(lines[:3]) + "\n\n" + "\n".join(lines[3:]) + "\n\n" + implementation_checks() + "\n")
+    return ("\n\n".join(lines[:3]) + "\n\n" + "\n".join(lines[3:]) + "\n\n" + untested_scales(tables, planned) +
+            implementation_checks() + "\n")
+
+
+def untested_scales(tables: list[Table], planned: Sequence[PlannedScenario]) -> str:
+    """The section naming each planned scenario that could test a claim but holds no stored records ("" if none)."""
+    stored = {(t.preset, t.scenario) for t in tables}
+    rows = []
+    for scenario in planned:
+        papers = [c.paper for c in CLAIMS if scenario.kind in c.kinds]
+        if papers and (scenario.preset, scenario.scenario) not in stored:
+            counts = ", ".join(f"{paper} ({papers.count(paper)})" for paper in dict.fromkeys(papers))
+            rows.append(f"| {escape(scenario.preset)} · {escape(scenario.scenario)} | {escape(scenario.dataset)} | "
+                        f"{escape(counts)} | `benchbackcompat run --preset {scenario.preset} --scenario "
+                        f"{scenario.scenario}` |")
+    if not rows:
+        return ""
+    return ("## Not tested: scenarios of these presets without stored records\n\n"
+            "Their claims have no verdict above; the records' presets define them, and nothing was stored for them.\n\n"
+            "| preset · scenario | dataset | claims it would test (count) | command that stores them |\n|---|---|---|---|\n" +
+            "\n".join(rows) + "\n\n")
 
 
 def implementation_checks() -> str:

@@ -19,7 +19,8 @@ from benchbackcompat.record import CellRecord, FinishedRecord
 from benchbackcompat.report.aggregate import CHANCE_FACTOR, MIN_UPDATE_GAIN, Table, build_tables
 from benchbackcompat.report.calibration import Calibration
 from benchbackcompat.report.columns import STATISTICS, metric_name
-from benchbackcompat.report.claims import claims_markdown
+from benchbackcompat.presets import available_presets, load_preset
+from benchbackcompat.report.claims import PlannedScenario, claims_markdown
 from benchbackcompat.report.exports import csv_export, json_export
 from benchbackcompat.report.markdown import escape, slug
 from benchbackcompat.report.merge import Merged
@@ -216,10 +217,25 @@ def write_leaderboard(merged: Merged, out: Path, command: str, date: str,
         written.append(_write(path, text))
         runs.append(run)
     written.append(_write(out / "README.md", readme_markdown(pages, merged, command, date, runs)))
-    written.append(_write(out / "claims.md", claims_markdown(tables, header_markdown(merged.records, date), calibrations)))
+    written.append(_write(out / "claims.md", claims_markdown(tables, header_markdown(merged.records, date), calibrations,
+                                                             planned_scenarios({t.preset for t in tables}))))
     written.append(_write(out / "leaderboard.csv", csv_export(tables)))
     written.append(_write(out / "leaderboard.json", json_export(tables, provenance(merged.records, date))))
     return written + sorted((out / "figures").glob("*.png"))
+
+
+def planned_scenarios(presets: set[str]) -> list[PlannedScenario]:
+    """The scenarios the named presets define (the built-in or ``$BENCHBACKCOMPAT_PRESETS`` ones; a preset that is
+    no longer there is skipped), each with its kind and dataset."""
+    known = available_presets()
+    planned = []
+    for preset in sorted(presets & set(known)):
+        data = load_preset(preset)
+        default_dataset = data.get("defaults", {}).get("data", {}).get("name", "")
+        for name, entry in data["scenarios"].items():
+            dataset = entry.get("data", {}).get("name", default_dataset)
+            planned.append(PlannedScenario(preset, name, entry.get("kind", name), dataset))
+    return planned
 
 
 def untrained_zoo(record: CellRecord) -> bool:
