@@ -99,6 +99,13 @@ def test_planned_scenarios_come_from_the_named_preset():
     assert {p.preset for p in planned} == {"cpu"}
 
 
+def test_a_broken_preset_file_leaves_the_untested_list_out_with_a_warning(tmp_path, monkeypatch, caplog):
+    (tmp_path / "mine.toml").write_text("[scenarios\n")
+    monkeypatch.setenv("BENCHBACKCOMPAT_PRESETS", str(tmp_path))
+    assert planned_scenarios({"mine"}) == []
+    assert "untested scenarios of 'mine' not listed" in caplog.text
+
+
 def test_a_second_table_of_the_kind_without_the_claims_methods_adds_no_line():
     psp = _sequence("psp", [[150], [180, 200], [190, 210, 240]])
     independent = _sequence("independent", [[150], [10, 200], [5, 8, 240]])
