@@ -142,6 +142,28 @@ def check_metrics(scenario: str, protocol: str, metrics: list[str]) -> None:
                          f"{protocol!r}; set metrics to some of {', '.join(defined)} (e.g. --set metrics=[\"{defined[0]}\"])")
 
 
+def resolve_scenarios(
+    preset: str, data: dict[str, Any], names: list[str], overrides: dict[str, Any]
+) -> list[tuple[NamedScenario, dict[str, Any]]]:
+    """The named scenarios of a loaded preset, each as (validated scenario, its table: defaults < preset < overrides)."""
+    known = data["scenarios"]
+    if (unknown := next((name for name in names if name not in known), None)) is not None:  # names before values
+        raise UnknownNameError(f"scenario (preset {preset!r})", unknown, known)
+    resolved = []
+    for name in names:
+        table = deep_merge(deep_merge(data.get("defaults", {}), known[name]), overrides)
+        scenario = validate_model(NamedScenario, {"name": name, "config": table}, f"preset {preset!r}, scenario {name!r}")
+        check_metrics(name, scenario.config.protocol, scenario.config.metrics)
+        resolved.append((scenario, table))
+    return resolved
+
+
+def preset_scenarios(preset: str) -> list[NamedScenario]:
+    """Every scenario a preset defines, resolved and validated as ``resolve_run`` does (no command-line overrides)."""
+    data = load_preset(preset)
+    return [scenario for scenario, _ in resolve_scenarios(preset, data, list(data["scenarios"]), {})]
+
+
 def resolve_run(
     *,
     preset: str = "quick",
@@ -192,15 +214,7 @@ def resolve_run(
             method_params = deep_merge(method_params, nested(path[1:], value))
         else:
             overrides = deep_merge(overrides, nested(path, value))
-    resolved = []
-    for name in scenarios:
-        if name not in known:
-            raise UnknownNameError(f"scenario (preset {preset!r})", name, known)
-        table = deep_merge(deep_merge(data.get("defaults", {}), known[name]), overrides)
-        resolved.append({"name": name, "config": table})
-    for entry in resolved:
-        scenario = validate_model(NamedScenario, entry, f"preset {preset!r}, scenario {entry['name']!r}").config
-        check_metrics(entry["name"], scenario.protocol, scenario.metrics)
+    resolved = [{"name": s.name, "config": table} for s, table in resolve_scenarios(preset, data, scenarios, overrides)]
     run: dict[str, Any] = {
         "preset": preset,
         "scenarios": resolved,

@@ -21,7 +21,7 @@ from benchbackcompat.record import CellRecord, FinishedRecord
 from benchbackcompat.report.aggregate import CHANCE_FACTOR, MIN_UPDATE_GAIN, Table, build_tables
 from benchbackcompat.report.calibration import Calibration
 from benchbackcompat.report.columns import STATISTICS, metric_name
-from benchbackcompat.presets import available_presets, load_preset
+from benchbackcompat.presets import available_presets, preset_scenarios
 from benchbackcompat.report.claims import PlannedScenario, claims_markdown
 from benchbackcompat.report.exports import csv_export, json_export
 from benchbackcompat.report.markdown import escape, slug
@@ -229,18 +229,14 @@ def write_leaderboard(merged: Merged, out: Path, command: str, date: str,
 def planned_scenarios(presets: set[str]) -> list[PlannedScenario]:
     """The scenarios the named presets define (the built-in or ``$BENCHBACKCOMPAT_PRESETS`` ones; a preset that is
     no longer there is skipped), each with its kind and dataset."""
-    known = available_presets()
     planned = []
-    for preset in sorted(presets & set(known)):
+    for preset in sorted(presets & set(available_presets())):
         try:
-            data = load_preset(preset)
+            scenarios = preset_scenarios(preset)
         except BenchError as error:  # a broken preset file must not stop the rendering of stored results
             logging.getLogger("benchbackcompat").warning(f"claims.md: untested scenarios of {preset!r} not listed: {error}")
             continue
-        default_dataset = data.get("defaults", {}).get("data", {}).get("name", "")
-        for name, entry in data["scenarios"].items():
-            dataset = entry.get("data", {}).get("name", default_dataset)
-            planned.append(PlannedScenario(preset, name, entry.get("kind", name), dataset))
+        planned += [PlannedScenario(preset, s.name, s.config.kind, s.config.data.name) for s in scenarios]
     return planned
 
 
