@@ -97,6 +97,8 @@ class TrainConfig(StrictModel):
     crop_padding: int = Field(4, ge=0)
     flip: bool = True
     eval_batch_size: int = Field(1024, ge=1)
+    min_steps: int = Field(0, ge=0, description="train at least this many batches: a model whose data gives fewer "
+                           "than min_steps / epochs batches an epoch trains more epochs (0: exactly `epochs`)")
 
     @model_validator(mode="after")
     def _milestones_within_epochs(self) -> TrainConfig:
@@ -104,6 +106,26 @@ class TrainConfig(StrictModel):
         if bad:
             raise ValueError(f"milestones {bad} must lie strictly between 0 and epochs={self.epochs}")
         return self
+
+    @model_serializer(mode="wrap")
+    def _omit_unset_min_steps(self, handler: Any) -> dict[str, Any]:
+        """Without a step floor the dump, and so every key hashed from it, is what it was before the field existed."""
+        data = handler(self)
+        if data.get("min_steps") == 0:
+            data.pop("min_steps")
+        return data
+
+    def for_batches(self, per_epoch: int) -> TrainConfig:
+        """This training at ``per_epoch`` batches an epoch: epochs raised to ``ceil(min_steps / per_epoch)`` where
+        that is more, the schedule's epoch counts (warm-up, milestones) stretched in proportion. A model needs SGD
+        steps, not epochs: the small first models of a multi-step sequence see a few batches an epoch."""
+        needed = -(-self.min_steps // max(1, per_epoch))
+        if needed <= self.epochs:
+            return self
+        stretch = needed / self.epochs
+        milestones = sorted({min(needed - 1, max(1, round(m * stretch))) for m in self.milestones})
+        return self.model_copy(update={"epochs": needed, "milestones": milestones,
+                                       "warmup_epochs": round(self.warmup_epochs * stretch)})
 
 
 class ModelConfig(StrictModel):

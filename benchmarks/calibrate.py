@@ -1,7 +1,7 @@
 """Is a preset's scale calibrated? Train its cells as given and with 50% more epochs, and compare.
 
-Runs ``benchbackcompat run`` twice (the preset as it is, then ``train.epochs`` and, where the
-scenario pretrains, ``pretrain.epochs`` times ``--factor``) into ``OUT/base`` and ``OUT/longer``
+Runs ``benchbackcompat run`` twice (the preset as it is, then ``train.epochs``, ``train.min_steps`` where
+set and, where the scenario pretrains, ``pretrain.epochs`` times ``--factor``) into ``OUT/base`` and ``OUT/longer``
 and prints, per cell and model, the self-tests (diagonal of the compatibility matrix, plus the old
 model's and the independent reference's self-tests that P_com uses) at both lengths, and the checks
 of issue 20's CPU scale:
@@ -109,6 +109,8 @@ def main() -> None:
     epochs = some.config["train"]["epochs"]
     longer_epochs = round(epochs * args.factor)
     longer = [*extra, "--set", f"train.epochs={longer_epochs}"]
+    if some.config["train"].get("min_steps"):  # a step floor (multi-step's small first models) grows with the epochs
+        longer += ["--set", f"train.min_steps={round(some.config['train']['min_steps'] * args.factor)}"]
     if some.config.get("pretrain"):
         longer += ["--set", f"pretrain.epochs={round(some.config['pretrain']['epochs'] * args.factor)}"]
     longer_s = run(args.out / "longer", args, longer)

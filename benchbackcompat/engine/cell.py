@@ -39,7 +39,7 @@ from benchbackcompat.engine.train import Acceleration, DivergedError, train_mode
 from benchbackcompat.logs import log
 from benchbackcompat.identity import RESULTS_VERSION, source_hash, source_packages
 from benchbackcompat.interrupts import describe, must_propagate
-from benchbackcompat.method import Method, StandardRecipe, StepContext, frozen_copy
+from benchbackcompat.method import Method, StandardRecipe, StepContext, batches_per_epoch, frozen_copy
 from benchbackcompat.metrics import compatibility as cm
 from benchbackcompat.metrics.summary import summarise
 from benchbackcompat.models.network import Network
@@ -158,12 +158,18 @@ class CellRunner:
     # --- contexts and shared models --------------------------------------------------------
     def context(self, step: Step, old_model: Network | None, memory: ImageArrays | None, train_cfg=None,
                 train_data: ImageArrays | None = None) -> StepContext:
+        train_cfg = train_cfg or self.scenario.train_config(step.index)
+        train_data = train_data if train_data is not None else self.data.step_data(step, self.cell.seed)
+        n_memory = len(memory) if (step.replay and memory is not None) else 0
+        per_epoch = batches_per_epoch(len(train_data), n_memory, train_cfg.batch_size)
+        stretched = train_cfg.for_batches(per_epoch)
+        if stretched is not train_cfg:
+            log.debug(f"  step {step.index}: {stretched.epochs} epochs of {per_epoch} batches "
+                     f"(train.min_steps={train_cfg.min_steps})")
         return StepContext(
-            scenario=self.scenario, step=step, steps=self.steps, train=train_cfg or self.scenario.train_config(step.index),
-            device=self.device, old_model=old_model,
-            train_data=train_data if train_data is not None else self.data.step_data(step, self.cell.seed),
-            memory=memory, mean=self.data.mean, std=self.data.std, image_size=self.data.image_size, seed=self.cell.seed,
-            embedder=self.embedder(train_cfg or self.scenario.train_config(step.index)),
+            scenario=self.scenario, step=step, steps=self.steps, train=stretched, device=self.device,
+            old_model=old_model, train_data=train_data, memory=memory, mean=self.data.mean, std=self.data.std,
+            image_size=self.data.image_size, seed=self.cell.seed, embedder=self.embedder(train_cfg),
         )
 
     def embedder(self, train_cfg) -> Callable[[torch.nn.Module, ImageArrays], torch.Tensor]:
