@@ -172,6 +172,15 @@ class ScenarioBase(StrictModel):
     statistics: ClassVar[tuple[str, ...]] = ("AC", "AA", "ACA")  # the leaderboard's statistics per retrieval metric
     ranking: ClassVar[tuple[str, str]] = ("AC", "AA")  # the primary statistic of the kind, then its tie-breaker
     example: ClassVar[dict[str, Any]] = {}  # the kind's options of a tiny instance (testing.scenarios)
+    untrained_fields: ClassVar[tuple[str, ...]] = ("description", "metrics", "verification_pairs")  # training never reads them
+
+    def as_trained(self) -> ScenarioBase:
+        """This scenario with the fields training never reads at their defaults: scenarios that differ only in their
+        words and in how they evaluate (multi-step and its seen-classes variant) have one such view, so their cells
+        share their trained models."""
+        fields = type(self).model_fields
+        return self.model_copy(update={name: fields[name].get_default(call_default_factory=True)
+                                       for name in self.untrained_fields})
 
     def steps(self, num_classes: int) -> list[Step]:
         """The scenario's model updates, for a training pool of ``num_classes`` classes."""
@@ -328,6 +337,7 @@ class MultiStep(ScenarioBase):
     )
 
     example: ClassVar[dict[str, Any]] = {"num_models": 3}
+    untrained_fields: ClassVar[tuple[str, ...]] = (*ScenarioBase.untrained_fields, "eval_classes")
 
     @model_validator(mode="after")
     def _seen_classes_evaluable(self) -> MultiStep:

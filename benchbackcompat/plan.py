@@ -202,7 +202,8 @@ def execute(plan: Plan, host: PluginHost, cells: list[Cell] | None = None) -> li
         method = kind(kind.Params.model_validate(cell.params))  # fresh state per cell, the cell's (grid point's) params
         record = run_cell(cell, method, data_of(cell), store, device, observer=functools.partial(host.notify, "bbc_on_log") if distributed.is_main() else None,
                           plugin_versions=plugin_versions, share_models=run.share_models,
-                          acceleration=Acceleration.resolve(run.channels_last, run.compile, device))
+                          acceleration=Acceleration.resolve(run.channels_last, run.compile, device),
+                          borrow_steps=run.share_models and cell.method not in plan.rerun)
         if isinstance(record, FinishedRecord):
             host.notify("bbc_on_cell_finished", record=record.to_json())
         reason = "" if isinstance(record, FinishedRecord) else f" ({record.reason})"
@@ -215,7 +216,8 @@ def execute(plan: Plan, host: PluginHost, cells: list[Cell] | None = None) -> li
         if existing is None:
             pending.append(cell)
             if distributed.is_main():
-                store.write_cell_entry(cell.key, {"label": cell.label, "method": cell.method, "identity": cell.identity})
+                store.write_cell_entry(cell.key, {"label": cell.label, "method": cell.method, "identity": cell.identity,
+                                                  "training_key": cell.training_key})
         else:
             records[cell.key] = existing
     if len(pending) < len(plan.cells):

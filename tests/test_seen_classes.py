@@ -1,6 +1,7 @@
 """multi-step's ``eval_classes = "seen"``: C[t][k] scored on the classes gallery model k was trained on."""
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -9,6 +10,7 @@ import torch
 import torch.nn.functional as F
 from pydantic import ValidationError
 
+from benchbackcompat.cli import main
 from benchbackcompat.config import MultiStep
 from benchbackcompat.data.arrays import ImageArrays
 from benchbackcompat.engine.evaluate import chance_level, evaluate_matrices
@@ -16,6 +18,7 @@ from benchbackcompat.engine.features import ModelFeatures
 from benchbackcompat.method import StandardMethod
 from benchbackcompat.metrics import outcomes
 from benchbackcompat.scenarios.data import ScenarioData
+from benchbackcompat.testing.scenarios import tiny_run_args
 
 CLASSES, DIM = 6, 5
 
@@ -67,3 +70,22 @@ def test_default_keeps_the_keys_and_seen_needs_leave_one_out():
         MultiStep(eval_classes="seen", protocol="nn")
     with pytest.raises(ValidationError, match="update_gain"):
         MultiStep(eval_classes="seen", update_gain=True)
+
+
+def test_the_seen_variant_evaluates_the_models_multi_step_trained(tmp_path):
+    """multi-step and multi-step-seen differ only in words and evaluation: the second cell loads every step."""
+    base = ["run", "--preset", "cpu", "--methods", "l2", "--out", str(tmp_path), "-q", *tiny_run_args(1),
+            "--set", "num_models=2"]
+    assert main([*base, "--scenario", "multi-step"]) == 0
+    trained = sorted(p.stat().st_mtime_ns for p in tmp_path.glob("cells/*/step-*.pt"))
+    assert len(trained) == 2
+    assert main([*base, "--scenario", "multi-step-seen"]) == 0
+    records = {json.loads(p.read_text())["scenario"]: json.loads(p.read_text()) for p in tmp_path.glob("cells/*/record.json")}
+    assert set(records) == {"multi-step", "multi-step-seen"} and records["multi-step"]["key"] != records["multi-step-seen"]["key"]
+    assert sorted(p.stat().st_mtime_ns for p in tmp_path.glob("cells/*/step-*.pt")) == trained  # none trained again
+    all_classes, seen = (records[name]["matrices"]["cmc@1"] for name in ("multi-step", "multi-step-seen"))
+    assert all_classes[1][1] == seen[1][1]  # model 1 saw every class: the same model on the same test images
+    assert all_classes[0][0] != seen[0][0]  # model 0 on all 6 classes, then on its own 3
+    seen_folder = tmp_path / "cells" / records["multi-step-seen"]["key"]
+    assert main([*base, "--scenario", "multi-step-seen", "--force"]) == 0  # forced: trained, not loaded
+    assert len(list(seen_folder.glob("step-*.pt"))) == 2

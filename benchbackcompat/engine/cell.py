@@ -8,6 +8,7 @@ of P_com/P_up, models pretrained elsewhere) are trained once and shared through 
 from __future__ import annotations
 
 import datetime
+import functools
 import logging
 import math
 import os
@@ -76,11 +77,21 @@ class Cell:
 
     @property
     def key(self) -> str:
+        return self._key(self.scenario.config)
+
+    @property
+    def training_key(self) -> str:
+        """What the cell's trained models depend on: its key with the scenario's fields that training never reads at
+        their defaults (``ScenarioBase.as_trained``). Cells with one training key train alike: each loads the steps
+        another has saved."""
+        return self._key(self.scenario.config.as_trained())
+
+    def _key(self, scenario: ScenarioBase) -> str:
         if self.data_fingerprint is None:
             raise RuntimeError(f"cell {self.label}: its key needs the data fingerprint; load the data first")
         return config_hash({
             "format": CELL_FORMAT,
-            "scenario": keyed_config(self.scenario.config),
+            "scenario": keyed_config(scenario),
             "method": self.method,
             "params": self.params,
             "seed": self.seed,
@@ -142,11 +153,12 @@ class CellRunner:
     """Trains and evaluates one cell."""
 
     def __init__(self, cell: Cell, method: Method, data: ScenarioData, store: ResultStore, device: torch.device,
-                 observer=None, share_models: bool = True, acceleration: Acceleration = Acceleration()) -> None:
+                 observer=None, share_models: bool = True, acceleration: Acceleration = Acceleration(),
+                 borrow_steps: bool = True) -> None:
         self.cell, self.method, self.data, self.store, self.device = cell, method, data, store, device
         if cell.data_fingerprint is None:  # a cell built outside a plan: keyed by the data it runs on
             cell.data_fingerprint = data.fingerprint
-        self.share_models, self.acceleration = share_models, acceleration
+        self.share_models, self.acceleration, self.borrow_steps = share_models, acceleration, borrow_steps
         self.scenario: ScenarioBase = cell.scenario.config
         self.steps: list[Step] = build_steps(self.scenario, data.num_classes)
         self.observer = observer
@@ -285,6 +297,8 @@ class CellRunner:
                 continue
             memory = self.data.train.subset(memory_index.to(self.device)) if len(memory_index) else None
             checkpoint = self.store.load(self.store.step_path(self.cell.key, step.index), self.device)
+            if checkpoint is None:
+                checkpoint = self.borrowed_step(step.index)
             ctx = self.context(step, frozen_copy(models[-1]) if models else None, memory)
             if checkpoint is not None:  # finished in an earlier run: resume after it
                 model = self.fresh_model(self.method, ctx, step.backbone, step.seen_classes, step.index)
@@ -328,6 +342,21 @@ class CellRunner:
         if saved:
             log.info(f"resuming {self.cell.label}: all {len(self.steps)} steps were saved by an earlier run; evaluating")
         return models, curves, timings
+
+    @functools.cached_property
+    def alike(self) -> list[str]:
+        """The keys of the cells whose saved steps this cell may load (none without ``borrow_steps``)."""
+        return self.store.trained_alike(self.cell.training_key, but=self.cell.key) if self.borrow_steps else []
+
+    def borrowed_step(self, index: int) -> dict[str, Any] | None:
+        """Step ``index`` as a cell that trains alike (same training key, e.g. multi-step for multi-step-seen) saved
+        it, with no training seconds of this cell's own; None where none has, or where steps are not borrowed."""
+        for key in self.alike:
+            checkpoint = self.store.load(self.store.step_path(key, index), self.device)
+            if checkpoint is not None:
+                log.info(f"  {self.cell.label} step {index}: trained by {(self.store.cell_entry(key) or {}).get('label', key)}, loaded")
+                return {**checkpoint, "seconds": 0.0}
+        return None
 
     def zoo_model(self, step: Step) -> Network:
         """An already-trained model: its encoder (features) and its own classifier (logits, for PSP/LSP);
@@ -506,9 +535,10 @@ def cell_fields(cell: Cell) -> dict[str, Any]:
 
 def run_cell(cell: Cell, method: Method, data: ScenarioData, store: ResultStore, device: torch.device,
              observer=None, plugin_versions: dict[str, str] | None = None, share_models: bool = True,
-             acceleration: Acceleration = Acceleration()) -> CellRecord:
+             acceleration: Acceleration = Acceleration(), borrow_steps: bool = True) -> CellRecord:
     """Run a cell and write its record (also for diverged and not-applicable cells; a failed cell's record is
-    returned, not stored, so that a re-run retries it)."""
+    returned, not stored, so that a re-run retries it). ``borrow_steps``: load the steps that a cell training alike
+    has saved (see ``Cell.training_key``)."""
     base = {**cell_fields(cell), "params": method.params.model_dump(mode="json"), "dataset": data.name,
             "device": f"{device_name(device)}; {precision(device, cell.scenario.config.train.amp)}",
             "versions": versions(plugin_versions or {}), "worker": worker_name()}
@@ -517,7 +547,8 @@ def run_cell(cell: Cell, method: Method, data: ScenarioData, store: ResultStore,
         outcome: dict[str, Any] = {"status": "not-applicable", "reason": reason}
     else:
         try:
-            outcome = CellRunner(cell, method, data, store, device, observer, share_models, acceleration).run()
+            outcome = CellRunner(cell, method, data, store, device, observer, share_models, acceleration,
+                                 borrow_steps).run()
         except DivergedError as error:  # recorded (the leaderboard shows "nan"), not retried
             outcome = {"status": "diverged", "reason": str(error), "step": error.step, "epoch": error.epoch,
                        "batch": error.batch, "last_finite_loss": error.last_finite}

@@ -89,6 +89,11 @@ class ResultStore:
             return None
         return entry if isinstance(entry, dict) else None
 
+    def trained_alike(self, training_key: str, but: str) -> list[str]:
+        """The cells other than ``but`` whose ``cell.json`` notes ``training_key`` (cells queued before it was noted
+        are not found)."""
+        return [key for key in self.keys() if key != but and (self.cell_entry(key) or {}).get("training_key") == training_key]
+
     def clear_cell(self, key: str) -> None:
         """Forget a cell's result, saved steps and traceback (``--force``/``--rerun``); its cell.json stays."""
         folder = self.cell_dir(key)
