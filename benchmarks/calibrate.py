@@ -109,8 +109,9 @@ def main() -> None:
     epochs = some.config["train"]["epochs"]
     longer_epochs = round(epochs * args.factor)
     longer = [*extra, "--set", f"train.epochs={longer_epochs}"]
-    if some.config["train"].get("min_steps"):  # a step floor (multi-step's small first models) grows with the epochs
-        longer += ["--set", f"train.min_steps={round(some.config['train']['min_steps'] * args.factor)}"]
+    min_steps = some.config["train"].get("min_steps")
+    if min_steps:  # a step floor (multi-step's small first models) grows with the epochs
+        longer += ["--set", f"train.min_steps={round(min_steps * args.factor)}"]
     if some.config.get("pretrain"):
         longer += ["--set", f"pretrain.epochs={round(some.config['pretrain']['epochs'] * args.factor)}"]
     longer_s = run(args.out / "longer", args, longer)
@@ -147,6 +148,7 @@ def main() -> None:
     if args.summary:
         summary = Calibration(preset=args.preset, dataset=some.dataset or "?", metric=args.metric,
                               epochs=(epochs, longer_epochs), tolerance=args.tolerance,
+                              min_steps=(min_steps, round(min_steps * args.factor)) if min_steps else None,
                               command=" ".join(["python", *sys.argv]), cells=calibrated)
         args.summary.parent.mkdir(parents=True, exist_ok=True)
         args.summary.write_text(summary.model_dump_json(indent=1) + "\n")

@@ -165,6 +165,12 @@ def test_claims_name_the_measured_convergence_of_their_scenario(tmp_path):
     assert "not measured" in convergence(calibrations, "other", "p", "ext-class")
     text = claims_markdown(build_tables([_single("bct", 0, 400, 200, 300, 240, 200, 300)]), "> header", calibrations)
     assert "training converged: yes (90 -> 135 epochs" in text
+    floored = {"preset": "q", "dataset": "d", "metric": "cmc@1", "epochs": [90, 135], "min_steps": [4000, 6000],
+               "tolerance": 2.0, "command": "c", "cells": cells[1:]}
+    (folder / "floored.json").write_text(json.dumps(floored))
+    assert convergence(read_calibrations([tmp_path]), "d", "q", "multi-step") == (
+        "training converged: no (90 -> 135 epochs (at least 4,000 -> 6,000 steps) moved the self-tests of "
+        "independent 4.7 points at most, seed 0; tolerance 2)")
 
 
 def test_a_broken_calibration_summary_is_a_one_line_error(tmp_path):

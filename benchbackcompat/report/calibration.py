@@ -38,6 +38,7 @@ class Calibration(BaseModel):
     dataset: str
     metric: str
     epochs: tuple[int, int]
+    min_steps: tuple[int, int] | None = None  # the step floor (train.min_steps) at both lengths, where set
     tolerance: float
     command: str
     cells: list[CalibratedCell]
@@ -65,8 +66,8 @@ def convergence(calibrations: Sequence[Calibration], dataset: str, preset: str, 
     tolerance = min(c.tolerance for c, _ in measured)
     moved = [f"{cell.method} {cell.largest_change:.1f}" for _, cell in measured]
     worst = max(cell.largest_change for _, cell in measured)
-    epochs = sorted({c.epochs for c, _ in measured})
-    lengths = ", ".join(f"{a} -> {b}" for a, b in epochs)
+    lengths = ", ".join(sorted({f"{c.epochs[0]} -> {c.epochs[1]} epochs" + (
+        f" (at least {c.min_steps[0]:,} -> {c.min_steps[1]:,} steps)" if c.min_steps else "") for c, _ in measured}))
     verdict = "yes" if worst <= tolerance else "no"
-    return (f"training converged: {verdict} ({lengths} epochs moved the self-tests of {', '.join(moved)} points at "
+    return (f"training converged: {verdict} ({lengths} moved the self-tests of {', '.join(moved)} points at "
             f"most, seed {', '.join(sorted({str(cell.seed) for _, cell in measured}))}; tolerance {tolerance:g})")
