@@ -137,8 +137,9 @@ def main() -> None:
                          f"{after['reference_self'] - after['old_self']:.1f}", "", ""])
             if gain < args.min_gain:
                 failures.append(f"{'/'.join(map(str, cell))}: update gain {gain:.1f} < {args.min_gain:g} points")
-    print(tabulate(rows, headers=["scenario", "method", "seed", "self-test", f"{epochs} epochs", f"{longer_epochs} epochs",
-                                  "change", "chance"], tablefmt="github"))
+    floors = (f", >= {min_steps} steps", f", >= {round(min_steps * args.factor)} steps") if min_steps else ("", "")
+    print(tabulate(rows, headers=["scenario", "method", "seed", "self-test", f"{epochs} epochs{floors[0]}",
+                                  f"{longer_epochs} epochs{floors[1]}", "change", "chance"], tablefmt="github"))
     worst = max((c.largest_change for c in calibrated), default=0.0)
     print(f"\n{args.metric}, points. Largest change with {args.factor:g}x epochs: {worst:.1f} (tolerance {args.tolerance:g}). "
           f"Wall time: {base_s:.0f} s as given, {longer_s:.0f} s longer.")
