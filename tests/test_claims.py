@@ -53,6 +53,11 @@ def test_ac_claims_from_brute_force_matrices():
     claim = next(c for c in CLAIMS if c.statement == "PSP compatible on multi-step where independent encoders are not")
     margins = claim.test(build_tables([psp, independent])[0]).checked[-1]
     assert margins.endswith(f"psp (temperature=1.0) {80 / 9:+.1f}, independent {-477 / 9:+.1f}"), margins
+    # self-tests by hand: psp's 150, 200, 240 of 300 are 50, 66.7 and 80%; a gallery model at 290 of 300 (96.7%)
+    assert claim.test(build_tables([psp, independent])[0]).checked[-2] == "self-tests at most 95%: yes"
+    saturated = _sequence("psp", [[290], [290, 200], [290, 210, 299]])
+    assert claim.test(build_tables([saturated, independent])[0]).checked[-2] == (
+        "self-tests at most 95%: no, psp (temperature=1.0) 2 of 3 (up to 99.7)")
     # LSP no more compatible than independent: the difference [0, 0] lies at zero -> not reproduced
     lsp = _sequence("lsp", [[150], [10, 200], [5, 8, 240]])
     assert _verdicts([lsp, independent], "LSP compatible on multi-step where independent encoders are not") == [NOT_REPRODUCED]

@@ -23,6 +23,7 @@ REPRODUCED, NOT_REPRODUCED, UNDECIDABLE = "reproduced", "not reproduced", "undec
 NOT_RUN = "not run"  # the finding of a table that lacks a compared method
 HYPERBOLIC = ("hbct", "hbct-no-entail")
 NOT_COMPATIBILITY_METHODS = ("independent",)  # trained without any compatibility term
+SATURATED = 95.0  # a self-test above this (%) leaves a later model little room to beat it
 
 
 @dataclass(frozen=True)
@@ -113,8 +114,9 @@ def compare(table: Table, a: Pick, b: Pick | Callable[[Table], Pick | None], sta
     checked = [f"records: {len(r.finished)} seed(s) of {name}" for name, r in rows.items()]
     chance = [name for name, r in rows.items() if r.chance]
     checked.append("models above chance: " + ("no, " + ", ".join(chance) + " at chance level" if chance else "yes"))
-    cells = {name: _cell(table, r, statistic)[0] for name, r in rows.items()}
     metric = table.columns[0].metric
+    checked.append(saturation(rows, metric))
+    cells = {name: _cell(table, r, statistic)[0] for name, r in rows.items()}
     absent = {name: c for name, c in cells.items() if not isinstance(c, Stat)}
     if absent:
         reasons = "; ".join(f"{n}: {c.reason if isinstance(c, Missing) else 'no value'}" for n, c in absent.items())
@@ -138,6 +140,21 @@ def compare(table: Table, a: Pick, b: Pick | Callable[[Table], Pick | None], sta
     return Finding(verdict, ours, checked)
 
 
+def saturation(rows: dict[str, Row], metric: str) -> str:
+    """Issue 20's "no self-test above 95%" on the compared rows' records: each model's self-test (the matrix
+    diagonal) and the reference's. Near 100% a later model can hardly beat its gallery's self-test (AC counts
+    strict wins), so a saturated scale biases compatibility statistics down."""
+    above = {}
+    for name, row in rows.items():
+        tests = [matrix[t][t] for record in row.finished for matrix in [record.matrices[metric]]
+                 for t in range(len(matrix)) if matrix[t][t] is not None]
+        tests += [v for record in row.finished if (v := getattr(record.metrics[metric], "reference_self", None)) is not None]
+        high = [v for v in tests if v > SATURATED]
+        if high:
+            above[name] = f"{name} {len(high)} of {len(tests)} (up to {max(high):.1f})"
+    return f"self-tests at most {SATURATED:g}%: " + ("no, " + ", ".join(above.values()) if above else "yes")
+
+
 def cross_margin(row: Row, metric: str) -> float:
     """Mean over seeds and pairs t > k of C[t][k] − C[k][k]: AC counts only the pairs where this is positive,
     so two rows at AC 0 can still be far apart (cross-tests a point below their gallery's self-test, or 60)."""
@@ -154,7 +171,8 @@ def beyond(table: Table, a: Pick, statistic: str, bound: float, *, above: bool) 
         return Finding(UNDECIDABLE, NOT_RUN, [a.not_found(table)])
     cell, metric = _cell(table, row, statistic)
     checked = [f"records: {len(row.finished)} seed(s) of {a.name}",
-               "models above chance: " + ("no" if row.chance else "yes")]
+               "models above chance: " + ("no" if row.chance else "yes"),
+               saturation({a.name: row}, table.columns[0].metric)]
     if not isinstance(cell, Stat) or cell.replicates is None:
         reason = cell.reason if isinstance(cell, Missing) else "no interval"
         return Finding(UNDECIDABLE, f"{a.name}: –", checked + [reason])
