@@ -110,8 +110,9 @@ def main() -> None:
     longer_epochs = round(epochs * args.factor)
     longer = [*extra, "--set", f"train.epochs={longer_epochs}"]
     min_steps = some.config["train"].get("min_steps")
-    if min_steps:  # a step floor (multi-step's small first models) grows with the epochs
-        longer += ["--set", f"train.min_steps={round(min_steps * args.factor)}"]
+    longer_min_steps = round(min_steps * args.factor) if min_steps else None
+    if longer_min_steps:  # a step floor (multi-step's small first models) grows with the epochs
+        longer += ["--set", f"train.min_steps={longer_min_steps}"]
     if some.config.get("pretrain"):
         longer += ["--set", f"pretrain.epochs={round(some.config['pretrain']['epochs'] * args.factor)}"]
     longer_s = run(args.out / "longer", args, longer)
@@ -137,7 +138,7 @@ def main() -> None:
                          f"{after['reference_self'] - after['old_self']:.1f}", "", ""])
             if gain < args.min_gain:
                 failures.append(f"{'/'.join(map(str, cell))}: update gain {gain:.1f} < {args.min_gain:g} points")
-    floors = (f", >= {min_steps} steps", f", >= {round(min_steps * args.factor)} steps") if min_steps else ("", "")
+    floors = (f", >= {min_steps} steps", f", >= {longer_min_steps} steps") if min_steps else ("", "")
     print(tabulate(rows, headers=["scenario", "method", "seed", "self-test", f"{epochs} epochs{floors[0]}",
                                   f"{longer_epochs} epochs{floors[1]}", "change", "chance"], tablefmt="github"))
     worst = max((c.largest_change for c in calibrated), default=0.0)
@@ -149,7 +150,7 @@ def main() -> None:
     if args.summary:
         summary = Calibration(preset=args.preset, dataset=some.dataset or "?", metric=args.metric,
                               epochs=(epochs, longer_epochs), tolerance=args.tolerance,
-                              min_steps=(min_steps, round(min_steps * args.factor)) if min_steps else None,
+                              min_steps=(min_steps, longer_min_steps) if min_steps else None,
                               command=" ".join(["python", *sys.argv]), cells=calibrated)
         args.summary.parent.mkdir(parents=True, exist_ok=True)
         args.summary.write_text(summary.model_dump_json(indent=1) + "\n")
