@@ -19,9 +19,11 @@ MODEL: dict[str, Any] = {"backbone": "convnet-s", "embedding_dim": 8}
 
 def tiny_run_args(epochs: int) -> list[str]:
     """``--set`` options of ``benchbackcompat run`` for end-to-end tests: six embedded classes of 40 training and
-    12 test images, batch 32, a 16-d embedding and ``epochs`` epochs (seconds per cell on a CPU)."""
+    12 test images, batch 32, a 16-d embedding and exactly ``epochs`` epochs (no step floor from the preset;
+    seconds per cell on a CPU)."""
     options = {"data.num_classes": 6, "data.train_per_class": 40, "data.test_per_class": 12, "data.open_classes": 4,
-               "data.pretrain_classes": 8, "train.epochs": epochs, "train.batch_size": 32, "model.embedding_dim": 16}
+               "data.pretrain_classes": 8, "train.epochs": epochs, "train.min_steps": 0, "train.batch_size": 32,
+               "model.embedding_dim": 16}
     return [arg for key, value in options.items() for arg in ("--set", f"{key}={value}")]
 
 
