@@ -146,9 +146,12 @@ def saturation(rows: dict[str, Row], metric: str) -> str:
     strict wins), so a saturated scale biases compatibility statistics down."""
     above = {}
     for name, row in rows.items():
-        tests = [matrix[t][t] for record in row.finished for matrix in [record.matrices[metric]]
-                 for t in range(len(matrix)) if matrix[t][t] is not None]
-        tests += [v for record in row.finished if (v := getattr(record.metrics[metric], "reference_self", None)) is not None]
+        tests = []
+        for record in row.finished:
+            matrix = record.matrices[metric]
+            tests += [matrix[t][t] for t in range(len(matrix)) if matrix[t][t] is not None]
+            if (reference := getattr(record.metrics[metric], "reference_self", None)) is not None:
+                tests.append(reference)
         high = [v for v in tests if v > SATURATED]
         if high:
             above[name] = f"{name} {len(high)} of {len(tests)} (up to {max(high):.1f})"
