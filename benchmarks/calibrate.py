@@ -6,7 +6,9 @@ and prints, per cell and model, the self-tests (diagonal of the compatibility ma
 model's and the independent reference's self-tests that P_com uses) at both lengths, and the checks
 of issue 20's CPU scale:
 
-- converged: 50% more epochs changes no self-test by more than ``--tolerance`` points;
+- converged: 50% more epochs changes no self-test by more than ``--tolerance`` points: each self-test's change,
+  averaged over the seeds, has a 95% interval (queries resampled in pairs, combined with the spread over seeds)
+  inside [-tolerance, +tolerance]; "not converged" when it lies entirely beyond, "undecidable" when it straddles;
 - decidable update: reference self − old self is at least ``--min-gain`` points (single updates);
 - not saturated: no self-test above 95%;
 - far above chance: every self-test at least twice the chance level.
@@ -33,7 +35,7 @@ from tabulate import tabulate
 
 from benchbackcompat.frames import read_records
 from benchbackcompat.record import FinishedRecord
-from benchbackcompat.report.calibration import CalibratedCell, Calibration
+from benchbackcompat.report.calibration import BEYOND, UNDECIDED, CalibratedCell, Calibration, change_intervals
 
 
 def run(out: Path, args: argparse.Namespace, extra: list[str]) -> float:
@@ -141,17 +143,31 @@ def main() -> None:
     floors = (f", >= {min_steps} steps", f", >= {longer_min_steps} steps") if min_steps else ("", "")
     print(tabulate(rows, headers=["scenario", "method", "seed", "self-test", f"{epochs} epochs{floors[0]}",
                                   f"{longer_epochs} epochs{floors[1]}", "change", "chance"], tablefmt="github"))
+    changes = change_intervals([(given, longer) for _, given, longer in pairs], args.metric)
+    verdicts = {id(c): c.verdict(args.tolerance) for c in changes}
+    print(f"\nMean change over the seeds with its 95% interval (points; tolerance ±{args.tolerance:g}):")
+    print(tabulate([[c.scenario, c.method, c.model, ",".join(map(str, c.seeds)), f"{c.mean:+.1f}",
+                     f"[{c.low:+.1f}, {c.high:+.1f}]", verdicts[id(c)]] for c in changes],
+                   headers=["scenario", "method", "self-test", "seeds", "change", "95% interval", "verdict"],
+                   tablefmt="github", disable_numparse=True))
     worst = max((c.largest_change for c in calibrated), default=0.0)
-    print(f"\n{args.metric}, points. Largest change with {args.factor:g}x epochs: {worst:.1f} (tolerance {args.tolerance:g}). "
+    print(f"\n{args.metric}. Largest change of one seed with {args.factor:g}x epochs: {worst:.1f} points. "
           f"Wall time: {base_s:.0f} s as given, {longer_s:.0f} s longer.")
-    if worst > args.tolerance:
-        failures.append(f"not converged: a self-test moved by {worst:.1f} > {args.tolerance:g} points")
-    print("calibrated" if not failures else "not calibrated:\n- " + "\n- ".join(failures))
+    failures += [f"not converged: {c.scenario} {c.describe()} points, beyond ±{args.tolerance:g}"
+                 for c in changes if verdicts[id(c)] == BEYOND]
+    undecided = [f"{c.scenario} {c.describe()}" for c in changes if verdicts[id(c)] == UNDECIDED]
+    if failures:
+        print("not calibrated:\n- " + "\n- ".join(failures))
+    elif undecided:
+        print(f"undecidable at this evaluation size (neither within nor beyond ±{args.tolerance:g}; more seeds or "
+              "queries narrow the intervals):\n- " + "\n- ".join(undecided))
+    else:
+        print("calibrated")
     if args.summary:
         summary = Calibration(preset=args.preset, dataset=some.dataset or "?", metric=args.metric,
                               epochs=(epochs, longer_epochs), tolerance=args.tolerance,
                               min_steps=(min_steps, longer_min_steps) if min_steps else None,
-                              command=" ".join(["python", *sys.argv]), cells=calibrated)
+                              command=" ".join(["python", *sys.argv]), cells=calibrated, changes=changes)
         args.summary.parent.mkdir(parents=True, exist_ok=True)
         args.summary.write_text(summary.model_dump_json(indent=1) + "\n")
         print(f"wrote {args.summary}")

@@ -4,18 +4,30 @@
 writes what it measured as JSON; ``benchbackcompat leaderboard`` reads every ``calibration/*.json``
 of its results folders, and the claims report names, for each scenario it tests, how far the
 self-tests moved (issue 20's criterion: no self-test by more than the tolerance, 2 points).
+
+One seed's self-test on 1,000 queries has a 95% interval of about +-3 points, wider than the tolerance, so a
+point change decides nothing. Each self-test's change is therefore averaged over the calibrated seeds with a
+95% interval (``metrics.bootstrap``: both lengths answer the same queries, so one resample of the queries serves
+both, combined with the spread over seeds): *within* the tolerance when the interval lies inside
+[-tolerance, +tolerance], *beyond* it when the interval lies entirely outside, else *undecided*.
 """
 from __future__ import annotations
 
 import json
+import statistics
+from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
 from pydantic import BaseModel, ValidationError
 
 from benchbackcompat.errors import BenchError
+from benchbackcompat.metrics import bootstrap, outcomes
+from benchbackcompat.record import FinishedRecord
 
 FOLDER = "calibration"
+WITHIN, BEYOND, UNDECIDED = "within", "beyond", "undecided"
 
 
 class CalibratedCell(BaseModel):
@@ -31,6 +43,28 @@ class CalibratedCell(BaseModel):
         return max(abs(longer - given) for given, longer in self.self_tests.values())
 
 
+class ChangeInterval(BaseModel):
+    """One self-test's change (points, longer - as given) averaged over ``seeds``, with its 95% interval."""
+
+    scenario: str
+    method: str
+    model: str
+    seeds: list[int]
+    mean: float
+    low: float
+    high: float
+
+    def verdict(self, tolerance: float) -> str:
+        if -tolerance <= self.low and self.high <= tolerance:
+            return WITHIN
+        if self.low > tolerance or self.high < -tolerance:
+            return BEYOND
+        return UNDECIDED
+
+    def describe(self) -> str:
+        return f"{self.method} {self.model} {self.mean:+.1f} [{self.low:+.1f}, {self.high:+.1f}]"
+
+
 class Calibration(BaseModel):
     """What one ``calibrate.py`` run measured on one preset and dataset."""
 
@@ -42,6 +76,42 @@ class Calibration(BaseModel):
     tolerance: float
     command: str
     cells: list[CalibratedCell]
+    changes: list[ChangeInterval] = []  # per scenario, method and self-test, over the seeds (older summaries: none)
+
+
+def self_test_outcomes(record: FinishedRecord, metric: str) -> dict[str, np.ndarray]:
+    """The per-query outcomes behind each self-test of ``record``, named as ``CalibratedCell.self_tests``: model t
+    (diagonal entry C[t][t]; the old model P_com uses is model 0) and reference_self ({} without outcomes)."""
+    stored = record.outcomes.get(metric) or {}
+    entries = stored.get("C") or []
+    found = {f"model {t}": outcomes.decode(entries[t][t]) for t in range(len(entries)) if entries[t][t]}
+    if stored.get("reference_self"):
+        found["reference_self"] = outcomes.decode(stored["reference_self"])
+    return found
+
+
+def change_intervals(pairs: Sequence[tuple[FinishedRecord, FinishedRecord]], metric: str) -> list[ChangeInterval]:
+    """Each self-test's change from the record as given to its longer run, over the seeds of ``pairs`` (records
+    of the same scenario, method, hyperparameters and seed, evaluated on the same queries)."""
+    per_seed: dict[tuple[str, str, str, str], list[tuple[int, float, np.ndarray]]] = defaultdict(list)
+    for given, longer in pairs:
+        before, after = self_test_outcomes(given, metric), self_test_outcomes(longer, metric)
+        for model in before.keys() & after.keys():
+            if len(before[model]) != len(after[model]):
+                raise BenchError(f"{given.label} {model}: the two lengths were evaluated on different queries "
+                                 f"({len(before[model])} and {len(after[model])}); calibrate the same data")
+            weights = bootstrap.query_weights(len(before[model]), int(given.seed))
+            scores = bootstrap.resampled_scores(np.stack([before[model], after[model]]), weights)
+            change = outcomes.score(after[model]) - outcomes.score(before[model])
+            key = (given.scenario, given.method, json.dumps(given.params, sort_keys=True), model)
+            per_seed[key].append((int(given.seed), change, scores[:, 1] - scores[:, 0]))
+    changes = []
+    for (scenario, method, _, model), seeds in sorted(per_seed.items()):
+        seeds.sort(key=lambda seed: seed[0])
+        low, high = bootstrap.interval(bootstrap.combine_seeds([replicates for _, _, replicates in seeds]))
+        changes.append(ChangeInterval(scenario=scenario, method=method, model=model, seeds=[s for s, _, _ in seeds],
+                                      mean=statistics.fmean(c for _, c, _ in seeds), low=low, high=high))
+    return changes
 
 
 def read_calibrations(roots: list[Path]) -> list[Calibration]:
@@ -64,10 +134,33 @@ def convergence(calibrations: Sequence[Calibration], dataset: str, preset: str, 
     if not measured:
         return "training converged: not measured for this scenario (benchmarks/calibrate.py)"
     tolerance = min(c.tolerance for c, _ in measured)
-    moved = [f"{cell.method} {cell.largest_change:.1f}" for _, cell in measured]
-    worst = max(cell.largest_change for _, cell in measured)
     lengths = ", ".join(sorted({f"{c.epochs[0]} -> {c.epochs[1]} epochs" + (
         f" (at least {c.min_steps[0]:,} -> {c.min_steps[1]:,} steps)" if c.min_steps else "") for c, _ in measured}))
+    changes = [change for c in calibrations if (c.dataset, c.preset) == (dataset, preset)
+               for change in c.changes if change.scenario == scenario]
+    if changes:
+        return _interval_verdict(changes, tolerance, lengths)
+    moved = [f"{cell.method} {cell.largest_change:.1f}" for _, cell in measured]
+    worst = max(cell.largest_change for _, cell in measured)
     verdict = "yes" if worst <= tolerance else "no"
     return (f"training converged: {verdict} ({lengths} moved the self-tests of {', '.join(moved)} points at "
             f"most, seed {', '.join(sorted({str(cell.seed) for _, cell in measured}))}; tolerance {tolerance:g})")
+
+
+def _interval_verdict(changes: list[ChangeInterval], tolerance: float, lengths: str) -> str:
+    """yes when every change lies within the tolerance, no when one lies beyond it, else undecidable; naming the
+    changes that decided it (at most three, the largest first)."""
+    by_verdict = defaultdict(list)
+    for change in sorted(changes, key=lambda c: -abs(c.mean)):
+        by_verdict[change.verdict(tolerance)].append(change)
+    if by_verdict[BEYOND]:
+        verdict, named, why = "no", by_verdict[BEYOND], f"beyond ±{tolerance:g} points"
+    elif by_verdict[UNDECIDED]:
+        verdict, named, why = "undecidable", by_verdict[UNDECIDED], f"neither within nor beyond ±{tolerance:g} points"
+    else:
+        verdict, named, why = "yes", by_verdict[WITHIN][:1], f"every change within ±{tolerance:g} points; the largest"
+    more = f" and {len(named) - 3} more" if len(named) > 3 else ""
+    seeds = sorted({seed for change in changes for seed in change.seeds})
+    return (f"training converged: {verdict} ({lengths}, mean change of the self-tests over seed "
+            f"{', '.join(map(str, seeds))} with its 95% interval, {why}: "
+            f"{', '.join(c.describe() for c in named[:3])}{more})")
