@@ -72,11 +72,13 @@ def test_the_claims_line_follows_the_intervals_where_the_summary_has_them(tmp_pa
 
     # the single-seed point change (2.5 > 2) alone would say "no"; the interval over 3 seeds says undecidable
     assert line([("independent", 1.2, -0.4, 2.8)]) == (
-        "training converged: undecidable (90 -> 135 epochs, mean change of the self-tests over seed 0, 1, 2 with its "
-        "95% interval, neither within nor beyond ±2 points: independent model 0 +1.2 [-0.4, +2.8])")
-    assert line([("independent", 0.5, -1.0, 1.9), ("hoc", -1.1, -1.8, -0.2)]).startswith(
-        "training converged: yes (90 -> 135 epochs, mean change of the self-tests over seed 0, 1, 2 with its 95% "
-        "interval, every change within ±2 points; the largest: hoc model 0 -1.1 [-1.8, -0.2])")
-    assert line([("independent", 0.5, -1.0, 1.9), ("hbct", 21.6, 17.6, 25.5)]).startswith(
-        "training converged: no (") and "beyond ±2 points: hbct model 0 +21.6 [+17.6, +25.5])" in line(
-        [("independent", 0.5, -1.0, 1.9), ("hbct", 21.6, 17.6, 25.5)])
+        "training converged: undecidable (90 -> 135 epochs, mean change of each self-test over seed 0, 1, 2 with its "
+        "95% interval against ±2 points; independent: undecided, model 0 +1.2 [-0.4, +2.8])")
+    both_within = line([("independent", 0.5, -1.0, 1.9), ("hoc", -1.1, -1.8, -0.2)])
+    assert both_within.startswith("training converged: yes (") and both_within.endswith(
+        "against ±2 points; hoc: within, model 0 -1.1 [-1.8, -0.2]; independent: within, model 0 +0.5 [-1.0, +1.9])")
+    # one method beyond decides "no", whatever the others; each method is named by its deciding change
+    assert line([("independent", 0.5, -1.0, 1.9), ("hbct", 21.6, 17.6, 25.5), ("hbct", 1.0, 0.2, 1.8)]) == (
+        "training converged: no (90 -> 135 epochs, mean change of each self-test over seed 0, 1, 2 with its 95% "
+        "interval against ±2 points; hbct: beyond, model 0 +21.6 [+17.6, +25.5]; independent: within, "
+        "model 0 +0.5 [-1.0, +1.9])")

@@ -148,19 +148,19 @@ def convergence(calibrations: Sequence[Calibration], dataset: str, preset: str, 
 
 
 def _interval_verdict(changes: list[ChangeInterval], tolerance: float, lengths: str) -> str:
-    """yes when every change lies within the tolerance, no when one lies beyond it, else undecidable; naming the
-    changes that decided it (at most three, the largest first)."""
-    by_verdict = defaultdict(list)
+    """yes when every change lies within the tolerance, no when one lies beyond it, else undecidable; then each
+    calibrated method's own verdict with the change that decides it (the largest beyond, else the largest
+    undecided, else the largest)."""
+    by_method: dict[str, dict[str, list[ChangeInterval]]] = defaultdict(lambda: defaultdict(list))
     for change in sorted(changes, key=lambda c: -abs(c.mean)):
-        by_verdict[change.verdict(tolerance)].append(change)
-    if by_verdict[BEYOND]:
-        verdict, named, why = "no", by_verdict[BEYOND], f"beyond ±{tolerance:g} points"
-    elif by_verdict[UNDECIDED]:
-        verdict, named, why = "undecidable", by_verdict[UNDECIDED], f"neither within nor beyond ±{tolerance:g} points"
-    else:
-        verdict, named, why = "yes", by_verdict[WITHIN][:1], f"every change within ±{tolerance:g} points; the largest"
-    more = f" and {len(named) - 3} more" if len(named) > 3 else ""
+        by_method[change.method][change.verdict(tolerance)].append(change)
+    decided = {}
+    for method, verdicts in sorted(by_method.items()):
+        verdict = next(v for v in (BEYOND, UNDECIDED, WITHIN) if verdicts[v])
+        decided[method] = (verdict, verdicts[verdict][0])
+    overall = {v for v, _ in decided.values()}
+    verdict = "no" if BEYOND in overall else "undecidable" if UNDECIDED in overall else "yes"
     seeds = sorted({seed for change in changes for seed in change.seeds})
-    return (f"training converged: {verdict} ({lengths}, mean change of the self-tests over seed "
-            f"{', '.join(map(str, seeds))} with its 95% interval, {why}: "
-            f"{', '.join(c.describe() for c in named[:3])}{more})")
+    methods = "; ".join(f"{method}: {v}, {c.describe().removeprefix(method + ' ')}" for method, (v, c) in decided.items())
+    return (f"training converged: {verdict} ({lengths}, mean change of each self-test over seed "
+            f"{', '.join(map(str, seeds))} with its 95% interval against ±{tolerance:g} points; {methods})")
