@@ -60,12 +60,13 @@ def self_tests(record: FinishedRecord, metric: str) -> dict[str, float]:
 
 
 def finished(root: Path, args: argparse.Namespace) -> dict[tuple, FinishedRecord]:
-    """The finished cells of the calibrated scenarios, methods and seeds (``root`` may hold others: ``--base``),
-    keyed by scenario, method, seed and hyperparameters (a ``--base`` may hold several settings of a method)."""
+    """The finished cells of the calibrated scenarios, methods and seeds that computed ``--metric`` (``root`` may
+    hold others: ``--base``; multi-step-seen has one table per metric), keyed by scenario, method, seed and
+    hyperparameters (a ``--base`` may hold several settings of a method)."""
     wanted = {name: None if value == "all" else set(value.split(","))
               for name, value in (("scenario", args.scenario), ("method", args.methods), ("seed", args.seeds))}
     return {(r.scenario, r.method, r.seed, json.dumps(r.params, sort_keys=True)): r for r in read_records(root)
-            if isinstance(r, FinishedRecord)
+            if isinstance(r, FinishedRecord) and args.metric in r.matrices
             and all(values is None or str(getattr(r, name)) in values for name, values in wanted.items())}
 
 
@@ -103,10 +104,8 @@ def main() -> None:
     base_s = run(base_dir, args, extra)
     base = finished(base_dir, args)
     if not base:
-        sys.exit(f"error: no finished cells in {base_dir}")
-    lacking = sorted({f"{r.scenario} ({', '.join(r.matrices)})" for r in base.values() if args.metric not in r.matrices})
-    if lacking:
-        sys.exit(f"error: --metric {args.metric} is not computed in {'; '.join(lacking)}; pass one of those metrics")
+        sys.exit(f"error: no finished cell of {args.scenario} in {base_dir} computed {args.metric}; check --scenario, "
+                 "--seeds and --metric (cl2r and iam-cl2r compute top1)")
     some = next(iter(base.values()))
     epochs = some.config["train"]["epochs"]
     longer_epochs = round(epochs * args.factor)

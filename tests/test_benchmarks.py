@@ -83,3 +83,22 @@ def test_calibrate_pairs_each_setting_with_its_own_longer_run_and_leaves_out_abl
     pairs, failures = calibrate.paired(base, {hoc: "hoc 135"})
     assert pairs == [(hoc, "hoc 90", "hoc 135")]  # not lam=1 at 90 epochs against lam=0.1 at 135
     assert failures == ["cl2r/er/0: no finished cell in the longer run"]
+
+
+def test_calibrate_reads_only_the_records_that_computed_its_metric(tmp_path):
+    # multi-step-seen stores one table per metric: the map record of a seed must not stand in for its cmc@1 one
+    import argparse
+
+    from benchbackcompat.store import ResultStore
+    from test_claims import _sequence
+
+    calibrate = script("calibrate")
+    store = ResultStore(tmp_path)
+    by_cmc = _sequence("independent", [[30]], seed=0)
+    by_map = {**by_cmc, "key": "map0", "config": {"metrics": ["map"]}, "matrices": {"map": [[12.0]]},
+              "metrics": {"map": {"AA": 12.0}}, "outcomes": {}, "chance": {"map": 1.0}}
+    for record in (by_cmc, by_map):
+        store.write_record(record["key"], record)
+    args = argparse.Namespace(scenario="multi-step", methods="independent", seeds="0", metric="cmc@1")
+    (record,) = calibrate.finished(tmp_path, args).values()
+    assert record.key == by_cmc["key"] and record.matrices["cmc@1"] == [[10.0]]
