@@ -61,8 +61,12 @@ class ChangeInterval(BaseModel):
             return BEYOND
         return UNDECIDED
 
+    @property
+    def change(self) -> str:
+        return f"{self.mean:+.1f} [{self.low:+.1f}, {self.high:+.1f}]"
+
     def describe(self) -> str:
-        return f"{self.method} {self.model} {self.mean:+.1f} [{self.low:+.1f}, {self.high:+.1f}]"
+        return f"{self.method} {self.model} {self.change}"
 
 
 class Calibration(BaseModel):
@@ -161,6 +165,6 @@ def _interval_verdict(changes: list[ChangeInterval], tolerance: float, lengths: 
     overall = {v for v, _ in decided.values()}
     verdict = "no" if BEYOND in overall else "undecidable" if UNDECIDED in overall else "yes"
     seeds = sorted({seed for change in changes for seed in change.seeds})
-    methods = "; ".join(f"{method}: {v}, {c.describe().removeprefix(method + ' ')}" for method, (v, c) in decided.items())
+    methods = "; ".join(f"{method}: {v}, {c.model} {c.change}" for method, (v, c) in decided.items())
     return (f"training converged: {verdict} ({lengths}, mean change of each self-test over seed "
             f"{', '.join(map(str, seeds))} with its 95% interval against ±{tolerance:g} points; {methods})")
