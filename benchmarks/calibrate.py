@@ -142,19 +142,19 @@ def main() -> None:
     floors = (f", >= {min_steps} steps", f", >= {longer_min_steps} steps") if min_steps else ("", "")
     print(tabulate(rows, headers=["scenario", "method", "seed", "self-test", f"{epochs} epochs{floors[0]}",
                                   f"{longer_epochs} epochs{floors[1]}", "change", "chance"], tablefmt="github"))
-    changes = change_intervals([(given, longer) for _, given, longer in pairs], args.metric)
-    verdicts = {id(c): c.verdict(args.tolerance) for c in changes}
+    changes = [(c, c.verdict(args.tolerance))
+               for c in change_intervals([(given, longer) for _, given, longer in pairs], args.metric)]
     print(f"\nMean change over the seeds with its 95% interval (points; tolerance ±{args.tolerance:g}):")
     print(tabulate([[c.scenario, c.method, c.model, ",".join(map(str, c.seeds)), f"{c.mean:+.1f}",
-                     f"[{c.low:+.1f}, {c.high:+.1f}]", verdicts[id(c)]] for c in changes],
+                     f"[{c.low:+.1f}, {c.high:+.1f}]", verdict] for c, verdict in changes],
                    headers=["scenario", "method", "self-test", "seeds", "change", "95% interval", "verdict"],
                    tablefmt="github", disable_numparse=True))
     worst = max((c.largest_change for c in calibrated), default=0.0)
     print(f"\n{args.metric}. Largest change of one seed with {args.factor:g}x epochs: {worst:.1f} points. "
           f"Wall time: {base_s:.0f} s as given, {longer_s:.0f} s longer.")
     failures += [f"not converged: {c.scenario} {c.describe()} points, beyond ±{args.tolerance:g}"
-                 for c in changes if verdicts[id(c)] == BEYOND]
-    undecided = [f"{c.scenario} {c.describe()}" for c in changes if verdicts[id(c)] == UNDECIDED]
+                 for c, verdict in changes if verdict == BEYOND]
+    undecided = [f"{c.scenario} {c.describe()}" for c, verdict in changes if verdict == UNDECIDED]
     if failures:
         print("not calibrated:\n- " + "\n- ".join(failures))
     elif undecided:
@@ -166,7 +166,8 @@ def main() -> None:
         summary = Calibration(preset=args.preset, dataset=some.dataset or "?", metric=args.metric,
                               epochs=(epochs, longer_epochs), tolerance=args.tolerance,
                               min_steps=(min_steps, longer_min_steps) if min_steps else None,
-                              command=" ".join(["python", *sys.argv]), cells=calibrated, changes=changes)
+                              command=" ".join(["python", *sys.argv]), cells=calibrated,
+                              changes=[c for c, _ in changes])
         args.summary.parent.mkdir(parents=True, exist_ok=True)
         args.summary.write_text(summary.model_dump_json(indent=1) + "\n")
         print(f"wrote {args.summary}")

@@ -133,15 +133,14 @@ def read_calibrations(roots: list[Path]) -> list[Calibration]:
 
 def convergence(calibrations: Sequence[Calibration], dataset: str, preset: str, scenario: str) -> str:
     """The "training converged" line of a claim tested on this table: measured changes, or why there are none."""
-    measured = [(c, cell) for c in calibrations if (c.dataset, c.preset) == (dataset, preset)
-                for cell in c.cells if cell.scenario == scenario]
+    matching = [c for c in calibrations if (c.dataset, c.preset) == (dataset, preset)]
+    measured = [(c, cell) for c in matching for cell in c.cells if cell.scenario == scenario]
     if not measured:
         return "training converged: not measured for this scenario (benchmarks/calibrate.py)"
     tolerance = min(c.tolerance for c, _ in measured)
     lengths = ", ".join(sorted({f"{c.epochs[0]} -> {c.epochs[1]} epochs" + (
         f" (at least {c.min_steps[0]:,} -> {c.min_steps[1]:,} steps)" if c.min_steps else "") for c, _ in measured}))
-    changes = [change for c in calibrations if (c.dataset, c.preset) == (dataset, preset)
-               for change in c.changes if change.scenario == scenario]
+    changes = [change for c in matching for change in c.changes if change.scenario == scenario]
     if changes:
         return _interval_verdict(changes, tolerance, lengths)
     moved = [f"{cell.method} {cell.largest_change:.1f}" for _, cell in measured]
