@@ -64,6 +64,14 @@ class DataConfig(StrictModel):
     validation: ValidationSplit | None = Field(
         None, description="selection runs only: train on the training data minus this split, evaluate on it (never the test set)"
     )
+    evaluation_fields: ClassVar[tuple[str, ...]] = ("test_per_class", "open_classes", "eval_dataset", "eval_normalisation")
+
+    def as_trained(self) -> DataConfig:
+        """This data with the fields that choose evaluation images at their defaults. Whatever they change in the
+        training images too (embedded: ``open_classes`` shifts the pretraining pool) is keyed by the training
+        images' own fingerprint (``ScenarioData.training_fingerprint``)."""
+        fields = type(self).model_fields
+        return self.model_copy(update={name: fields[name].get_default() for name in self.evaluation_fields})
 
     @model_serializer(mode="wrap")
     def _omit_unset_validation(self, handler: Any) -> dict[str, Any]:
@@ -175,12 +183,13 @@ class ScenarioBase(StrictModel):
     untrained_fields: ClassVar[tuple[str, ...]] = ("description", "metrics", "verification_pairs")  # training never reads them
 
     def as_trained(self) -> ScenarioBase:
-        """This scenario with the fields training never reads at their defaults: scenarios that differ only in their
-        words and in how they evaluate (multi-step and its seen-classes variant) have one such view, so their cells
-        share their trained models."""
+        """This scenario with the fields training never reads at their defaults, its data's too: scenarios that differ
+        only in their words and in how they evaluate (multi-step and its seen-classes variant, a larger test set)
+        have one such view, so their cells share their trained models."""
         fields = type(self).model_fields
-        return self.model_copy(update={name: fields[name].get_default(call_default_factory=True)
-                                       for name in self.untrained_fields})
+        return self.model_copy(update={"data": self.data.as_trained(),
+                                       **{name: fields[name].get_default(call_default_factory=True)
+                                          for name in self.untrained_fields}})
 
     def steps(self, num_classes: int) -> list[Step]:
         """The scenario's model updates, for a training pool of ``num_classes`` classes."""

@@ -215,11 +215,12 @@ def execute(plan: Plan, host: PluginHost, cells: list[Cell] | None = None) -> li
         existing = None if cell.method in plan.rerun else store.record(cell.key)
         if existing is None:
             pending.append(cell)
-            if distributed.is_main():
-                store.write_cell_entry(cell.key, {"label": cell.label, "method": cell.method, "identity": cell.identity,
-                                                  "training_key": cell.training_key})
         else:
             records[cell.key] = existing
+        stale = (store.cell_entry(cell.key) or {}).get("training_key") != cell.training_key  # e.g. noted by an older version
+        if distributed.is_main() and (existing is None or stale):  # a finished cell's steps can still be borrowed
+            store.write_cell_entry(cell.key, {"label": cell.label, "method": cell.method, "identity": cell.identity,
+                                              "training_key": cell.training_key})
     if len(pending) < len(plan.cells):
         log.info(f"{len(plan.cells) - len(pending)} of {len(plan.cells)} cells already finished in {run.out}: skipped")
     elsewhere = []
@@ -249,7 +250,7 @@ def open_store(run: RunConfig) -> ResultStore:
 
 def assign_fingerprints(plan: Plan, device: torch.device, cells: list[Cell] | None = None) -> Callable[[Cell], ScenarioData]:
     """Load each scenario's data once per plan and give every cell of ``cells`` (default: the plan's) its data
-    fingerprint (part of its key); returns the loader (cell -> its ScenarioData, on ``device``)."""
+    fingerprints (parts of its keys); returns the loader (cell -> its ScenarioData, on ``device``)."""
     def data_of(cell: Cell) -> ScenarioData:
         config = cell.scenario.config
         data_key = config.data.model_dump_json() + config.protocol + config.eval_split
@@ -258,7 +259,8 @@ def assign_fingerprints(plan: Plan, device: torch.device, cells: list[Cell] | No
         return plan.loaded[data_key]
 
     for cell in plan.cells if cells is None else cells:
-        cell.data_fingerprint = data_of(cell).fingerprint
+        data = data_of(cell)
+        cell.data_fingerprint, cell.training_fingerprint = data.fingerprint, data.training_fingerprint
     return data_of
 
 

@@ -3,7 +3,9 @@
 A cell is one (scenario, method, seed, configuration); its key is a hash of the resolved
 configuration (without data paths), the method's code identity, the core's results version and the
 data's content fingerprint (benchbackcompat/identity.py). Models that do not depend on the method (standard old models, the references
-of P_com/P_up, models pretrained elsewhere) are trained once and shared through the store.
+of P_com/P_up, models pretrained elsewhere) are trained once and shared through the store. Trained models (saved steps,
+shared models) are keyed by what training reads: the configuration without its evaluation-only fields and the
+fingerprint of the training images alone, so a larger test set evaluates the models already trained.
 """
 from __future__ import annotations
 
@@ -65,6 +67,7 @@ class Cell:
     preset: str
     code: dict[str, Any] = field(default_factory=dict)  # the method's code identity (identity.code_identity)
     data_fingerprint: str | None = None  # set once the scenario's data is loaded
+    training_fingerprint: str | None = None  # its training images' alone (ScenarioData.training_fingerprint)
     role: Literal["result", "selection"] = "result"  # selection: a grid point scored on the validation split
     selection: dict[str, Any] | None = None  # how params were chosen (grid, rule, split, seeds): part of the key
     outcome: dict[str, Any] | None = None  # what the choice saw (validation scores, cost): recorded, not keyed
@@ -77,17 +80,18 @@ class Cell:
 
     @property
     def key(self) -> str:
-        return self._key(self.scenario.config)
+        return self._key(self.scenario.config, self.data_fingerprint)
 
     @property
     def training_key(self) -> str:
         """What the cell's trained models depend on: its key with the scenario's fields that training never reads at
-        their defaults (``ScenarioBase.as_trained``). Cells with one training key train alike: each loads the steps
-        another has saved."""
-        return self._key(self.scenario.config.as_trained())
+        their defaults (``ScenarioBase.as_trained``) and the fingerprint of its training images instead of all its
+        images. Cells with one training key train alike: each loads the steps another has saved, so a larger test
+        set evaluates the models already trained."""
+        return self._key(self.scenario.config.as_trained(), self.training_fingerprint)
 
-    def _key(self, scenario: ScenarioBase) -> str:
-        if self.data_fingerprint is None:
+    def _key(self, scenario: ScenarioBase, data_sha256: str | None) -> str:
+        if data_sha256 is None:
             raise RuntimeError(f"cell {self.label}: its key needs the data fingerprint; load the data first")
         return config_hash({
             "format": CELL_FORMAT,
@@ -96,6 +100,7 @@ class Cell:
             "params": self.params,
             "seed": self.seed,
             **self.identity,
+            "data_sha256": data_sha256,
             **({"selection": self.selection} if self.selection is not None else {}),
         })
 
@@ -157,7 +162,7 @@ class CellRunner:
                  borrow_steps: bool = True) -> None:
         self.cell, self.method, self.data, self.store, self.device = cell, method, data, store, device
         if cell.data_fingerprint is None:  # a cell built outside a plan: keyed by the data it runs on
-            cell.data_fingerprint = data.fingerprint
+            cell.data_fingerprint, cell.training_fingerprint = data.fingerprint, data.training_fingerprint
         self.share_models, self.acceleration, self.borrow_steps = share_models, acceleration, borrow_steps
         self.scenario: ScenarioBase = cell.scenario.config
         self.steps: list[Step] = build_steps(self.scenario, data.num_classes)
@@ -228,8 +233,8 @@ class CellRunner:
                                       label or f"{kind}-{step.index}")
 
     def data_and_code(self, recipe: Method) -> dict[str, Any]:
-        """The parts of a shared model's key that stand for its data (content, not path) and its code."""
-        return {"data": keyed_config(self.scenario)["data"], "data_sha256": self.data.fingerprint,
+        """The parts of a shared model's key that stand for its training data (content, not path) and its code."""
+        return {"data": keyed_config(self.scenario.as_trained())["data"], "data_sha256": self.data.training_fingerprint,
                 "results_version": RESULTS_VERSION, "build_code": build_code_hash(getattr(recipe, "code_owner", recipe))}
 
     def stored_or_trained(self, key: str, model: Network, train: Callable[[], object], label: str) -> Network:

@@ -35,6 +35,7 @@ class ScenarioData:
     eval_stats: tuple[tuple[float, float, float], tuple[float, float, float]] | None = None  # (mean, std) of query and
     # gallery when they differ from the training data's (eval_normalisation = "eval"); None: mean, std
     fingerprint: str = ""  # SHA-256 of the images and labels above (content, not path): part of cell keys
+    training_fingerprint: str = ""  # the same of the training and pretraining images alone: part of the trained models' keys
 
     @property
     def query_stats(self) -> tuple[tuple[float, float, float], tuple[float, float, float]]:
@@ -148,9 +149,8 @@ def load_scenario_data(scenario: ScenarioBase, cache_dir: Path, device: torch.de
         if scenario.protocol in SINGLE_SET_PROTOCOLS:  # one set: an eval_dataset's test split (CoReS: "We do not
             query, gallery = (gallery if cfg.eval_dataset is not None else query), None  # use the training-set of CIFAR-10")
     pretrain = bundle.splits.get("pretrain")
-    sets = (train, query, gallery, pretrain)
-    fingerprint = tensor_fingerprint([t for s in sets for t in ((s.images, s.labels) if s else (None, None))],
-                                     extra=(bundle.mean, bundle.std, bundle.num_classes) + ((eval_stats,) if eval_stats else ()))
+    stats = (bundle.mean, bundle.std, bundle.num_classes)
+    fingerprint = _fingerprint((train, query, gallery, pretrain), stats + ((eval_stats,) if eval_stats else ()))
     log.info(f"data {bundle.name}: {bundle.num_classes} classes, {len(train)} training, {len(query)} query"
              + (f", {len(gallery)} gallery" if gallery is not None else "") + f" images on {device}")
     return ScenarioData(
@@ -165,7 +165,12 @@ def load_scenario_data(scenario: ScenarioBase, cache_dir: Path, device: torch.de
         name=bundle.name,
         eval_stats=eval_stats,
         fingerprint=fingerprint,
+        training_fingerprint=_fingerprint((train, pretrain), stats),
     )
+
+
+def _fingerprint(sets: tuple[ImageArrays | None, ...], extra: tuple) -> str:
+    return tensor_fingerprint([t for s in sets for t in ((s.images, s.labels) if s else (None, None))], extra=extra)
 
 
 def _open_set(cfg: DataConfig, bundle: DatasetBundle, cache_dir: Path) -> tuple[ImageArrays, ImageArrays, tuple | None]:
