@@ -25,23 +25,29 @@ a results folder's ``calibration/``, ``benchbackcompat leaderboard`` names them 
 from __future__ import annotations
 
 import argparse
-import json
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+import torch
 from tabulate import tabulate
 
-from benchbackcompat.frames import read_records
+from benchbackcompat.cli import build_parser, build_run_plan
+from benchbackcompat.plan import assign_fingerprints
 from benchbackcompat.record import FinishedRecord
+from benchbackcompat.store import ResultStore
 from benchbackcompat.report.calibration import BEYOND, UNDECIDED, CalibratedCell, Calibration, change_intervals
+
+
+def run_arguments(out: Path, args: argparse.Namespace, extra: list[str]) -> list[str]:
+    return ["run", "--preset", args.preset, "--scenario", args.scenario, "--methods", args.methods, "--seeds",
+            args.seeds, "--out", str(out), "-q", *extra]
 
 
 def run(out: Path, args: argparse.Namespace, extra: list[str]) -> float:
     """One ``benchbackcompat run`` into ``out``; its wall time in seconds."""
-    command = ["benchbackcompat", "run", "--preset", args.preset, "--scenario", args.scenario, "--methods",
-               args.methods, "--seeds", args.seeds, "--out", str(out), "-q", *extra]
+    command = ["benchbackcompat", *run_arguments(out, args, extra)]
     print("$", " ".join(command), flush=True)
     started = time.perf_counter()
     subprocess.run(command, check=True)
@@ -59,28 +65,25 @@ def self_tests(record: FinishedRecord, metric: str) -> dict[str, float]:
     return tests
 
 
-def finished(root: Path, args: argparse.Namespace) -> dict[tuple, FinishedRecord]:
-    """The finished cells of the calibrated scenarios, methods and seeds that computed ``--metric`` (``root`` may
-    hold others: ``--base``; multi-step-seen has one table per metric), keyed by scenario, method, seed and
-    hyperparameters (a ``--base`` may hold several settings of a method)."""
-    wanted = {name: None if value == "all" else set(value.split(","))
-              for name, value in (("scenario", args.scenario), ("method", args.methods), ("seed", args.seeds))}
-    return {(r.scenario, r.method, r.seed, json.dumps(r.params, sort_keys=True)): r for r in read_records(root)
-            if isinstance(r, FinishedRecord) and args.metric in r.matrices
-            and all(values is None or str(getattr(r, name)) in values for name, values in wanted.items())}
+def finished(out: Path, args: argparse.Namespace, extra: list[str]) -> dict[tuple, FinishedRecord]:
+    """The finished records, keyed by scenario, method and seed, of exactly the cells that ``run(out, args, extra)``
+    plans, where they computed ``--metric``. ``out`` may hold others: a ``--base`` holds ablations of a method
+    and other evaluation sizes, multi-step-seen one table per metric."""
+    plan, _ = build_run_plan(build_parser().parse_args(run_arguments(out, args, extra)))
+    assign_fingerprints(plan, torch.device("cpu"))  # the cell keys (the data's content, wherever it runs)
+    store = ResultStore(out)
+    records = [store.record(cell.key) for cell in plan.cells]
+    return {(r.scenario, r.method, r.seed): r for r in records if isinstance(r, FinishedRecord) and args.metric in r.matrices}
 
 
 def paired(base: dict[tuple, FinishedRecord], longer: dict[tuple, FinishedRecord]) -> tuple[list[tuple], list[str]]:
-    """(cell, as given, longer) for each cell of the run as given, and a failure for each one the longer run
-    lacks. A setting of a method that only ``--base`` holds (an ablation beside the calibrated default: the
-    longer run has another setting of that method, scenario and seed) is not the one calibrated: left out."""
-    calibrated = {cell[:3] for cell in longer}
+    """(cell, as given, longer) for each cell of the run as given, and a failure for each one the longer run lacks."""
     pairs, failures = [], []
     for cell, record in sorted(base.items()):
         if cell in longer:
             pairs.append((cell, record, longer[cell]))
-        elif cell[:3] not in calibrated:
-            failures.append(f"{'/'.join(map(str, cell[:3]))}: no finished cell in the longer run")
+        else:
+            failures.append(f"{'/'.join(map(str, cell))}: no finished cell in the longer run")
     return pairs, failures
 
 
@@ -102,7 +105,7 @@ def main() -> None:
 
     base_dir = args.base or args.out / "base"
     base_s = run(base_dir, args, extra)
-    base = finished(base_dir, args)
+    base = finished(base_dir, args, extra)
     if not base:
         sys.exit(f"error: no finished cell of {args.scenario} in {base_dir} computed {args.metric}; check --scenario, "
                  "--seeds and --metric (cl2r and iam-cl2r compute top1)")
@@ -117,11 +120,11 @@ def main() -> None:
     if some.config.get("pretrain"):
         longer += ["--set", f"pretrain.epochs={round(some.config['pretrain']['epochs'] * args.factor)}"]
     longer_s = run(args.out / "longer", args, longer)
-    extended = finished(args.out / "longer", args)
+    extended = finished(args.out / "longer", args, longer)
 
     rows, calibrated = [], []
     pairs, failures = paired(base, extended)
-    for (*cell, _), record, record_longer in pairs:
+    for cell, record, record_longer in pairs:
         chance = float(record.chance[args.metric])
         before, after = self_tests(record, args.metric), self_tests(record_longer, args.metric)
         calibrated.append(CalibratedCell(scenario=record.scenario, method=record.method, seed=record.seed,

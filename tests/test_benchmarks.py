@@ -75,30 +75,28 @@ def test_feature_drift_measures_saved_models_and_never_trains(tmp_path):
         drift.drift_rows(runner(), [2])
 
 
-def test_calibrate_pairs_each_setting_with_its_own_longer_run_and_leaves_out_ablations_of_the_base():
+def test_calibrate_pairs_each_cell_with_its_longer_run():
     calibrate = script("calibrate")
-    hoc, hoc_lam1, er = ("cl2r", "hoc", 0, '{"lam": 0.1}'), ("cl2r", "hoc", 0, '{"lam": 1.0}'), ("cl2r", "er", 0, "{}")
-    base = {hoc: "hoc 90", hoc_lam1: "hoc lam=1 90", er: "er 90"}
-    # the longer run trained the default hoc only; er's longer cell is missing
-    pairs, failures = calibrate.paired(base, {hoc: "hoc 135"})
-    assert pairs == [(hoc, "hoc 90", "hoc 135")]  # not lam=1 at 90 epochs against lam=0.1 at 135
+    hoc, er = ("cl2r", "hoc", 0), ("cl2r", "er", 0)
+    pairs, failures = calibrate.paired({hoc: "hoc 90", er: "er 90"}, {hoc: "hoc 135"})
+    assert pairs == [(hoc, "hoc 90", "hoc 135")]
     assert failures == ["cl2r/er/0: no finished cell in the longer run"]
 
 
-def test_calibrate_reads_only_the_records_that_computed_its_metric(tmp_path):
-    # multi-step-seen stores one table per metric: the map record of a seed must not stand in for its cmc@1 one
+def test_calibrate_reads_exactly_the_cells_its_run_plans(tmp_path):
+    """A ``--base`` folder holds other evaluation sizes, other metrics (multi-step-seen: one table per metric) and
+    ablations: only the records of the cells that the run's own arguments plan are read."""
     import argparse
 
-    from benchbackcompat.store import ResultStore
-    from test_claims import _sequence
+    from benchbackcompat.cli import main
 
     calibrate = script("calibrate")
-    store = ResultStore(tmp_path)
-    by_cmc = _sequence("independent", [[30]], seed=0)
-    by_map = {**by_cmc, "key": "map0", "config": {"metrics": ["map"]}, "matrices": {"map": [[12.0]]},
-              "metrics": {"map": {"AA": 12.0}}, "outcomes": {}, "chance": {"map": 1.0}}
-    for record in (by_cmc, by_map):
-        store.write_record(record["key"], record)
-    args = argparse.Namespace(scenario="multi-step", methods="independent", seeds="0", metric="cmc@1")
-    (record,) = calibrate.finished(tmp_path, args).values()
-    assert record.key == by_cmc["key"] and record.matrices["cmc@1"] == [[10.0]]
+    args = argparse.Namespace(preset="quick", scenario="ext-class", methods="independent", seeds="0", metric="cmc@1")
+    tiny = [arg for assignment in TINY for arg in ("--set", assignment)]
+    more_queries, map_only = ["--set", "data.test_per_class=6"], ["--set", 'metrics=["map"]']
+    for extra in ([], more_queries, map_only):
+        assert main(calibrate.run_arguments(tmp_path, args, [*tiny, *extra])) == 0
+    (given,) = calibrate.finished(tmp_path, args, tiny).values()
+    (larger,) = calibrate.finished(tmp_path, args, [*tiny, *more_queries]).values()
+    assert [r.outcomes["cmc@1"]["C"][0][0]["n"] for r in (given, larger)] == [6 * 4, 6 * 6]  # 6 classes
+    assert calibrate.finished(tmp_path, args, [*tiny, *map_only]) == {}
