@@ -23,7 +23,7 @@ def test_the_change_of_one_seed_has_the_binomial_interval_of_its_discordant_quer
     # 700 -> 710 hits of 1,000: 10 queries differ, all in favour of the longer run. A resample of the queries
     # draws Binomial(1000, 0.01) of them: 2.5% and 97.5% quantiles 4 and 17, i.e. [+0.4, +1.7] points.
     (change,) = change_intervals([_pair(700, 710)], "cmc@1")
-    assert (change.model, change.seeds, change.mean) == ("model 0", [0], pytest.approx(1.0))
+    assert (change.model, change.seeds, change.mean, change.queries) == ("model 0", [0], pytest.approx(1.0), 1000)
     assert 0.3 <= change.low <= 0.5 and 1.6 <= change.high <= 1.8
     assert change.verdict(2.0) == WITHIN
     # 600 -> 650: Binomial(1000, 0.05) quantiles 37 and 64, so [+3.7, +6.4] points: beyond 2
@@ -77,6 +77,12 @@ def test_the_claims_line_follows_the_intervals_where_the_summary_has_them(tmp_pa
     both_within = line([("independent", 0.5, -1.0, 1.9), ("hoc", -1.1, -1.8, -0.2)])
     assert both_within.startswith("training converged: yes (") and both_within.endswith(
         "against ±2 points; hoc: within, model 0 -1.1 [-1.8, -0.2]; independent: within, model 0 +0.5 [-1.0, +1.9])")
+    # summaries that record the evaluation size name it
+    summary_with_queries = summary([("independent", 1.2, 0.4, 1.9)])
+    summary_with_queries["changes"][0]["queries"] = 5000
+    (folder / "cpu.json").write_text(json.dumps(summary_with_queries))
+    assert "over seed 0, 1, 2 (5,000 queries a seed) with its 95% interval" in convergence(
+        read_calibrations([tmp_path]), "d", "p", "ext-class")
     # one method beyond decides "no", whatever the others; each method is named by its deciding change
     assert line([("independent", 0.5, -1.0, 1.9), ("hbct", 21.6, 17.6, 25.5), ("hbct", 1.0, 0.2, 1.8)]) == (
         "training converged: no (90 -> 135 epochs, mean change of each self-test over seed 0, 1, 2 with its 95% "

@@ -53,6 +53,7 @@ class ChangeInterval(BaseModel):
     mean: float
     low: float
     high: float
+    queries: int | None = None  # per seed, the queries each self-test answered (older summaries: not recorded)
 
     def verdict(self, tolerance: float) -> str:
         if -tolerance <= self.low and self.high <= tolerance:
@@ -97,7 +98,7 @@ def self_test_outcomes(record: FinishedRecord, metric: str) -> dict[str, np.ndar
 def change_intervals(pairs: Sequence[tuple[FinishedRecord, FinishedRecord]], metric: str) -> list[ChangeInterval]:
     """Each self-test's change from the record as given to its longer run, over the seeds of ``pairs`` (records
     of the same scenario, method, hyperparameters and seed, evaluated on the same queries)."""
-    per_seed: dict[tuple[str, str, str, str], list[tuple[int, float, np.ndarray]]] = defaultdict(list)
+    per_seed: dict[tuple[str, str, str, str], list[tuple[int, float, np.ndarray, int]]] = defaultdict(list)
     for given, longer in pairs:
         before, after = self_test_outcomes(given, metric), self_test_outcomes(longer, metric)
         for model in before.keys() & after.keys():
@@ -108,13 +109,14 @@ def change_intervals(pairs: Sequence[tuple[FinishedRecord, FinishedRecord]], met
             scores = bootstrap.resampled_scores(np.stack([before[model], after[model]]), weights)
             change = outcomes.score(after[model]) - outcomes.score(before[model])
             key = (given.scenario, given.method, json.dumps(given.params, sort_keys=True), model)
-            per_seed[key].append((int(given.seed), change, scores[:, 1] - scores[:, 0]))
+            per_seed[key].append((int(given.seed), change, scores[:, 1] - scores[:, 0], len(before[model])))
     changes = []
     for (scenario, method, _, model), seeds in sorted(per_seed.items()):
         seeds.sort(key=lambda seed: seed[0])
-        low, high = bootstrap.interval(bootstrap.combine_seeds([replicates for _, _, replicates in seeds]))
-        changes.append(ChangeInterval(scenario=scenario, method=method, model=model, seeds=[s for s, _, _ in seeds],
-                                      mean=statistics.fmean(c for _, c, _ in seeds), low=low, high=high))
+        low, high = bootstrap.interval(bootstrap.combine_seeds([replicates for _, _, replicates, _ in seeds]))
+        changes.append(ChangeInterval(scenario=scenario, method=method, model=model, seeds=[s[0] for s in seeds],
+                                      mean=statistics.fmean(s[1] for s in seeds), low=low, high=high,
+                                      queries=max(s[3] for s in seeds)))
     return changes
 
 
@@ -164,6 +166,9 @@ def _interval_verdict(changes: list[ChangeInterval], tolerance: float, lengths: 
     overall = {v for v, _ in decided.values()}
     verdict = "no" if BEYOND in overall else "undecidable" if UNDECIDED in overall else "yes"
     seeds = sorted({seed for change in changes for seed in change.seeds})
+    sizes = sorted({change.queries for change in changes if change.queries})
+    span = "" if not sizes else f"{sizes[0]:,}" if len(sizes) == 1 else f"{sizes[0]:,}-{sizes[-1]:,}"
+    queries = f" ({span} queries a seed)" if span else ""
     methods = "; ".join(f"{method}: {v}, {c.model} {c.change}" for method, (v, c) in decided.items())
     return (f"training converged: {verdict} ({lengths}, mean change of each self-test over seed "
-            f"{', '.join(map(str, seeds))} with its 95% interval against ±{tolerance:g} points; {methods})")
+            f"{', '.join(map(str, seeds))}{queries} with its 95% interval against ±{tolerance:g} points; {methods})")
