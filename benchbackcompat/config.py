@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Literal, Union
+from typing import Annotated, Any, ClassVar, Literal, Self, Union
 
 from pydantic import (
     BaseModel,
@@ -28,6 +28,12 @@ class StrictModel(BaseModel):
     """Base for every configuration model: unknown keys are errors, values are validated on assignment."""
 
     model_config = ConfigDict(extra="forbid", validate_assignment=True, frozen=False)
+
+    def with_defaults(self, names: tuple[str, ...], **update: Any) -> Self:
+        """A copy with the fields ``names`` at their defaults and ``update`` applied (not validated)."""
+        fields = type(self).model_fields
+        return self.model_copy(update={**{name: fields[name].get_default(call_default_factory=True) for name in names},
+                                       **update})
 
 
 class ValidationSplit(StrictModel):
@@ -70,8 +76,7 @@ class DataConfig(StrictModel):
         """This data with the fields that choose evaluation images at their defaults. Whatever they change in the
         training images too (embedded: ``open_classes`` shifts the pretraining pool) is keyed by the training
         images' own fingerprint (``ScenarioData.training_fingerprint``)."""
-        fields = type(self).model_fields
-        return self.model_copy(update={name: fields[name].get_default() for name in self.evaluation_fields})
+        return self.with_defaults(self.evaluation_fields)
 
     @model_serializer(mode="wrap")
     def _omit_unset_validation(self, handler: Any) -> dict[str, Any]:
@@ -186,10 +191,7 @@ class ScenarioBase(StrictModel):
         """This scenario with the fields training never reads at their defaults, its data's too: scenarios that differ
         only in their words and in how they evaluate (multi-step and its seen-classes variant, a larger test set)
         have one such view, so their cells share their trained models."""
-        fields = type(self).model_fields
-        return self.model_copy(update={"data": self.data.as_trained(),
-                                       **{name: fields[name].get_default(call_default_factory=True)
-                                          for name in self.untrained_fields}})
+        return self.with_defaults(self.untrained_fields, data=self.data.as_trained())
 
     def steps(self, num_classes: int) -> list[Step]:
         """The scenario's model updates, for a training pool of ``num_classes`` classes."""

@@ -217,8 +217,8 @@ def execute(plan: Plan, host: PluginHost, cells: list[Cell] | None = None) -> li
             pending.append(cell)
         else:
             records[cell.key] = existing
-        stale = (store.cell_entry(cell.key) or {}).get("training_key") != cell.training_key  # e.g. noted by an older version
-        if distributed.is_main() and (existing is None or stale):  # a finished cell's steps can still be borrowed
+        # a finished cell's steps can still be borrowed: note its training key again where it is stale (an older version's)
+        if distributed.is_main() and (existing is None or (store.cell_entry(cell.key) or {}).get("training_key") != cell.training_key):
             store.write_cell_entry(cell.key, {"label": cell.label, "method": cell.method, "identity": cell.identity,
                                               "training_key": cell.training_key})
     if len(pending) < len(plan.cells):
