@@ -92,3 +92,19 @@ def test_native_bf16_is_read_from_the_cpu_flags(monkeypatch, tmp_path):
         device_module.cpu_has_native_bf16.cache_clear()
         assert device_module.cpu_has_native_bf16() is expected
     device_module.cpu_has_native_bf16.cache_clear()
+
+
+def test_a_cpu_record_names_its_threads_and_instruction_set(monkeypatch):
+    """fp32 rounds differently under AVX2 and AVX-512 kernels, so the device string says which ran."""
+    import torch
+
+    from benchbackcompat.engine.cell import device_name
+
+    monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "AVX2")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        name = device_name(torch.device("cpu"))
+    finally:
+        torch.set_num_threads(threads)
+    assert name.startswith("cpu (1 threads, ") and name.endswith(", AVX2)")

@@ -147,11 +147,15 @@ def worker_name() -> str:
 
 
 def device_name(device: torch.device) -> str:
+    """The device as records name it. On a CPU: the threads and the vector instruction set torch's kernels use
+    (``torch.backends.cpu.get_cpu_capability``), because fp32 training, though deterministic on one machine,
+    rounds differently with a different thread count or instruction set (AVX2 against AVX-512)."""
     if device.type == "cuda":
         return torch.cuda.get_device_name(device)
     if device.type == "mps":
         return f"mps ({platform.machine()})"
-    return f"cpu ({torch.get_num_threads()} threads, {platform.processor() or platform.machine()})"
+    return (f"cpu ({torch.get_num_threads()} threads, {platform.processor() or platform.machine()}, "
+            f"{torch.backends.cpu.get_cpu_capability()})")
 
 
 class CellRunner:
