@@ -59,8 +59,10 @@ def test_local_executor_runs_one_job_per_shard(tmp_path, capsys):
 
 @pytest.mark.slow
 def test_compile_and_channels_last_train_the_same_model(tmp_path):
-    """Speed options leave the arithmetic unchanged up to rounding (and the checkpoints loadable)."""
-    run = ["--scenario", "ext-class", "--methods", "l2", *TINY]
+    """Speed options leave the arithmetic unchanged up to rounding (and the checkpoints loadable). In fp32: under
+    bf16 autocast (``amp = "auto"`` on CPUs with AVX512-BF16) the two paths round differently enough to move a
+    tiny test set's score by one query."""
+    run = ["--scenario", "ext-class", "--methods", "l2", *TINY, "--set", "train.amp=off"]
     assert main(["run", "--out", str(tmp_path / "plain"), *run]) == 0
     assert main(["run", "--out", str(tmp_path / "fast"), *run, "--compile", "--channels-last", "on"]) == 0
     (plain,), (fast,) = (list(ResultStore(tmp_path / d).records()) for d in ("plain", "fast"))
