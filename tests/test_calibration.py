@@ -88,3 +88,24 @@ def test_the_claims_line_follows_the_intervals_where_the_summary_has_them(tmp_pa
         "training converged: no (90 -> 135 epochs, mean change of each self-test over seed 0, 1, 2 with its 95% "
         "interval against ±2 points; hbct: beyond, model 0 +21.6 [+17.6, +25.5]; independent: within, "
         "model 0 +0.5 [-1.0, +1.9])")
+
+
+def test_the_claims_line_judges_the_claims_own_methods(tmp_path):
+    """HBCT's unconverged Lorentz models decide an HBCT claim, not a BCT one: a claim is judged on its calibrated
+    methods, else on independent's models (BCT's old model and reference), and the line says so."""
+    folder = tmp_path / "calibration"
+    folder.mkdir()
+    changes = [("independent", 0.4, -0.8, 1.4), ("hbct", 8.8, 7.8, 9.8)]
+    (folder / "cpu.json").write_text(json.dumps({
+        "preset": "p", "dataset": "d", "metric": "cmc@1", "epochs": [90, 135], "tolerance": 2.0, "command": "c",
+        "cells": [{"scenario": "ext-class", "method": "independent", "seed": 0, "self_tests": {"model 0": [70.0, 70.4]}}],
+        "changes": [{"scenario": "ext-class", "method": m, "model": "model 0", "seeds": [0, 1, 2], "mean": mean,
+                     "low": low, "high": high} for m, mean, low, high in changes]}))
+    calibrations = read_calibrations([tmp_path])
+    listed = "hbct: beyond, model 0 +8.8 [+7.8, +9.8]; independent: within, model 0 +0.4 [-0.8, +1.4])"
+    assert convergence(calibrations, "d", "p", "ext-class", ("bct",)) == (
+        "training converged: yes (judged on independent; 90 -> 135 epochs, mean change of each self-test over seed "
+        "0, 1, 2 with its 95% interval against ±2 points; " + listed)
+    assert convergence(calibrations, "d", "p", "ext-class", ("hbct", "lce")).startswith(
+        "training converged: no (judged on hbct; ")
+    assert convergence(calibrations, "d", "p", "ext-class").startswith("training converged: no (90 -> 135 epochs")

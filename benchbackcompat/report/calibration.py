@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import statistics
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -133,8 +133,11 @@ def read_calibrations(roots: list[Path]) -> list[Calibration]:
     return found
 
 
-def convergence(calibrations: Sequence[Calibration], dataset: str, preset: str, scenario: str) -> str:
-    """The "training converged" line of a claim tested on this table: measured changes, or why there are none."""
+def convergence(calibrations: Sequence[Calibration], dataset: str, preset: str, scenario: str,
+                methods: Collection[str] = ()) -> str:
+    """The "training converged" line of a claim tested on this table: measured changes, or why there are none.
+    ``methods``: the claim's rows; the verdict rests on those of them that were calibrated (see
+    ``_interval_verdict``)."""
     matching = [c for c in calibrations if (c.dataset, c.preset) == (dataset, preset)]
     measured = [(c, cell) for c in matching for cell in c.cells if cell.scenario == scenario]
     if not measured:
@@ -144,7 +147,7 @@ def convergence(calibrations: Sequence[Calibration], dataset: str, preset: str, 
         f" (at least {c.min_steps[0]:,} -> {c.min_steps[1]:,} steps)" if c.min_steps else "") for c, _ in measured}))
     changes = [change for c in matching for change in c.changes if change.scenario == scenario]
     if changes:
-        return _interval_verdict(changes, tolerance, lengths)
+        return _interval_verdict(changes, tolerance, lengths, methods)
     moved = [f"{cell.method} {cell.largest_change:.1f}" for _, cell in measured]
     worst = max(cell.largest_change for _, cell in measured)
     verdict = "yes" if worst <= tolerance else "no"
@@ -152,10 +155,13 @@ def convergence(calibrations: Sequence[Calibration], dataset: str, preset: str, 
             f"most, seed {', '.join(sorted({str(cell.seed) for _, cell in measured}))}; tolerance {tolerance:g})")
 
 
-def _interval_verdict(changes: list[ChangeInterval], tolerance: float, lengths: str) -> str:
-    """yes when every change lies within the tolerance, no when one lies beyond it, else undecidable; then each
-    calibrated method's own verdict with the change that decides it (the largest beyond, else the largest
-    undecided, else the largest)."""
+def _interval_verdict(changes: list[ChangeInterval], tolerance: float, lengths: str,
+                      methods: Collection[str] = ()) -> str:
+    """yes when every judged change lies within the tolerance, no when one lies beyond it, else undecidable; then
+    each calibrated method's own verdict with the change that decides it (the largest beyond, else the largest
+    undecided, else the largest). Judged: the claim's ``methods`` that were calibrated; where none was,
+    independent's models (the old model and reference that P_com divides by, shared by the methods that train
+    the standard models); else every calibrated method. So HBCT's Lorentz models do not decide a claim about BCT."""
     by_method: dict[str, dict[str, list[ChangeInterval]]] = defaultdict(lambda: defaultdict(list))
     for change in sorted(changes, key=lambda c: -abs(c.mean)):
         by_method[change.method][change.verdict(tolerance)].append(change)
@@ -163,12 +169,15 @@ def _interval_verdict(changes: list[ChangeInterval], tolerance: float, lengths: 
     for method, verdicts in sorted(by_method.items()):
         verdict = next(v for v in (BEYOND, UNDECIDED, WITHIN) if verdicts[v])
         decided[method] = (verdict, verdicts[verdict][0])
-    overall = {v for v, _ in decided.values()}
+    judged = ([m for m in decided if m in methods] or [m for m in decided if m == "independent"]) if methods else []
+    judged = judged or list(decided)
+    overall = {decided[m][0] for m in judged}
     verdict = "no" if BEYOND in overall else "undecidable" if UNDECIDED in overall else "yes"
     seeds = sorted({seed for change in changes for seed in change.seeds})
     sizes = sorted({change.queries for change in changes if change.queries})
     span = "" if not sizes else f"{sizes[0]:,}" if len(sizes) == 1 else f"{sizes[0]:,}-{sizes[-1]:,}"
     queries = f" ({span} queries a seed)" if span else ""
-    methods = "; ".join(f"{method}: {v}, {c.model} {c.change}" for method, (v, c) in decided.items())
-    return (f"training converged: {verdict} ({lengths}, mean change of each self-test over seed "
-            f"{', '.join(map(str, seeds))}{queries} with its 95% interval against ±{tolerance:g} points; {methods})")
+    basis = "" if len(judged) == len(decided) else f"judged on {', '.join(judged)}; "
+    listed = "; ".join(f"{method}: {v}, {c.model} {c.change}" for method, (v, c) in decided.items())
+    return (f"training converged: {verdict} ({basis}{lengths}, mean change of each self-test over seed "
+            f"{', '.join(map(str, seeds))}{queries} with its 95% interval against ±{tolerance:g} points; {listed})")

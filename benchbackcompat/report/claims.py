@@ -56,6 +56,7 @@ class Finding:
     verdict: str
     ours: str
     checked: list[str] = field(default_factory=list)
+    methods: tuple[str, ...] = ()  # the methods the verdict rests on: whose training convergence matters
 
 
 @dataclass(frozen=True)
@@ -137,7 +138,7 @@ def compare(table: Table, a: Pick, b: Pick | Callable[[Table], Pick | None], sta
     if statistic == "AC":
         checked.append("how far from compatible (mean over pairs t > k of C[t][k] − C[k][k], points): " +
                        ", ".join(f"{name} {cross_margin(row, metric):+.1f}" for name, row in rows.items()))
-    return Finding(verdict, ours, checked)
+    return Finding(verdict, ours, checked, (a.method, b.method))
 
 
 def saturation(rows: dict[str, Row], metric: str) -> str:
@@ -184,14 +185,15 @@ def beyond(table: Table, a: Pick, statistic: str, bound: float, *, above: bool) 
     if row.chance:
         return Finding(UNDECIDABLE, ours, checked)
     holds, fails = (low > bound, high <= bound) if above else (high < bound, low >= bound)
-    return Finding(REPRODUCED if holds else NOT_REPRODUCED if fails else UNDECIDABLE, ours, checked)
+    return Finding(REPRODUCED if holds else NOT_REPRODUCED if fails else UNDECIDABLE, ours, checked, (a.method,))
 
 
 def both(first: Finding, second: Finding) -> Finding:
     """A claim of two parts: reproduced when both are, not reproduced when either is not."""
     verdicts = {first.verdict, second.verdict}
     verdict = NOT_REPRODUCED if NOT_REPRODUCED in verdicts else REPRODUCED if verdicts == {REPRODUCED} else UNDECIDABLE
-    return Finding(verdict, f"{first.ours}; {second.ours}", first.checked + second.checked)
+    return Finding(verdict, f"{first.ours}; {second.ours}", first.checked + second.checked,
+                   tuple(dict.fromkeys(first.methods + second.methods)))
 
 
 def best_euclidean(table: Table) -> Pick | None:
@@ -285,7 +287,8 @@ def claims_markdown(tables: list[Table], header: str, calibrations: Sequence[Cal
         for table, finding in findings:
             finding.checked.insert(0, f"bugs excluded: {len(claim.implementation)} tests of the objectives and metric "
                                       "against the papers (listed below)")
-            finding.checked.append(convergence(calibrations, table.dataset, table.preset, table.scenario))
+            finding.checked.append(convergence(calibrations, table.dataset, table.preset, table.scenario,
+                                               finding.methods))
             where = f"{table.dataset} · {table.preset} · {table.title}"
             lines.append("| " + " | ".join(escape(x) for x in (
                 claim.paper, claim.statement, claim.paper_numbers, where, finding.ours)) +
