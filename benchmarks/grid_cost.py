@@ -37,6 +37,7 @@ from benchbackcompat.data.arrays import ImageArrays
 from benchbackcompat.engine.evaluate import extract_features
 from benchbackcompat.engine.cell import PRETRAIN_SEED, standard_recipe
 from benchbackcompat.engine.train import Acceleration, batches_per_epoch, train_model
+from benchbackcompat.errors import BenchError
 from benchbackcompat.method import Method, StandardMethod, StepContext
 from benchbackcompat.plugin_host import PluginHost
 from benchbackcompat.presets import resolve_run, split_list
@@ -134,14 +135,15 @@ def grid_work(plan, data_of) -> dict[str, Work]:
     return work
 
 
-def calibrate(workloads: set[Workload], batch: int, batches: int) -> dict[Workload, tuple[float, float]]:
-    """(training images/s, forward images/s) per (backbone, image size) with the harness's loop."""
+def calibrate(workloads: set[Workload], batch: int, batches: int, amp: str) -> dict[Workload, tuple[float, float]]:
+    """(training images/s, forward images/s) per (backbone, image size) with the harness's loop, at the grid's
+    precision (``train.amp``: bf16 autocast on a CPU with AVX512-BF16 is several times faster than fp32)."""
     from benchbackcompat.config import MultiStep
 
     rates = {}
     for backbone, size in sorted(workloads):
         scenario = MultiStep(num_models=2, model={"backbone": backbone, "embedding_dim": 64},
-                             train={"epochs": 1, "batch_size": batch})
+                             train={"epochs": 1, "batch_size": batch, "amp": amp})
         steps = build_steps(scenario, 10)
         gen = torch.Generator().manual_seed(0)
         images = ImageArrays(torch.randint(0, 256, (batch * batches, 3, size, size), dtype=torch.uint8, generator=gen),
@@ -151,14 +153,14 @@ def calibrate(workloads: set[Workload], batch: int, batches: int) -> dict[Worklo
                           device=torch.device("cpu"), old_model=None, train_data=images.subset(torch.arange(batch)),
                           memory=None, mean=(0.5,) * 3, std=(0.25,) * 3, image_size=size, seed=0)
         model = method.build_model(ctx, backbone, 10)
-        acceleration = Acceleration.resolve("auto", False, ctx.device)  # as `benchbackcompat run` trains by default
+        acceleration = Acceleration.resolve("auto", False, ctx.device)  # channels-last, as `benchbackcompat run` trains by default
         with contextlib.redirect_stderr(io.StringIO()):
             train_model(model, method, ctx, seed=0, acceleration=acceleration)  # warm-up
             ctx.train_data = images
             started = time.perf_counter()
             train_model(model, method, ctx, seed=1, acceleration=acceleration)
             train_rate = batch * batches / (time.perf_counter() - started)
-        kwargs = dict(mean=(0.5,) * 3, std=(0.25,) * 3, batch_size=512, device=torch.device("cpu"), amp="auto")
+        kwargs = dict(mean=(0.5,) * 3, std=(0.25,) * 3, batch_size=512, device=torch.device("cpu"), amp=amp)
         extract_features(model, method, images, **kwargs)
         started = time.perf_counter()
         extract_features(model, method, images, **kwargs)
@@ -167,12 +169,14 @@ def calibrate(workloads: set[Workload], batch: int, batches: int) -> dict[Worklo
     return rates
 
 
-def plan_of(preset: str, scenarios: str, methods: str, seeds: str, host: PluginHost, assignments: list[str]):
+def plan_of(preset: str, scenarios: str, methods: str, seeds: str, host: PluginHost, assignments: list[str],
+            data_root: Path | None = None):
     if methods == "all":
         host.load_all()
     names = sorted(host.methods()) if methods == "all" else split_list(methods)
     run = resolve_run(preset=preset, scenarios=split_list(scenarios), methods=names,
-                      seeds=[int(s) for s in seeds.split(",")], assignments=assignments)
+                      seeds=[int(s) for s in seeds.split(",")], assignments=assignments,
+                      scenario_overrides={"data": {"root": str(data_root)}} if data_root else None)
     return make_plan(run, host)
 
 
@@ -190,9 +194,17 @@ def main() -> None:
     parser.add_argument("--set", dest="assignments", action="append", default=[], metavar="KEY=VALUE",
                         help="as `run --set`, for the estimate and the measured part (e.g. train.epochs=1)")
     parser.add_argument("--repeats", type=int, default=1, help="measured runs (interleaved over --workers values)")
+    parser.add_argument("--data-root", type=Path, help="as `run --data-root`: the folder holding the dataset files")
     args = parser.parse_args()
+    try:
+        estimate_and_measure(args)
+    except BenchError as error:  # bad input (a missing dataset, an unknown method): one line, no traceback
+        raise SystemExit(f"error: {error}") from None
+
+
+def estimate_and_measure(args: argparse.Namespace) -> None:
     host = PluginHost()
-    plan = plan_of(args.preset, args.scenario, args.methods, args.seeds, host, args.assignments)
+    plan = plan_of(args.preset, args.scenario, args.methods, args.seeds, host, args.assignments, args.data_root)
     cache: dict[str, ScenarioData] = {}
 
     def data_of(scenario) -> ScenarioData:
@@ -206,7 +218,9 @@ def main() -> None:
     workloads = {workload for w in work.values() for workload in (*w.train, *w.extract)}
     print(f"{len(plan.cells)} cells ({args.preset}: {args.scenario} x {args.methods} x seeds {args.seeds}); "
           f"calibrating {len(workloads)} backbone x image size pairs, {torch.get_num_threads()} threads", flush=True)
-    rates = calibrate(workloads, batch, args.calibration_batches)
+    amps = {s.config.train.amp for s in plan.run.scenarios}
+    amp = amps.pop() if len(amps) == 1 else "auto"  # a preset mixing precisions is priced at the default
+    rates = calibrate(workloads, batch, args.calibration_batches, amp)
     rows = [[name, sum(c.scenario.name == name for c in plan.cells), w.models, sum(w.train.values()),
              f"{w.seconds(rates) / 60:.1f}"] for name, w in work.items()]
     total = sum(w.seconds(rates) for w in work.values())
@@ -221,7 +235,7 @@ def main() -> None:
     if not args.measure_scenario:
         return
     part = plan_of(args.preset, args.measure_scenario, args.measure_methods or args.methods, args.measure_seeds, host,
-                   args.assignments)
+                   args.assignments, args.data_root)
     estimate = sum(w.seconds(rates) for w in grid_work(part, data_of).values())
     measured: dict[str, list[float]] = defaultdict(list)
     for _ in range(args.repeats):
@@ -229,7 +243,8 @@ def main() -> None:
             with tempfile.TemporaryDirectory(dir=Path.cwd()) as out:
                 command = [sys.executable, "-m", "benchbackcompat", "run", "--preset", args.preset, "--scenario",
                            args.measure_scenario, "--methods", ",".join(part.run.methods), "--seeds", args.measure_seeds,
-                           "--out", out, "--workers", workers, *(f"--set={a}" for a in args.assignments)]
+                           "--out", out, "--workers", workers, *(f"--set={a}" for a in args.assignments),
+                           *(["--data-root", str(args.data_root)] if args.data_root else [])]
                 started = time.perf_counter()
                 subprocess.run(command, check=True, capture_output=True)
                 measured[workers].append(time.perf_counter() - started)
