@@ -72,14 +72,19 @@ class Work:
 
 
 def trained_images(data: ScenarioData, scenario, step: Step, seed: int, memory: int) -> int:
+    """Images one model trains on: its batches an epoch times the batch, times its epochs after ``train.min_steps``
+    stretched them (as ``CellRunner.context`` does)."""
     cfg = scenario.train_config(step.index)
     n_new = len(data.step_data(step, seed))
     n_memory = memory if step.replay else 0
-    return batches_per_epoch(n_new, n_memory, cfg.batch_size) * min(cfg.batch_size, n_new + n_memory) * cfg.epochs
+    batches = batches_per_epoch(n_new, n_memory, cfg.batch_size)
+    return batches * min(cfg.batch_size, n_new + n_memory) * cfg.for_batches(batches).epochs
 
 
 def grid_work(plan, data_of) -> dict[str, Work]:
-    """Work per scenario name of the plan's cells, every shared model counted once over the whole plan."""
+    """Work per scenario name of the plan's cells, every shared model counted once over the whole plan, and a cell
+    that trains alike an earlier one (one ``Cell.training_key``: it differs only in what it evaluates, e.g.
+    multi-step-seen and multi-step) counted for its evaluation alone: it loads that cell's trained steps."""
     seen: set[str] = set()
     work: dict[str, Work] = defaultdict(Work)
 
@@ -97,6 +102,13 @@ def grid_work(plan, data_of) -> dict[str, Work]:
         w = work[cell.scenario.name]
         steps = build_steps(scenario, data.num_classes)
         size = data.image_size
+        cell.data_fingerprint, cell.training_fingerprint = data.fingerprint, data.training_fingerprint
+        eval_images = len(data.query) + (len(data.gallery) if data.gallery is not None else 0)
+        trained = [step for step in steps if step.init != "zoo"]
+        for step in trained * (2 if scenario.single_update else 1):  # single updates: the references too
+            w.extract[step.backbone, size] += eval_images
+        if not once({"trained alike": cell.training_key}):
+            continue
         memory = 0
         for step in steps:
             if step.init == "zoo":
@@ -128,10 +140,6 @@ def grid_work(plan, data_of) -> dict[str, Work]:
                          "train": scenario.train_config(step.index).model_dump(mode="json")}):
                     w.train[step.backbone, size] += trained_images(data, scenario, step, cell.seed, 0)
                     w.models += 1
-        eval_images = len(data.query) + (len(data.gallery) if data.gallery is not None else 0)
-        trained = [step for step in steps if step.init != "zoo"]
-        for step in trained * (2 if scenario.single_update else 1):  # single updates: the references too
-            w.extract[step.backbone, size] += eval_images
     return work
 
 

@@ -40,6 +40,22 @@ def test_grid_cost_counts_each_shared_model_once():
     assert counted["independent,l2"] == (3, {("convnet-s", 16): 30 + 60 + 60})
 
 
+def test_grid_cost_stretches_epochs_to_the_step_floor_and_skips_cells_that_train_alike():
+    grid_cost = script("grid_cost")
+    host = PluginHost()
+
+    def work(preset: str, scenarios: str, assignments: list[str]):
+        plan = grid_cost.plan_of(preset, scenarios, "independent", "0", host, TINY + assignments)
+        return grid_cost.grid_work(plan, lambda s: load_scenario_data(s, plan.run.cache_dir, torch.device("cpu")))
+
+    # min_steps=4 at 1 batch an epoch: 4 epochs each, old model 4 x 30 images, new model 4 x 60
+    assert dict(work("quick", "ext-class", ["train.min_steps=4"])["ext-class"].train) == {("convnet-s", 16): 120 + 240}
+    # multi-step-seen differs from multi-step only in what it scores: it loads multi-step's steps, trains nothing
+    sequence = work("cpu", "multi-step,multi-step-seen", ["train.min_steps=0", "data.num_classes=10"])
+    assert sequence["multi-step"].models == 5 and sequence["multi-step-seen"].models == 0
+    assert not sequence["multi-step-seen"].train and sequence["multi-step-seen"].extract == sequence["multi-step"].extract
+
+
 def test_calibrate_reads_the_self_tests_of_a_record():
     calibrate = script("calibrate")
     record = FinishedRecord(key="k", label="l", scenario="ext-class", kind="ext-class", method="hoc", seed=0,
