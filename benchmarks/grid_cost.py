@@ -41,8 +41,8 @@ from benchbackcompat.errors import BenchError
 from benchbackcompat.method import Method, StandardMethod, StepContext
 from benchbackcompat.plugin_host import PluginHost
 from benchbackcompat.presets import resolve_run, split_list
-from benchbackcompat.plan import make_plan
-from benchbackcompat.scenarios.data import ScenarioData, load_scenario_data
+from benchbackcompat.plan import assign_fingerprints, make_plan
+from benchbackcompat.scenarios.data import ScenarioData
 from benchbackcompat.scenarios.steps import Step, build_steps
 
 
@@ -81,10 +81,12 @@ def trained_images(data: ScenarioData, scenario, step: Step, seed: int, memory: 
     return batches * min(cfg.batch_size, n_new + n_memory) * cfg.for_batches(batches).epochs
 
 
-def grid_work(plan, data_of) -> dict[str, Work]:
+def grid_work(plan) -> dict[str, Work]:
     """Work per scenario name of the plan's cells, every shared model counted once over the whole plan, and a cell
     that trains alike an earlier one (one ``Cell.training_key``: it differs only in what it evaluates, e.g.
-    multi-step-seen and multi-step) counted for its evaluation alone: it loads that cell's trained steps."""
+    multi-step-seen and multi-step) counted for its evaluation alone: it loads that cell's trained steps. The data
+    is loaded, once per configuration, by ``assign_fingerprints`` (into ``plan.loaded``), which keys the cells."""
+    data_of = assign_fingerprints(plan, torch.device("cpu"))
     seen: set[str] = set()
     work: dict[str, Work] = defaultdict(Work)
 
@@ -98,11 +100,10 @@ def grid_work(plan, data_of) -> dict[str, Work]:
         scenario, method = cell.scenario.config, plan.methods[cell.method]
         if method.unsupported_reason(scenario):
             continue
-        data = data_of(scenario)
+        data = data_of(cell)
         w = work[cell.scenario.name]
         steps = build_steps(scenario, data.num_classes)
         size = data.image_size
-        cell.data_fingerprint, cell.training_fingerprint = data.fingerprint, data.training_fingerprint
         eval_images = len(data.query) + (len(data.gallery) if data.gallery is not None else 0)
         trained = [step for step in steps if step.init != "zoo"]
         for step in trained * (2 if scenario.single_update else 1):  # single updates: the references too
@@ -213,15 +214,7 @@ def main() -> None:
 def estimate_and_measure(args: argparse.Namespace) -> None:
     host = PluginHost()
     plan = plan_of(args.preset, args.scenario, args.methods, args.seeds, host, args.assignments, args.data_root)
-    cache: dict[str, ScenarioData] = {}
-
-    def data_of(scenario) -> ScenarioData:
-        key = scenario.data.model_dump_json() + scenario.protocol + scenario.eval_split
-        if key not in cache:
-            cache[key] = load_scenario_data(scenario, plan.run.cache_dir, torch.device("cpu"))
-        return cache[key]
-
-    work = grid_work(plan, data_of)
+    work = grid_work(plan)
     batch = max(s.config.train.batch_size for s in plan.run.scenarios)
     workloads = {workload for w in work.values() for workload in (*w.train, *w.extract)}
     print(f"{len(plan.cells)} cells ({args.preset}: {args.scenario} x {args.methods} x seeds {args.seeds}); "
@@ -244,7 +237,8 @@ def estimate_and_measure(args: argparse.Namespace) -> None:
         return
     part = plan_of(args.preset, args.measure_scenario, args.measure_methods or args.methods, args.measure_seeds, host,
                    args.assignments, args.data_root)
-    estimate = sum(w.seconds(rates) for w in grid_work(part, data_of).values())
+    part.loaded.update(plan.loaded)  # the measured part's data is the whole grid's, loaded already
+    estimate = sum(w.seconds(rates) for w in grid_work(part).values())
     measured: dict[str, list[float]] = defaultdict(list)
     for _ in range(args.repeats):
         for workers in args.workers.split(","):

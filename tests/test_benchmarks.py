@@ -31,7 +31,7 @@ def test_grid_cost_counts_each_shared_model_once():
     counted = {}
     for methods in ("independent", "independent,l2"):
         plan = grid_cost.plan_of("quick", "ext-class", methods, "0", host, TINY)
-        work = grid_cost.grid_work(plan, lambda s: load_scenario_data(s, plan.run.cache_dir, torch.device("cpu")))
+        work = grid_cost.grid_work(plan)
         counted[methods] = (work["ext-class"].models, dict(work["ext-class"].train))
     # 6 classes x 10 images (16x16, the quick preset), 1 epoch: the old model sees 3 classes (30 images), the new
     # one all 60. independent's two models are the shared standard ones (its reference is the second); l2 adds only
@@ -46,7 +46,7 @@ def test_grid_cost_stretches_epochs_to_the_step_floor_and_skips_cells_that_train
 
     def work(preset: str, scenarios: str, assignments: list[str]):
         plan = grid_cost.plan_of(preset, scenarios, "independent", "0", host, TINY + assignments)
-        return grid_cost.grid_work(plan, lambda s: load_scenario_data(s, plan.run.cache_dir, torch.device("cpu")))
+        return grid_cost.grid_work(plan)
 
     # min_steps=4 at 1 batch an epoch: 4 epochs each, old model 4 x 30 images, new model 4 x 60
     assert dict(work("quick", "ext-class", ["train.min_steps=4"])["ext-class"].train) == {("convnet-s", 16): 120 + 240}
