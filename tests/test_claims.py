@@ -199,3 +199,28 @@ def test_every_claim_names_tests_that_exist_and_the_report_lists_them():
     text = claims_markdown([], "header")
     path, test = CLAIMS[0].implementation[0].split("::")
     assert "## Bugs excluded" in text and f"`{path}`: `{test}`" in text
+
+
+def test_a_calibration_judges_only_tables_trained_at_its_starting_length(tmp_path):
+    # calibrated 4,000 -> 6,000 steps: it says nothing about a table whose models trained 12,000 steps
+    cells = [{"scenario": "ext-class", "method": "independent", "seed": 0,
+              "self_tests": {"old_self": [70.9, 71.8], "reference_self": [88.7, 90.0]}}]
+    folder = tmp_path / "calibration"
+    folder.mkdir()
+    (folder / "floor.json").write_text(json.dumps({
+        "preset": "p", "dataset": "d", "metric": "cmc@1", "epochs": [90, 135], "min_steps": [4000, 6000],
+        "tolerance": 2.0, "command": "c", "cells": cells}))
+    calibrations = read_calibrations([tmp_path])
+    assert convergence(calibrations, "d", "p", "ext-class", length=(90, 4000)).startswith("training converged: yes (")
+    assert convergence(calibrations, "d", "p", "ext-class", length=(90, 12000)) == (
+        "training converged: not measured at this table's length (90 epochs, at least 12,000 steps; "
+        "calibrated from 90 epochs, at least 4,000 steps)")
+    floor, longer = (_single("bct", 0, 400, 200, 300, 240, 200, 300) for _ in range(2))
+    floor["config"]["train"] = {"epochs": 90, "min_steps": 4000}
+    longer["config"]["train"] = {"epochs": 90, "min_steps": 12000}
+    longer["key"] = "bct-longer"
+    text = claims_markdown(build_tables([floor, longer]), "> header", calibrations)
+    assert "min\\_steps=4000)" in text and "min\\_steps=12000)" in text  # two tables, escaped for Markdown
+    claims_per_table = 3  # BCT's one update and HBCT's two claims test an ext-class table
+    assert text.count("training converged: yes (") == claims_per_table
+    assert text.count("training converged: not measured at this table's length") == claims_per_table

@@ -133,15 +133,28 @@ def read_calibrations(roots: list[Path]) -> list[Calibration]:
     return found
 
 
+def training_length(epochs: int, min_steps: int | None) -> str:
+    return f"{epochs} epochs" + (f", at least {min_steps:,} steps" if min_steps else "")
+
+
 def convergence(calibrations: Sequence[Calibration], dataset: str, preset: str, scenario: str,
-                methods: Collection[str] = ()) -> str:
+                methods: Collection[str] = (), length: tuple[int, int] | None = None) -> str:
     """The "training converged" line of a claim tested on this table: measured changes, or why there are none.
     ``methods``: the claim's rows; the verdict rests on those of them that were calibrated (see
-    ``_interval_verdict``)."""
+    ``_interval_verdict``). ``length``: the table's (train.epochs, train.min_steps); a calibration that started
+    from another length says nothing about it (the floor's 4,000 -> 6,000 steps do not judge a 12,000-step table)."""
     matching = [c for c in calibrations if (c.dataset, c.preset) == (dataset, preset)]
     measured = [(c, cell) for c in matching for cell in c.cells if cell.scenario == scenario]
     if not measured:
         return "training converged: not measured for this scenario (benchmarks/calibrate.py)"
+    if length is not None:
+        at_length = [(c, cell) for c, cell in measured if (c.epochs[0], c.min_steps[0] if c.min_steps else 0) == length]
+        if not at_length:
+            calibrated = sorted({training_length(c.epochs[0], c.min_steps[0] if c.min_steps else 0) for c, _ in measured})
+            return (f"training converged: not measured at this table's length ({training_length(*length)}; "
+                    f"calibrated from {' and '.join(calibrated)})")
+        matching = [c for c in matching if any(c is started for started, _ in at_length)]
+        measured = at_length
     tolerance = min(c.tolerance for c, _ in measured)
     lengths = ", ".join(sorted({f"{c.epochs[0]} -> {c.epochs[1]} epochs" + (
         f" (at least {c.min_steps[0]:,} -> {c.min_steps[1]:,} steps)" if c.min_steps else "") for c, _ in measured}))

@@ -253,6 +253,12 @@ CLAIMS = [
 ]
 
 
+def _training_length(table: Table) -> tuple[int, int] | None:
+    """The table's (train.epochs, train.min_steps), which its calibration must have started from."""
+    train = table.config.get("train")
+    return (train["epochs"], train.get("min_steps", 0)) if isinstance(train, dict) and "epochs" in train else None
+
+
 @dataclass(frozen=True)
 class PlannedScenario:
     """A scenario a preset defines: ``claims.md`` names those of the records' presets that hold no records."""
@@ -288,7 +294,7 @@ def claims_markdown(tables: list[Table], header: str, calibrations: Sequence[Cal
             finding.checked.insert(0, f"bugs excluded: {len(claim.implementation)} tests of the objectives and metric "
                                       "against the papers (listed below)")
             finding.checked.append(convergence(calibrations, table.dataset, table.preset, table.scenario,
-                                               finding.methods))
+                                               finding.methods, _training_length(table)))
             where = f"{table.dataset} · {table.preset} · {table.title}"
             lines.append("| " + " | ".join(escape(x) for x in (
                 claim.paper, claim.statement, claim.paper_numbers, where, finding.ours)) +
