@@ -14,8 +14,11 @@ from benchbackcompat.record import parse_record
 from benchbackcompat.cli import main
 from benchbackcompat.observers.tensorboard import TensorBoardObserver
 from benchbackcompat.plugin_host import PluginHost
+from benchbackcompat.report.aggregate import build_tables
 from benchbackcompat.report.merge import merge_records
+from benchbackcompat.report.reproduce import reproductions
 from benchbackcompat.store import ResultStore
+from test_statistics import _single
 
 FIXTURE = Path(__file__).parent / "fixtures" / "leaderboard_records.json"
 
@@ -180,6 +183,22 @@ def test_a_run_feeds_registered_observers(monkeypatch, tmp_path):
 
 
 @pytest.mark.slow
+def test_reproduce_commands_name_only_the_stored_cells():
+    # ext-class holds bct and hbct at seeds 0 and 1, ext-data hbct at seed 0 alone: one preset file, two commands,
+    # neither of which would compute a cell that was never stored (ext-data/bct, ext-data/hbct/seed1)
+    records = []
+    for scenario, method, seed in [("ext-class", "bct", 0), ("ext-class", "bct", 1), ("ext-class", "hbct", 0),
+                                   ("ext-class", "hbct", 1), ("ext-data", "hbct", 0)]:
+        record = _single(method, seed, 100, 50, 80, 70, 50, 80)
+        record.update(scenario=scenario, kind=scenario, key=f"{scenario}{method}{seed}",
+                      label=f"{scenario}/{method}/seed{seed}")
+        records.append(record)
+    (reproduction,) = reproductions(build_tables(records))
+    assert reproduction.commands("p.toml") == [
+        "benchbackcompat run --preset p.toml --scenario ext-class --methods bct,hbct --seeds 0,1",
+        "benchbackcompat run --preset p.toml --scenario ext-data --methods hbct --seeds 0"]
+
+
 def test_reproduce_commands_recompute_the_same_cells_whatever_the_presets_say_now(monkeypatch, tmp_path, capsys):
     results, board = tmp_path / "results", tmp_path / "board"
     tiny = ["--set", "data.num_classes=4", "--set", "data.train_per_class=16", "--set", "data.test_per_class=6",

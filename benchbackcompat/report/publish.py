@@ -185,14 +185,14 @@ def readme_markdown(pages: list[Page], merged: Merged, command: str, date: str, 
 
 
 def reproduction_files(pages: list[Page], out: Path) -> list[tuple[Path, str, str]]:
-    """(preset file, its TOML, the ``run`` command that uses it) for every page, from the records alone."""
+    """(preset file, its TOML, the ``run`` commands that use it, a line each) for every page, from the records alone."""
     files = []
     for page in pages:
         found = reproductions(page.tables)
         for i, reproduction in enumerate(found):
             path = out / "reproduce" / f"{page.name}{f'-{i + 1}' if len(found) > 1 else ''}.toml"
             title = f"The stored configurations of leaderboard page {page.name} (written by `benchbackcompat leaderboard`)"
-            files.append((path, reproduction.preset(title), reproduction.command(str(path))))
+            files.append((path, reproduction.preset(title), "\n".join(reproduction.commands(str(path)))))
     return files
 
 

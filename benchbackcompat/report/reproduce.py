@@ -4,7 +4,8 @@ Each record holds its resolved scenario configuration and the method's hyperpara
 cells are recomputed from a preset file written from them (``reproduce/<page>.toml``: one
 ``[scenarios.<name>]`` table per stored configuration, ``[methods.<name>]`` per method), never from
 today's preset files. A page whose records use one scenario name with several configurations, or one
-method with several settings, gets one file per combination that a single command can run.
+method with several settings, gets one file per combination; each file's commands run exactly its stored
+cells (scenarios that were run with other methods or seeds get their own command).
 """
 from __future__ import annotations
 
@@ -22,11 +23,11 @@ BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 
 @dataclass
 class Reproduction:
-    """One preset file and the command that runs it: the scenarios, methods and seeds of some of a page's tables."""
+    """One preset file and the commands that run it: the scenarios, methods and seeds of some of a page's tables."""
 
     scenarios: dict[str, dict[str, Any]] = field(default_factory=dict)  # name -> stored configuration
     methods: dict[str, dict[str, Any]] = field(default_factory=dict)  # name -> hyperparameters
-    seeds: set[int] = field(default_factory=set)
+    seeds: dict[tuple[str, str], set[int]] = field(default_factory=dict)  # (scenario, method) -> its stored seeds
 
     def accepts(self, record: CellRecord, config: dict[str, Any]) -> bool:
         return (self.scenarios.get(record.scenario, config) == config
@@ -35,7 +36,7 @@ class Reproduction:
     def add(self, record: CellRecord, config: dict[str, Any]) -> None:
         self.scenarios[record.scenario] = config
         self.methods[record.method] = record.params
-        self.seeds.add(record.seed)
+        self.seeds.setdefault((record.scenario, record.method), set()).add(record.seed)
 
     def preset(self, title: str) -> str:
         """The preset file (TOML) of these scenarios and methods."""
@@ -46,10 +47,19 @@ class Reproduction:
                 lines += [f"{_key(k)} = {_value(v)}" for k, v in values.items() if v is not None]
         return "\n".join(lines) + "\n"
 
-    def command(self, preset_path: str) -> str:
-        return shlex.join(["benchbackcompat", "run", "--preset", preset_path, "--scenario", ",".join(sorted(self.scenarios)),
-                           "--methods", ",".join(sorted(self.methods)),
-                           "--seeds", ",".join(str(s) for s in sorted(self.seeds))])
+    def commands(self, preset_path: str) -> list[str]:
+        """The ``run`` commands that recompute exactly the stored cells (a command runs every method it names on
+        every scenario it names, at every seed): methods stored at the same seeds of a scenario share a command, and
+        so do scenarios with the same methods and seeds."""
+        by_seeds: dict[tuple[str, tuple[int, ...]], list[str]] = {}
+        for (scenario, method), seeds in sorted(self.seeds.items()):
+            by_seeds.setdefault((scenario, tuple(sorted(seeds))), []).append(method)
+        grouped: dict[tuple[tuple[str, ...], tuple[int, ...]], list[str]] = {}
+        for (scenario, seeds), methods in by_seeds.items():
+            grouped.setdefault((tuple(methods), seeds), []).append(scenario)
+        return [shlex.join(["benchbackcompat", "run", "--preset", preset_path, "--scenario", ",".join(scenarios),
+                            "--methods", ",".join(methods), "--seeds", ",".join(map(str, seeds))])
+                for (methods, seeds), scenarios in grouped.items()]
 
 
 def reproductions(tables: list[Table]) -> list[Reproduction]:
