@@ -83,6 +83,11 @@ class Calibration(BaseModel):
     cells: list[CalibratedCell]
     changes: list[ChangeInterval] = []  # per scenario, method and self-test, over the seeds (older summaries: none)
 
+    @property
+    def start(self) -> tuple[int, int]:
+        """The length the calibration started from, (train.epochs, train.min_steps), as the tables it judges trained."""
+        return self.epochs[0], self.min_steps[0] if self.min_steps else 0
+
 
 def self_test_outcomes(record: FinishedRecord, metric: str) -> dict[str, np.ndarray]:
     """The per-query outcomes behind each self-test of ``record``, named as ``CalibratedCell.self_tests``: model t
@@ -133,7 +138,7 @@ def read_calibrations(roots: list[Path]) -> list[Calibration]:
     return found
 
 
-def training_length(epochs: int, min_steps: int | None) -> str:
+def _length_text(epochs: int, min_steps: int) -> str:
     return f"{epochs} epochs" + (f", at least {min_steps:,} steps" if min_steps else "")
 
 
@@ -148,13 +153,12 @@ def convergence(calibrations: Sequence[Calibration], dataset: str, preset: str, 
     if not measured:
         return "training converged: not measured for this scenario (benchmarks/calibrate.py)"
     if length is not None:
-        at_length = [(c, cell) for c, cell in measured if (c.epochs[0], c.min_steps[0] if c.min_steps else 0) == length]
-        if not at_length:
-            calibrated = sorted({training_length(c.epochs[0], c.min_steps[0] if c.min_steps else 0) for c, _ in measured})
-            return (f"training converged: not measured at this table's length ({training_length(*length)}; "
+        if all(c.start != length for c, _ in measured):
+            calibrated = sorted({_length_text(*c.start) for c, _ in measured})
+            return (f"training converged: not measured at this table's length ({_length_text(*length)}; "
                     f"calibrated from {' and '.join(calibrated)})")
-        matching = [c for c in matching if any(c is started for started, _ in at_length)]
-        measured = at_length
+        matching = [c for c in matching if c.start == length]
+        measured = [(c, cell) for c, cell in measured if c.start == length]
     tolerance = min(c.tolerance for c, _ in measured)
     lengths = ", ".join(sorted({f"{c.epochs[0]} -> {c.epochs[1]} epochs" + (
         f" (at least {c.min_steps[0]:,} -> {c.min_steps[1]:,} steps)" if c.min_steps else "") for c, _ in measured}))
