@@ -3,8 +3,9 @@
 A cell's key hashes its configuration together with
 
 - the method's **code identity**: the distribution that ships it (name, version) and a SHA-256 of
-  the source files of every non-core package its class comes from, so editing a plugin makes its
-  old cells stale even when nobody bumps the version;
+  the code of every non-core package its class comes from, so editing a plugin makes its old cells
+  stale even when nobody bumps the version. Comments, docstrings, blank lines and trailing spaces are
+  not code: a corrected comment leaves the cells valid;
 - :data:`RESULTS_VERSION`, the core's declared results version: bump it in the same commit as any
   deliberate change of the numbers the core produces (training loop, evaluation, metrics, data);
 - the **data fingerprint**: a SHA-256 of the decoded images and labels, never the path they were
@@ -15,7 +16,9 @@ from __future__ import annotations
 
 import hashlib
 import importlib.metadata as metadata
+import io
 import sys
+import tokenize
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -48,13 +51,42 @@ def source_files(package: str) -> list[Path]:
     return [Path(file)] if file else []
 
 
+_LINE_STARTS = frozenset({tokenize.NEWLINE, tokenize.NL, tokenize.INDENT, tokenize.DEDENT, tokenize.ENCODING})
+
+
+def code_text(source: str) -> str:
+    """``source`` without its comments, docstrings (a string that is a whole statement), blank lines and trailing
+    spaces: the text whose change changes what the code does. Spans are cut by the tokenizer's positions, so
+    the result does not depend on how a Python version tokenizes the rest (f-strings differ from 3.12 on)."""
+    line_offsets = [0]
+    for line in source.splitlines(keepends=True):
+        line_offsets.append(line_offsets[-1] + len(line))
+
+    def span(token: tokenize.TokenInfo) -> tuple[int, int]:
+        return line_offsets[token.start[0] - 1] + token.start[1], line_offsets[token.end[0] - 1] + token.end[1]
+
+    tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
+    cuts = [span(t) for t in tokens if t.type == tokenize.COMMENT]
+    code = [t for t in tokens if t.type != tokenize.COMMENT]
+    for before, token, after in zip([None, *code], code, [*code[1:], None]):
+        starts_statement = before is None or before.type in _LINE_STARTS
+        if token.type == tokenize.STRING and starts_statement and after is not None and after.type == tokenize.NEWLINE:
+            cuts.append(span(token))
+    kept, position = [], 0
+    for start, end in sorted(cuts):
+        kept.append(source[position:start])
+        position = end
+    kept.append(source[position:])
+    return "\n".join(line.rstrip() for line in "".join(kept).splitlines() if line.strip()) + "\n"
+
+
 def source_hash(packages: Iterable[str]) -> str:
-    """SHA-256 over the names and bytes of the packages' source files (in a stable order)."""
+    """SHA-256 over the names and :func:`code_text` of the packages' source files (in a stable order)."""
     digest = hashlib.sha256()
     for package in packages:
         for path in source_files(package):
             digest.update(f"{package}/{path.name}\0".encode())
-            digest.update(path.read_bytes())
+            digest.update(code_text(path.read_text(encoding="utf-8")).encode())
             digest.update(b"\0")
     return digest.hexdigest()
 

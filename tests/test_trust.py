@@ -93,7 +93,10 @@ def test_changing_a_methods_code_recomputes_its_cell_and_status_calls_the_old_on
     out = tmp_path / "run"
     assert computed(run(out, tree, "mine")) == 1
     assert computed(run(out, tree, "mine")) == 0
-    (plugins / "mine.py").write_text((plugins / "mine.py").read_text() + "\n# a code change, same version\n")
+    (plugins / "mine.py").write_text((plugins / "mine.py").read_text() + "\n# a comment is not code\n")
+    sys.modules.pop("mine", None)
+    assert computed(run(out, tree, "mine")) == 0  # the same code: the cell stays valid
+    (plugins / "mine.py").write_text((plugins / "mine.py").read_text() + "\nWEIGHT = 2  # a code change, same version\n")
     sys.modules.pop("mine", None)
     assert computed(run(out, tree, "mine")) == 1  # new code, new key: recomputed, not reused
     assert main(["status", "--results", str(out)]) == 0
@@ -118,6 +121,8 @@ def test_a_method_packages_tests_are_not_its_code(tmp_path, monkeypatch):
     before = source_hash(["bbc_tested"])
     (package / "tests" / "test_weight.py").write_text("def test_weight():\n    assert True\n")
     assert source_hash(["bbc_tested"]) == before  # a test beside the method does not make its records stale
+    (package / "__init__.py").write_text('"""A docstring."""\n\nWEIGHT = 1  # a comment\n')
+    assert source_hash(["bbc_tested"]) == before  # nor do its comments, docstrings and blank lines
     (package / "__init__.py").write_text("WEIGHT = 2\n")
     assert source_hash(["bbc_tested"]) != before  # its code does
 
@@ -454,3 +459,14 @@ def test_leaderboard_keeps_the_newest_record_of_a_cell_and_ignores_the_data_path
     cells = [c.strip() for c in row.strip("|").split("|")]
     assert cells[4] == "12.50"  # the newest record's self-test (columns: method, rank, old self, ref self, self)
     assert "1 older records of the same cells" in captured.err
+
+
+def test_code_text_drops_comments_docstrings_and_layout_only():
+    from benchbackcompat.identity import code_text
+
+    source = ('"""Module doc."""\nimport os  # why\n\n\nclass A:\n    """Doc\n    on two lines."""\n\n'
+              '    w = 1   \n    s = "a value, not a doc"\n    def f(self):\n        \'doc\'\n'
+              '        return f"{self.w} {os.sep}"  # trailing\n')
+    assert code_text(source) == ('import os\nclass A:\n    w = 1\n    s = "a value, not a doc"\n    def f(self):\n'
+                                 '        return f"{self.w} {os.sep}"\n')
+    assert code_text(source.replace("w = 1", "w = 2")) != code_text(source)

@@ -33,7 +33,7 @@ class L2Params(MethodParams):
                              "openbct: the MSE alone (openBCT --l2); squared: CE + weight * mean squared distance on every sample",
     )
 
-    # HBCT Sec. 5 (seed-002 §3): every baseline gets 10 settings, lambda in [0, 1]
+    # HBCT paper, Sec. 5 (baseline tuning): every baseline gets 10 settings, lambda in [0, 1]
     grid: ClassVar[dict[str, list[Any]]] = {"weight": [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0]}
 
 

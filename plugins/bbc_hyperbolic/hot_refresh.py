@@ -27,7 +27,7 @@ class HotRefreshParams(MethodParams):
     weight: float = Field(1.0, ge=0, description="weight of the compatible contrastive term")
     tau: float = Field(0.5, gt=0, description="temperature of the cosine similarities")
 
-    # HBCT Sec. 5 (seed-002 §3): every baseline gets 10 settings, lambda in [0, 1], and tau in {0.5, 1.0} for
+    # HBCT paper, Sec. 5 (baseline tuning): every baseline gets 10 settings, lambda in [0, 1], and tau in {0.5, 1.0} for
     # the contrastive ones: 5 x 2
     grid: ClassVar[dict[str, list[Any]]] = {"weight": [0.2, 0.4, 0.6, 0.8, 1.0], "tau": [0.5, 1.0]}
 

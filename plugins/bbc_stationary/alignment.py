@@ -29,7 +29,8 @@ class HocTerms(MethodParams):
 
 
 def protocol_rho(rho: float | None, ctx: StepContext) -> float:
-    """rho, or the per-protocol default of seed-001 (CL2R CIFAR100/10: 5; TinyImageNet, CUB, IAM-CL2R: 10)."""
+    """rho, or the per-protocol default of "A Stationary (and Therefore Compatible)
+    Representation is All You Need" (its hyperparameter table: CL2R CIFAR100/10: 5; TinyImageNet, CUB, IAM-CL2R: 10)."""
     if rho is not None:
         return rho
     cifar_style_cl2r = isinstance(ctx.scenario, CL2R) and not isinstance(ctx.scenario, IAMCL2R) and ctx.image_size <= 32

@@ -29,7 +29,8 @@ class FixedParams(MethodParams):
 
 def needed_classes(scenario: ScenarioBase, training_classes: int) -> int:
     """Outputs the fixed classifier must hold: IAM-CL2R puts the pretraining classes left to right and
-    the fine-tuning classes right to left, so both must fit (seed-001 Sec. 7, item 3)."""
+    the fine-tuning classes right to left, so both must fit (K >= pretraining + fine-tuning classes: "A Stationary
+    (and Therefore Compatible) Representation is All You Need", the IAM-CL2R label layout)."""
     return training_classes + (max(scenario.pretrain_classes) if isinstance(scenario, IAMCL2R) else 0)
 
 
@@ -47,7 +48,7 @@ def preallocated(requested: int | None, ctx: StepContext) -> int:
 
 def fine_tuning_targets(labels: Tensor, num_outputs: int, scenario: ScenarioBase) -> Tensor:
     """IAM-CL2R fine-tuning labels go right to left (y -> K-1-y) so that they never meet the pretraining
-    classes, which go left to right (seed-000 Sec. 3.1); other scenarios keep y."""
+    classes, which go left to right ("Stationary Representations", CVPR 2024, Sec. 3.1); other scenarios keep y."""
     return num_outputs - 1 - labels if isinstance(scenario, IAMCL2R) else labels
 
 

@@ -13,7 +13,7 @@ from bbc_stationary.alignment import HocAlignment, HocTerms
 
 
 class EuclideanHocParams(HocTerms):
-    # HBCT Sec. 5 (seed-002 §3): 10 settings per baseline, lambda in [0, 1] and, for the contrastive ones, tau in
+    # HBCT paper, Sec. 5 (baseline tuning): 10 settings per baseline, lambda in [0, 1] and, for the contrastive ones, tau in
     # {0.5, 1.0}. HOC's lambda already lies in [0, 1] (it weighs the cross-entropy, 1 - lambda the alignment) and
     # its rho is an inverse temperature, so tau in {0.5, 1.0} is rho in {2, 1}: 5 x 2.
     grid: ClassVar[dict[str, list[Any]]] = {"lam": [0.1, 0.3, 0.5, 0.7, 0.9], "rho": [2.0, 1.0]}

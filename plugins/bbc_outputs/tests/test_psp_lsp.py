@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 
 from bbc_outputs.lsp import LSP
-from bbc_outputs.projection import centring_projection, keep_top_k, simplex_features, tie_exact_cosine
+from bbc_outputs.projection import centring_projection, keep_top_k, simplex_features, simplex_similarity
 from bbc_outputs.psp import PSP
 from benchbackcompat.config import CL2R, MultiStep
 from benchbackcompat.method import StandardRecipe
@@ -44,9 +44,9 @@ def test_projection_by_hand():
     # softmax(0, ln 3, ln 4) = (1/8, 3/8, 4/8); truncated to 2 classes (1/8, 3/8), centred (-1/8, 1/8)
     logits = torch.tensor([[0.0, math.log(3), math.log(4)]])
     s = 1 / math.sqrt(2)
-    torch.testing.assert_close(simplex_features(logits, 2, softmax=True), torch.tensor([[-s, s]]))
+    torch.testing.assert_close(simplex_features(logits, 2, softmax=True), torch.tensor([[-s, s]], dtype=torch.float64))
     # all three: (1/8, 3/8, 4/8) - 1/3 = (-5, 1, 4)/24 -> normalised by sqrt(42)/24
-    expected = torch.tensor([[-5.0, 1.0, 4.0]]) / math.sqrt(42)
+    expected = torch.tensor([[-5.0, 1.0, 4.0]], dtype=torch.float64) / math.sqrt(42)
     torch.testing.assert_close(simplex_features(logits, 3, softmax=True), expected)
 
 
@@ -102,15 +102,48 @@ def test_two_class_step_gives_exact_ties_broken_by_the_lowest_gallery_index():
     labels = torch.randint(0, 2, (40,), generator=gen)
     q, g = PSP().pair_features(logits_q, logits_g, 3, 0)  # a query model vs a two-class gallery model
     assert q.shape == g.shape == (40, 2)
-    scores = tie_exact_cosine(q, g)
-    assert set(scores.unique().tolist()) == {-1.0, 1.0}  # two-valued features: exact ties
+    scores = simplex_similarity(q, g)
+    assert set(scores.unique().tolist()) == {-2.0, 0.0}  # two-valued features: exact ties (cos - 1 of -1 and 1)
     expected = _first_match_top1(scores, labels, labels, exclude_self=False)
-    assert retrieval.nearest_neighbour_top1(q, labels, g, labels, similarity=tie_exact_cosine) == expected
-    assert retrieval.cmc(q, labels, g, labels, ks=(1,), similarity=tie_exact_cosine)[1] == expected
+    assert retrieval.nearest_neighbour_top1(q, labels, g, labels, similarity=simplex_similarity) == expected
+    assert retrieval.cmc(q, labels, g, labels, ks=(1,), similarity=simplex_similarity)[1] == expected
     loo = _first_match_top1(scores, labels, labels, exclude_self=True)
-    assert retrieval.leave_one_out_cmc(q, g, labels, similarity=tie_exact_cosine)[1] == loo
+    assert retrieval.leave_one_out_cmc(q, g, labels, similarity=simplex_similarity)[1] == loo
     # the result does not depend on chunking
-    assert retrieval.leave_one_out_cmc(q, g, labels, similarity=tie_exact_cosine, chunk_size=7)[1] == loo
+    assert retrieval.leave_one_out_cmc(q, g, labels, similarity=simplex_similarity, chunk_size=7)[1] == loo
+
+
+def confident_logits(first_label: int, n: int = 6) -> tuple[torch.Tensor, torch.Tensor]:
+    """10-class logits of 2n items that a confident model puts at vertex 0 (its logit leads the others by 20), the
+    first n of class ``first_label``, the last n of the other class; what tells the classes apart is the residual
+    entries alone: class 0 items lean towards output 1, class 1 items towards output 2."""
+    logits = torch.zeros(2 * n, 10)
+    logits[:, 0] = 20.0
+    lean = torch.linspace(0.2, 0.4, n)  # a distinct lean per item, so that no two items tie
+    labels = torch.tensor([first_label] * n + [1 - first_label] * n)
+    for i, y in enumerate(labels.tolist()):
+        logits[i, 1 + y] = lean[i % n]
+    return logits, labels
+
+
+@pytest.mark.parametrize("first_label", [0, 1])
+def test_a_confident_model_is_ranked_by_its_residuals_not_by_the_gallery_index(first_label):
+    """All 12 items sit at one vertex (softmax residuals ~e^-20): leave-one-out top-1 must find the item of the
+    same lean, whichever class comes first in the gallery. Rounding the cosine to a grid, or computing the
+    projection in float32, ties all 12 and the lowest gallery index wins (50%)."""
+    logits, labels = confident_logits(first_label)
+    features = simplex_features(logits, 10, softmax=True)
+    scores = simplex_similarity(features, features)
+    assert _first_match_top1(scores, labels, labels, exclude_self=True) == 100.0  # the brute-force loop
+    assert retrieval.leave_one_out_cmc(features, features, labels, similarity=simplex_similarity)[1] == 100.0
+    float32 = simplex_features(logits.float(), 10, softmax=True).float()
+    float32_scores = float32 @ float32.T  # the float32 cosine ties them all
+    assert _first_match_top1(float32_scores, labels, labels, exclude_self=True) == 50.0
+
+
+def test_the_similarity_is_the_cosine_minus_one():
+    q, g = F.normalize(torch.randn(7, 5, dtype=torch.float64), dim=1), F.normalize(torch.randn(4, 5, dtype=torch.float64), dim=1)
+    torch.testing.assert_close(simplex_similarity(q, g), q @ g.T - 1)
 
 
 def test_query_features_depend_on_the_gallery_model():
@@ -121,7 +154,7 @@ def test_query_features_depend_on_the_gallery_model():
             assert q.shape == (5, c_k) and g.shape == (4, c_k)
             torch.testing.assert_close(q, simplex_features(query, c_k, softmax=method.softmax))
     q, _ = LSP(LSP.Params(center=False)).pair_features(query, torch.randn(4, 3), 1, 0)
-    torch.testing.assert_close(q, F.normalize(query[:, :3], dim=1))
+    torch.testing.assert_close(q, F.normalize(query[:, :3].double(), dim=1))
 
 
 def test_temperature_is_part_of_the_model_and_psp_lsp_share_their_models():
@@ -137,6 +170,12 @@ def test_temperature_is_part_of_the_model_and_psp_lsp_share_their_models():
     assert identity == StandardRecipe(LSP()).model_key() == StandardRecipe(LSP(LSP.Params(center=False))).model_key()
     assert identity != StandardRecipe(PSP(PSP.Params(temperature=1))).model_key()
     assert StandardRecipe(PSP()).head == PSP.head == "linear"  # the head is a head's name, not an identity
+    # the paper's other reading: the temperature in the training loss only (train mode), not at extraction (eval mode)
+    loss_only = PSP(PSP.Params(temperature_scope="loss"))
+    trained = loss_only.build_model(ctx, "convnet-s", 4)
+    torch.testing.assert_close(trained.head.train()(features), trained.head.inner(features) / 12)
+    torch.testing.assert_close(trained.head.eval()(features), trained.head.inner(features))
+    assert StandardRecipe(loss_only).model_key() != identity
 
 
 def test_replay_scenarios_are_not_applicable():
