@@ -57,6 +57,8 @@ class DataConfig(StrictModel):
     image_size: int | None = Field(None, ge=8)
     open_classes: int | None = Field(None, ge=2)
     pretrain_classes: int | None = Field(None, ge=2)
+    pretrain_per_class: int | None = Field(
+        None, ge=1, description="embedded: images per class of the pretraining pool (None: train_per_class)")
     seed: int = Field(0, description="rendering seed of the embedded dataset")
     class_order_seed: int | None = Field(None, description="shuffle the class order with this seed; None keeps label order")
     order_by_seed: bool = Field(
@@ -80,11 +82,12 @@ class DataConfig(StrictModel):
 
     @model_serializer(mode="wrap")
     def _omit_unset_validation(self, handler: Any) -> dict[str, Any]:
-        """Without a validation split (or order_by_seed) the dump, and so every key hashed from it, is what it was
+        """Without a validation split (or pretrain_per_class, or order_by_seed) the dump, and so every key hashed from it, is what it was
         before the field existed."""
         data = handler(self)
-        if data.get("validation") is None:
-            data.pop("validation", None)
+        for optional in ("validation", "pretrain_per_class"):
+            if data.get(optional) is None:
+                data.pop(optional, None)
         if not data.get("order_by_seed", True):
             data.pop("order_by_seed", None)
         return data

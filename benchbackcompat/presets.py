@@ -1,6 +1,7 @@
 """Scenario preset files (TOML) and the resolution of a run configuration.
 
-A preset file has an optional ``[defaults]`` table merged into every scenario, one table per
+A preset file has an optional ``[defaults]`` table merged into every scenario (its ``train`` table also
+into the ``pretrain`` table of a scenario with models pretrained elsewhere), one table per
 scenario under ``[scenarios.<name>]`` (with its ``kind``), and method hyperparameters under
 ``[methods.<name>]``, hyperparameter grids under ``[grids.<method>]`` (``key = [values]``) and the
 validation split and tolerance of selection under ``[selection]``. Command-line values are applied last.
@@ -150,9 +151,14 @@ def resolve_scenarios(
     if (unknown := next((name for name in names if name not in known), None)) is not None:  # names before values
         raise UnknownNameError(f"scenario (preset {preset!r})", unknown, known)
     resolved = []
+    defaults = data.get("defaults", {})
     for name in names:
-        table = deep_merge(deep_merge(data.get("defaults", {}), known[name]), overrides)
-        scenario = validate_model(NamedScenario, {"name": name, "config": table}, f"preset {preset!r}, scenario {name!r}")
+        table = deep_merge(deep_merge(defaults, known[name]), overrides)
+        where = f"preset {preset!r}, scenario {name!r}"
+        scenario = validate_model(NamedScenario, {"name": name, "config": table}, where)
+        if hasattr(scenario.config, "pretrain") and "train" in defaults:  # models pretrained elsewhere: the preset's
+            table["pretrain"] = deep_merge(defaults["train"], table.get("pretrain", {}))  # training defaults (amp, ...)
+            scenario = validate_model(NamedScenario, {"name": name, "config": table}, where)
         check_metrics(name, scenario.config.protocol, scenario.config.metrics)
         resolved.append((scenario, table))
     return resolved

@@ -4,9 +4,13 @@ entries cannot be computed (reported as None, never 0)."""
 from __future__ import annotations
 
 import math
+from typing import ClassVar
 
 import pytest
+import torch
 
+import benchbackcompat
+from benchbackcompat.method import Method
 from benchbackcompat.metrics.summary import summarise
 from benchbackcompat.plugin_host import PluginHost
 from benchbackcompat.presets import resolve_run
@@ -71,3 +75,72 @@ def test_architecture_replacement_marks_cross_tests_not_computable(tmp_path):
     assert er.metrics["top1"].AA_curve[0] is not None and er.metrics["top1"].AA_curve[1] is None
     # the d-Simplex fixes the feature size to K-1 for every architecture: everything is computable
     assert hoc.metrics["top1"].AC is not None and not hoc.notes
+
+
+class AlignProbe(Method):
+    """Fine-tunes with plain cross-entropy and records, at each step's first batch, what ``ctx.align_to`` is."""
+
+    name = "align-probe"
+    description = "records the model each step aligns to"
+    seen: ClassVar[dict[int, dict[str, bool]]] = {}
+
+    def initialise(self, model, source, ctx):
+        super().initialise(model, source, ctx)
+        self.source = None if source is None else {k: v.detach().clone() for k, v in source.state_dict().items()}
+
+    def loss(self, model, batch, ctx):
+        if ctx.step.index not in self.seen:
+            align = ctx.align_to.state_dict() if ctx.align_to is not None else None
+            old = ctx.old_model.state_dict() if ctx.old_model is not None else None
+            self.seen[ctx.step.index] = {
+                "init": ctx.step.init,
+                "is_old_model": ctx.align_to is ctx.old_model and ctx.old_model is not None,
+                "equals_source": align is not None and self.source is not None and all(
+                    torch.equal(align[k], self.source[k]) for k in align),
+                "equals_old": align is not None and old is not None and align.keys() == old.keys() and all(
+                    torch.equal(align[k], old[k]) for k in align)}
+        return super().loss(model, batch, ctx)
+
+
+class ProbePlugin:
+    @benchbackcompat.hookimpl
+    def bbc_register_methods(self):
+        return [AlignProbe]
+
+
+@pytest.mark.slow
+def test_each_task_aligns_to_the_incoming_pretrained_model_at_task_1_and_replacements_else_the_previous(tmp_path):
+    config = resolve_run(scenarios=["iam-cl2r"], methods=["align-probe"], out=tmp_path, device="cpu",
+                         scenario_overrides={**TINY, "num_tasks": 3, "initial_class_fraction": 0.34, "replacements": [3]})
+    host = PluginHost()
+    host.manager.register(ProbePlugin())
+    AlignProbe.seen.clear()
+    records = execute(make_plan(config, host), host)
+    assert [r.status for r in records] == ["finished"]
+    seen = AlignProbe.seen
+    assert [seen[t]["init"] for t in range(3)] == ["pretrained", "previous", "pretrained"]
+    assert seen[0]["equals_source"] and not seen[0]["is_old_model"]  # task 1: the model pretrained elsewhere
+    assert seen[1]["is_old_model"] and seen[1]["equals_old"]  # task 2: the previous, fine-tuned model
+    assert seen[2]["equals_source"] and not seen[2]["equals_old"]  # task 3 (replacement): the incoming model
+
+
+def test_pretraining_inherits_the_presets_training_defaults_and_its_own_table_wins():
+    config = resolve_run(preset="cpu", scenarios=["iam-cl2r"], methods=["er"])
+    scenario = config.scenarios[0].config
+    assert scenario.pretrain.amp == "off"  # the preset's [defaults.train]: fp32, as every other model of the preset
+    assert (scenario.pretrain.batch_size, scenario.train.lr) == (32, 0.001)  # pretraining's own lr is not fine-tuning's
+    overridden = resolve_run(preset="cpu", scenarios=["iam-cl2r"], methods=["er"], assignments=["pretrain.amp=bf16"])
+    assert overridden.scenarios[0].config.pretrain.amp == "bf16"
+
+
+def test_the_pretraining_pool_renders_its_own_number_of_images_per_class(tmp_path):
+    from benchbackcompat.data.embedded import load_embedded
+    from benchbackcompat.data.request import DatasetRequest
+
+    request = dict(cache_dir=tmp_path, num_classes=3, open_classes=2, pretrain_classes=4, train_per_class=5,
+                   test_per_class=2, image_size=8)
+    default = load_embedded(DatasetRequest(**request)).splits["pretrain"]
+    more = load_embedded(DatasetRequest(**request, pretrain_per_class=12)).splits["pretrain"]
+    assert torch.bincount(default.labels).tolist() == [5] * 4 and torch.bincount(more.labels).tolist() == [12] * 4
+    first = torch.cat([torch.nonzero(more.labels == c).flatten()[:5] for c in range(4)])
+    assert torch.equal(more.images[first], default.images)  # the first 5 of each class are the same images

@@ -86,8 +86,11 @@ def _layout(class_ids: Tensor, per_class: int, split: str) -> tuple[Tensor, Tens
 
 
 def _settings(request: DatasetRequest) -> dict[str, int]:
+    """The rendering settings (also the cache key): ``pretrain_per_class`` only when set, so that the settings of
+    a pool rendered with ``train_per_class`` images per class are what they were before it existed."""
     fields = {name: getattr(request, name) for name in DEFAULTS}
-    return {name: DEFAULTS[name] if value is None else value for name, value in fields.items()} | {"seed": request.seed}
+    settings = {name: DEFAULTS[name] if value is None else value for name, value in fields.items()} | {"seed": request.seed}
+    return settings if request.pretrain_per_class is None else settings | {"pretrain_per_class": request.pretrain_per_class}
 
 
 def _build(s: dict[str, int]) -> DatasetBundle:
@@ -95,7 +98,7 @@ def _build(s: dict[str, int]) -> DatasetBundle:
     parts = {"train": (train_ids, s["train_per_class"], "train"), "test": (train_ids, s["test_per_class"], "test"),
              "open_query": (open_ids, OPEN_QUERY_PER_CLASS, "open_query"),
              "open_gallery": (open_ids, OPEN_GALLERY_PER_CLASS, "open_gallery"),
-             "pretrain": (pretrain_ids, s["train_per_class"], "train")}  # pretraining images render as train
+             "pretrain": (pretrain_ids, s.get("pretrain_per_class", s["train_per_class"]), "train")}  # rendered as train
     layouts = {name: _layout(*part) for name, part in parts.items() if part[0].numel()}
     ids, codes, index, _ = (torch.cat(column) for column in zip(*layouts.values()))
     images = torch.split(_render(s["seed"], ids, codes, index, s["image_size"]), [len(v[0]) for v in layouts.values()])
