@@ -218,3 +218,10 @@ def test_header_says_whether_cells_from_several_commits_ran_the_same_method_code
     records[0]["identity"] = {"code": {"source": "edited"}}
     parsed = merge_records([("fixture", records)]).records
     assert f"(the code of {records[0]['method']} differs between its cells)" in header_markdown(parsed, "d")
+
+
+def test_chance_floor_is_twice_chance_or_a_fifth_of_the_way_to_100_where_chance_is_high():
+    from benchbackcompat.report.aggregate import chance_floor
+
+    assert chance_floor(2.0) == 4.0 and chance_floor(10.0) == 20.0  # top-1 over 50 and 10 classes
+    assert chance_floor(50.0) == 60.0  # pair verification: twice chance would be 100%, which no model reaches

@@ -32,6 +32,13 @@ from benchbackcompat.report.columns import Column, columns_for, ranking
 MIN_UPDATE_GAIN = 10.0  # points: below this reference self - old self, P_com divides by noise (a 6-point update
 # on 600 queries gives P_com intervals two units wide)
 CHANCE_FACTOR = 2.0  # a self-test below this multiple of chance marks a model at chance level
+CHANCE_SHARE = 0.2  # ... or, where chance is high (pair verification: 50%), below this share of the way to 100%
+
+
+def chance_floor(chance: float) -> float:
+    """The self-test (%) below which a model is at chance level: ``CHANCE_FACTOR`` x chance, or ``CHANCE_SHARE`` of
+    the way from chance to 100% where that is lower (twice the 50% of pair verification would be 100%)."""
+    return min(CHANCE_FACTOR * chance, chance + CHANCE_SHARE * (100.0 - chance))
 
 
 @dataclass(frozen=True)
@@ -305,7 +312,7 @@ def _replicates(stored: dict[str, Any], seed: int) -> dict[str, np.ndarray]:
 def _chance_reason(records: list[FinishedRecord], columns: list[Column]) -> str:
     """Why a row is at chance level ("" when it is not): its weakest self-test (old and new model for one
     update, every model of a sequence), averaged over seeds, is below ``CHANCE_FACTOR`` x the chance level
-    of the table's first metric."""
+    of the table's first metric (:func:`chance_floor`)."""
     metric = columns[0].metric if columns else None
     chances = [r.chance.get(metric) for r in records]
     if metric is None or any(c is None for c in chances):
@@ -318,10 +325,10 @@ def _chance_reason(records: list[FinishedRecord], columns: list[Column]) -> str:
             return ""
         weakest.append(min(diagonal))
     chance, self_test = statistics.fmean(chances), statistics.fmean(weakest)
-    if self_test >= CHANCE_FACTOR * chance:
+    if self_test >= chance_floor(chance):
         return ""
-    return (f"at chance level: its weakest self-test ({self_test:.2f}) is below {CHANCE_FACTOR:g} × chance "
-            f"({chance:.2f}) in {metric}; not ranked")
+    return (f"at chance level: its weakest self-test ({self_test:.2f}) is below {chance_floor(chance):.2f} (chance "
+            f"{chance:.2f}) in {metric}; not ranked")
 
 
 def _why_missing(record: FinishedRecord, column: Column) -> str:

@@ -18,7 +18,7 @@ from benchbackcompat.store.checkpoint import atomic_write_bytes
 from benchbackcompat.report import figures
 from benchbackcompat.config import SCENARIO_CLASSES, kind_class
 from benchbackcompat.record import CellRecord, FinishedRecord
-from benchbackcompat.report.aggregate import CHANCE_FACTOR, MIN_UPDATE_GAIN, Table, build_tables
+from benchbackcompat.report.aggregate import CHANCE_FACTOR, CHANCE_SHARE, MIN_UPDATE_GAIN, Table, build_tables
 from benchbackcompat.report.calibration import Calibration
 from benchbackcompat.report.columns import STATISTICS, metric_name
 from benchbackcompat.presets import available_presets, preset_scenarios
@@ -162,7 +162,8 @@ def readme_markdown(pages: list[Page], merged: Merged, command: str, date: str, 
         f"for a sequence (1 = best, equal displayed values share a rank). P_com is shown only when the update it "
         f"divides by, reference self − old self, is significantly positive and at least {MIN_UPDATE_GAIN:g} "
         f"points; otherwise `–` with a footnote giving that update, and the row is ranked only if no row has a "
-        f"P_com (then by cross). A model whose weakest self-test is below {CHANCE_FACTOR:g} × chance is flagged "
+        f"P_com (then by cross). A model whose weakest self-test is below {CHANCE_FACTOR:g} × chance (or, where that "
+        f"exceeds it, {CHANCE_SHARE:g} of the way from chance to 100%: 60% for pair verification) is flagged "
         f"`(chance level)` and not ranked or bolded.",
         "- `-` marks a value that could not be computed and `nan` a run that diverged (as in the papers); "
         "each carries a footnote saying why.",
