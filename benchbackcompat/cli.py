@@ -330,7 +330,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         values = record.metrics[metric].scalars()
         print("  " + ", ".join(f"{k} {v:.3f}" if isinstance(v, float) else f"{k} {v}" for k, v in values.items()))
     print("\ntraining curves (per step: first -> last epoch, minimum)")
-    print(curve_summary(record.curves))
+    print(curve_summary(store.curves(record.key)))
     return 0
 
 
