@@ -191,11 +191,11 @@ def readme_markdown(pages: list[Page], merged: Merged, command: str, date: str, 
              "- Training curves are not published (no page reads them): a run writes each cell's curves beside its "
              "record, in `cells/<key>/curves.json` of its results folder, and `benchbackcompat show KEY` summarises "
              "them."]
-    for folder, _ in stored:
+    for folder, body in stored:
         files.append(f"- `{folder}/cells/*/record.json`: the stored results these pages are rendered from, one record "
                      f"per cell (configuration, versions, matrices, every query's outcome, timings); "
                      f"`{folder}/calibration/*.json`: the convergence summaries (`benchbackcompat calibrate`) that "
-                     f"the claims report names.")
+                     f"the claims report names" + (f"; `{folder}/README.md`: their notes, quoted below." if body else "."))
     parts.append("\n".join(files))
     parts += [body for _, body in stored if body]
     return "\n\n".join(parts) + "\n"
