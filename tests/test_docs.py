@@ -12,7 +12,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 LEADERBOARD = ROOT / "leaderboard"
-LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")  # [text](target) and ![alt](target)
+LINK = re.compile(r"!?\[(?:\\.|[^\]\\])*\]\(([^)\s]+)\)")  # [text](target) and ![alt](target)
 
 
 def tracked(*patterns: str) -> list[Path]:
