@@ -100,7 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
     board = sub.add_parser("leaderboard", help="render the leaderboard from stored results (no training)")
     board.add_argument("--results", type=Path, action="append",
                        help="results directory (repeatable, merged; on a duplicate cell the first listed wins; default ./results); "
-                            "its calibration/*.json (benchmarks/calibrate.py --summary) go into the claims report")
+                            "its calibration/*.json (benchbackcompat calibrate --summary) go into the claims report")
     board.add_argument("--out", type=Path, help="write the leaderboard folder (Markdown pages, figures, CSV, JSON) instead of printing")
     board.add_argument("--grids", action="store_true", help="also print the whole grid of every method whose hyperparameters were selected")
 

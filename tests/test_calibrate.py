@@ -7,11 +7,11 @@ import json
 import numpy as np
 import pytest
 
-from benchbackcompat.calibrate import CalibrationOptions, calibrate
+from benchbackcompat.calibrate import CalibrationOptions, calibrate, paired, self_tests
 from benchbackcompat.cli import main
 from benchbackcompat.errors import BenchError
 from benchbackcompat.metrics import outcomes
-from benchbackcompat.record import parse_record
+from benchbackcompat.record import FinishedRecord, parse_record
 from benchbackcompat.report.calibration import read_calibrations
 from benchbackcompat.testing.scenarios import tiny_run_args
 
@@ -79,6 +79,20 @@ def test_a_change_beyond_the_tolerance_and_a_small_update_are_reported(tmp_path)
     assert "ext-class/independent/0: update gain 20.0 < 25 points" in small.failures
 
 
+def test_self_tests_are_the_diagonal_the_old_model_and_the_reference():
+    record = FinishedRecord(key="k", label="l", scenario="ext-class", kind="ext-class", method="hoc", seed=0,
+                            status="finished", matrices={"cmc@1": [[40.0, None], [35.0, 60.0]]},
+                            metrics={"cmc@1": {"old_self": 42.0, "reference_self": 65.0}})
+    assert self_tests(record, "cmc@1") == {"model 0": 40.0, "model 1": 60.0, "old_self": 42.0, "reference_self": 65.0}
+
+
+def test_each_cell_is_paired_with_its_longer_run():
+    hoc, er = ("cl2r", "hoc", 0), ("cl2r", "er", 0)
+    pairs, failures = paired({hoc: "hoc 90", er: "er 90"}, {hoc: "hoc 135"})
+    assert pairs == [(hoc, "hoc 90", "hoc 135")]
+    assert failures == ["cl2r/er/0: no finished cell in the longer run"]
+
+
 def test_no_finished_cell_is_one_clear_error(tmp_path):
     with pytest.raises(BenchError, match="no finished cell of ext-class .* computed top1"):
         calibrate(CalibrationOptions(out=tmp_path, metric="top1"), Runner(gain=0))
@@ -86,6 +100,12 @@ def test_no_finished_cell_is_one_clear_error(tmp_path):
 
 @pytest.mark.slow
 def test_calibrate_command_trains_both_lengths_and_writes_the_summary(tmp_path, capsys):
+    """A --base folder that also holds another evaluation size and another metric: only the cells the run plans
+    are compared."""
+    tiny = tiny_run_args(epochs=2)
+    base = ["run", "--preset", "quick", "--scenario", "ext-class", "--methods", "independent", "--out",
+            str(tmp_path / "base"), *tiny]
+    assert main([*base, "--set", "data.test_per_class=6"]) == 0 and main([*base, "--set", 'metrics=["map"]']) == 0
     summary = tmp_path / "results" / "calibration" / "quick.json"
     assert main(["calibrate", "--preset", "quick", "--scenario", "ext-class", "--methods", "independent",
                  "--out", str(tmp_path), "--summary", str(summary), "--", *tiny_run_args(epochs=2)]) == 0
@@ -93,5 +113,6 @@ def test_calibrate_command_trains_both_lengths_and_writes_the_summary(tmp_path, 
     assert "| ext-class  | independent |      0 | old_self" in out and "2 epochs" in out and "3 epochs" in out
     stored = json.loads(summary.read_text())
     assert stored["epochs"] == [2, 3] and stored["preset"] == "quick" and len(stored["cells"]) == 1
+    assert {change["queries"] for change in stored["changes"]} == {6 * 12}  # 6 classes x 12 test images, not 6 x 6
     records = [json.loads(p.read_text()) for p in (tmp_path / "longer").glob("cells/*/record.json")]
     assert records and all(r["config"]["train"]["epochs"] == 3 for r in records)

@@ -380,7 +380,7 @@ def test_fault_spec_counts_hits_and_rejects_bad_specs():
     faults.fault_point("train-batch")  # cleared: nothing happens
 
 
-# --- results you can trust: files and locks (issue 16) -----------------------------------------------------------
+# --- results you can trust: files and locks ------------------------------------------------------------------
 
 def test_records_are_strict_json_with_nan_as_null(tmp_path):
     store = ResultStore(tmp_path)
