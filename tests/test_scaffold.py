@@ -41,6 +41,7 @@ def test_rendered_files_are_valid_python_and_toml():
         if path.endswith(".py"):
             compile(text, path, "exec")
     assert 'name = "my-method"' in files["bbc_my_method/method.py"]
+    assert "://" not in "".join(files.values())  # no address the project does not publish (a placeholder link)
 
 
 def test_refuses_a_non_empty_folder_and_an_installed_name(tmp_path):
