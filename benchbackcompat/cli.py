@@ -100,9 +100,24 @@ def build_parser() -> argparse.ArgumentParser:
     board = sub.add_parser("leaderboard", help="render the leaderboard from stored results (no training)")
     board.add_argument("--results", type=Path, action="append",
                        help="results directory (repeatable, merged; on a duplicate cell the first listed wins; default ./results); "
-                            "its calibration/*.json (benchmarks/calibrate.py --summary) go into the claims report")
+                            "its calibration/*.json (benchbackcompat calibrate --summary) go into the claims report")
     board.add_argument("--out", type=Path, help="write the leaderboard folder (Markdown pages, figures, CSV, JSON) instead of printing")
     board.add_argument("--grids", action="store_true", help="also print the whole grid of every method whose hyperparameters were selected")
+
+    calibration = sub.add_parser("calibrate", help="train a preset's cells as given and longer: did the self-tests converge?")
+    calibration.add_argument("--preset", default="cpu")
+    calibration.add_argument("--scenario", default="ext-class", help="comma-separated scenario names of the preset")
+    calibration.add_argument("--methods", default="independent", help="comma-separated method names")
+    calibration.add_argument("--seeds", default="0", help="comma-separated seeds")
+    calibration.add_argument("--out", type=Path, default=Path("results-calibration"), help="results folder of both runs")
+    calibration.add_argument("--factor", type=float, default=1.5, help="epochs multiplier of the longer run")
+    calibration.add_argument("--metric", default="cmc@1")
+    calibration.add_argument("--tolerance", type=float, default=2.0, help="largest self-test change allowed, points")
+    calibration.add_argument("--min-gain", type=float, default=15.0, help="smallest update gain of a single update, points")
+    calibration.add_argument("--base", type=Path, help="results folder of the run as given (default OUT/base)")
+    calibration.add_argument("--summary", type=Path, help="also write the measured self-tests here as JSON (a results "
+                             "folder's calibration/*.json go into the claims report)")
+    calibration.add_argument("run_args", nargs="*", metavar="-- RUN-ARGS", help="more `run` arguments for both runs")
 
     validate = sub.add_parser("validate", help="validate a preset and method hyperparameters without running")
     validate.add_argument("--preset", default="quick")
@@ -330,7 +345,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         values = record.metrics[metric].scalars()
         print("  " + ", ".join(f"{k} {v:.3f}" if isinstance(v, float) else f"{k} {v}" for k, v in values.items()))
     print("\ntraining curves (per step: first -> last epoch, minimum)")
-    print(curve_summary(record.curves))
+    print(curve_summary(store.curves(record.key)))
     return 0
 
 
@@ -400,9 +415,21 @@ def cmd_new_method(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    from benchbackcompat.calibrate import CalibrationOptions, calibrate
+
+    options = CalibrationOptions(preset=args.preset, scenario=args.scenario, methods=args.methods, seeds=args.seeds,
+                                 out=args.out, factor=args.factor, metric=args.metric, tolerance=args.tolerance,
+                                 min_gain=args.min_gain, base=args.base, summary=args.summary,
+                                 run_args=tuple(a for a in args.run_args if a != "--"))
+    result = calibrate(options, lambda argv: run_cells(build_parser().parse_args(argv))[0])
+    print(result.text)
+    return 0
+
+
 COMMANDS = {"run": cmd_run, "list": cmd_list, "describe": cmd_describe, "status": cmd_status, "show": cmd_show,
             "compare": cmd_compare, "export": cmd_export, "leaderboard": cmd_leaderboard, "validate": cmd_validate,
-            "new-method": cmd_new_method}
+            "new-method": cmd_new_method, "calibrate": cmd_calibrate}
 
 if __name__ == "__main__":
     sys.exit(main())

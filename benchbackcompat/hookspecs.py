@@ -68,4 +68,5 @@ def bbc_on_log(cell: str, step: int, epoch: int, values: dict[str, float]) -> No
 @hookspec
 def bbc_on_cell_finished(record: dict[str, Any]) -> None:
     """Observe a finished cell: ``record`` is what the store wrote (configuration, metrics,
-    compatibility matrices, curves, timings)."""
+    compatibility matrices, timings) and ``curves``, the per-epoch values that the store keeps in
+    ``curves.json``."""

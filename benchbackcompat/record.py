@@ -1,11 +1,12 @@
 """The record of a cell: what ``record.json`` holds, as typed models.
 
-A record is one of four outcomes, told apart by ``status``: ``finished`` (metrics, matrices, curves),
+A record is one of four outcomes, told apart by ``status``: ``finished`` (metrics, matrices, timings),
 ``diverged`` (where the loss stopped being finite), ``not-applicable`` (the method does not support the
 scenario) and ``failed`` (an error; returned to the run, never stored). Every record carries the cell's
 identity (key, label, scenario, method, seed, configuration) and its provenance (versions, device,
 code and data identity, when it was computed). The JSON layout is flat, as the first records were
-written; fields this model does not name pass through unchanged.
+written; fields this model does not name pass through unchanged. A finished cell's training curves are not part
+of its record: the store keeps them beside it, in ``curves.json`` (``ResultStore.curves``).
 """
 from __future__ import annotations
 
@@ -103,7 +104,6 @@ class FinishedRecord(RecordBase):
     chance: dict[str, Number] = {}
     update_gain: dict[str, Matrix] | None = None  # G[t][k] for sequences that declare it
     notes: list[str] = []
-    curves: dict[str, list[dict[str, Any]]] = {}  # step index -> per-epoch training values
     shared_models: list[str] = []
     timings: dict[str, Any] = {}
 

@@ -127,7 +127,7 @@ packages = ["$pkg"]
 README_TEMPLATE = '''\
 # $dist
 
-The `$name` method for [benchbackcompat](https://github.com/benchbackcompat/benchbackcompat): cross-entropy
+The `$name` method for the `benchbackcompat` benchmark of backward-compatible representations: cross-entropy
 plus a compatibility term that pulls the new model's features towards the frozen old model's.
 Edit `$pkg/method.py`; see the benchbackcompat guide `docs/writing-a-method.md`.
 

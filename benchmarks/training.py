@@ -1,6 +1,6 @@
 """HOC training throughput against a conventional pipeline built to the official iamcl2r recipe.
 
-Workload (issue 19, first row): one d-Simplex-HOC fine-tuning step, ResNet-18 with the ImageNet
+Workload (the IAM-CL2R fine-tuning step of CVPR 2024's official code): one d-Simplex-HOC fine-tuning step, ResNet-18 with the ImageNet
 stem, 32x32 images, batch 128, 10 new classes x 300 images, the previous model frozen as the
 reference (its features computed once per batch, under no_grad), SGD.
 

@@ -279,7 +279,7 @@ def test_any_bytes_with_a_valid_checksum_load_cleanly(noise, position, from_real
         assert result is None or isinstance(result, (dict, BenchError))
 
 
-# --- results you can trust: the remaining gaps (issue 16) ---------------------------------------------------------
+# --- results you can trust: the remaining gaps ----------------------------------------------------------------
 
 FIXTURE_RECORDS = Path(__file__).parent / "fixtures" / "leaderboard_records.json"
 

@@ -1,5 +1,5 @@
 """The benchmark scripts run against today's API (they are not imported by the package, so nothing else would
-notice when it changes): grid_cost counts each shared model once; calibrate reads a record's self-tests."""
+notice when it changes): grid_cost counts each shared model once; feature_drift measures saved models."""
 from __future__ import annotations
 
 import importlib.util
@@ -56,15 +56,6 @@ def test_grid_cost_stretches_epochs_to_the_step_floor_and_skips_cells_that_train
     assert not sequence["multi-step-seen"].train and sequence["multi-step-seen"].extract == sequence["multi-step"].extract
 
 
-def test_calibrate_reads_the_self_tests_of_a_record():
-    calibrate = script("calibrate")
-    record = FinishedRecord(key="k", label="l", scenario="ext-class", kind="ext-class", method="hoc", seed=0,
-                            status="finished", matrices={"cmc@1": [[40.0, None], [35.0, 60.0]]},
-                            metrics={"cmc@1": {"old_self": 42.0, "reference_self": 65.0}})
-    assert calibrate.self_tests(record, "cmc@1") == {"model 0": 40.0, "model 1": 60.0, "old_self": 42.0,
-                                                     "reference_self": 65.0}
-
-
 def test_feature_drift_measures_saved_models_and_never_trains(tmp_path):
     import pytest
 
@@ -89,30 +80,3 @@ def test_feature_drift_measures_saved_models_and_never_trains(tmp_path):
     assert all(-1.0 <= value <= 1.0 + 1e-6 for value in row[3:7])
     with pytest.raises(BenchError, match="has updates 1 to 1"):
         drift.drift_rows(runner(), [2])
-
-
-def test_calibrate_pairs_each_cell_with_its_longer_run():
-    calibrate = script("calibrate")
-    hoc, er = ("cl2r", "hoc", 0), ("cl2r", "er", 0)
-    pairs, failures = calibrate.paired({hoc: "hoc 90", er: "er 90"}, {hoc: "hoc 135"})
-    assert pairs == [(hoc, "hoc 90", "hoc 135")]
-    assert failures == ["cl2r/er/0: no finished cell in the longer run"]
-
-
-def test_calibrate_reads_exactly_the_cells_its_run_plans(tmp_path):
-    """A ``--base`` folder holds other evaluation sizes, other metrics (multi-step-seen: one table per metric) and
-    ablations: only the records of the cells that the run's own arguments plan are read."""
-    import argparse
-
-    from benchbackcompat.cli import main
-
-    calibrate = script("calibrate")
-    args = argparse.Namespace(preset="quick", scenario="ext-class", methods="independent", seeds="0", metric="cmc@1")
-    tiny = [arg for assignment in TINY for arg in ("--set", assignment)]
-    more_queries, map_only = ["--set", "data.test_per_class=6"], ["--set", 'metrics=["map"]']
-    for extra in ([], more_queries, map_only):
-        assert main(calibrate.run_arguments(tmp_path, args, [*tiny, *extra])) == 0
-    (given,) = calibrate.finished(tmp_path, args, tiny).values()
-    (larger,) = calibrate.finished(tmp_path, args, [*tiny, *more_queries]).values()
-    assert [r.outcomes["cmc@1"]["C"][0][0]["n"] for r in (given, larger)] == [6 * 4, 6 * 6]  # 6 classes
-    assert calibrate.finished(tmp_path, args, [*tiny, *map_only]) == {}

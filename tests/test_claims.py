@@ -159,7 +159,7 @@ def test_claims_name_the_measured_convergence_of_their_scenario(tmp_path):
     folder = tmp_path / "calibration"
     folder.mkdir()
     (folder / "cpu.json").write_text(json.dumps({"preset": "p", "dataset": "d", "metric": "cmc@1", "epochs": [90, 135],
-                                                 "tolerance": 2.0, "command": "python benchmarks/calibrate.py",
+                                                 "tolerance": 2.0, "command": "benchbackcompat calibrate",
                                                  "cells": cells}))
     calibrations = read_calibrations([tmp_path])
     assert convergence(calibrations, "d", "p", "ext-class") == (
@@ -181,7 +181,7 @@ def test_claims_name_the_measured_convergence_of_their_scenario(tmp_path):
 def test_a_broken_calibration_summary_is_a_one_line_error(tmp_path):
     (tmp_path / "calibration").mkdir()
     (tmp_path / "calibration" / "cpu.json").write_text('{"preset": "p"}')
-    with pytest.raises(BenchError, match=r"calibration/cpu.json: not a calibration summary .*calibrate.py --summary"):
+    with pytest.raises(BenchError, match=r"calibration/cpu.json: not a calibration summary .*calibrate --summary"):
         read_calibrations([tmp_path])
 
 

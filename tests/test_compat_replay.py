@@ -26,4 +26,4 @@ def test_bct_er_runs_multi_step_with_memory(tmp_path):
                  "--set", "num_models=3", "--set", "memory_per_class=5"]) == 0
     (record,) = ResultStore(tmp_path).records()
     assert record.status == "finished" and len(record.matrices["cmc@1"]) == 3
-    assert record.curves["2"][0]["influence"] > 0  # the old classifier regularised the memory + new data
+    assert ResultStore(tmp_path).curves(record.key)["2"][0]["influence"] > 0  # the old classifier regularised the memory + new data

@@ -1,5 +1,5 @@
 """CoReS verification pairs come from the eval dataset's test split, normalised with its own statistics
-when asked (seed-003: "We do not use the training-set of CIFAR-10"); IAM-CL2R keeps the training statistics."""
+when asked (CoReS, IEEE TPAMI 2023: "We do not use the training-set of CIFAR-10"); IAM-CL2R keeps the training statistics."""
 from __future__ import annotations
 
 import pytest

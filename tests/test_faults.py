@@ -25,7 +25,6 @@ from benchbackcompat.store.checkpoint import checksum_path, load_checkpoint, sav
 from benchbackcompat.engine.evaluate import extract_features, score
 from benchbackcompat.errors import BenchError
 from benchbackcompat.store import ResultStore
-from benchbackcompat.record import CellRecord
 
 TINY = [
     "--set", "data.num_classes=6", "--set", "data.train_per_class=40", "--set", "data.test_per_class=12",
@@ -102,15 +101,13 @@ def reference(runner, tmp_path_factory) -> dict:
     return {"out": out, "record": record}
 
 
-def outcome(record: CellRecord) -> dict:
-    """What a resumed run must reproduce exactly (``shared_models`` is left out: a step resumed from its
-    checkpoint does not list the shared model it was made from, a provenance gap of run_steps)."""
-    return {k: getattr(record, k) for k in ("status", "matrices", "metrics", "curves")}
-
-
-def final_record(out: Path) -> CellRecord:
-    (record,) = ResultStore(out).records()
-    return record
+def outcome(out: Path) -> dict:
+    """What a resumed run must reproduce exactly, the record's results and its training curves (``shared_models``
+    is left out: a step resumed from its checkpoint does not list the shared model it was made from, a provenance
+    gap of run_steps)."""
+    store = ResultStore(out)
+    (record,) = store.records()
+    return {**{k: getattr(record, k) for k in ("status", "matrices", "metrics")}, "curves": store.curves(record.key)}
 
 
 # --- SIGKILL at any moment loses at most the unfinished step ---------------------------------------------
@@ -141,7 +138,7 @@ def test_sigkill_then_resume_gives_the_uninterrupted_record(where, runner, refer
     assert (signal, rc) == (None, 0), log
     if "checksum" in where:
         assert "step-1.pt has no checksum (its write was interrupted); recomputing it" in log
-    assert outcome(final_record(out)) == outcome(reference["record"])
+    assert outcome(out) == outcome(reference["out"])
 
 
 @pytest.mark.slow
@@ -152,7 +149,7 @@ def test_repeated_kills_in_one_lineage(runner, reference, tmp_path):
         signal, _, log = runner.run(out, fault=fault)
         assert signal == 9, log
     assert runner.run(out)[:2] == (None, 0)
-    assert outcome(final_record(out)) == outcome(reference["record"])
+    assert outcome(out) == outcome(reference["out"])
 
 
 # --- corrupted or truncated files are detected, reported and recomputed ----------------------------------
@@ -181,7 +178,7 @@ def test_corrupt_checkpoints_and_results_are_reported_and_recomputed(runner, ref
                "step-2": "multi-step/l2/seed0 step 2 of 3:"}
     retrained = {tag for tag, line in trained.items() if line in log}
     assert retrained == {"standard-0", "step-1"}  # the intact step 2 was loaded, not retrained
-    assert outcome(final_record(out)) == outcome(reference["record"])
+    assert outcome(out) == outcome(reference["out"])
 
 
 @pytest.mark.parametrize("damage", ["truncate", "edit", "drop-checksum", "not-json"])
@@ -310,7 +307,7 @@ def test_oom_in_evaluation_retries_with_smaller_chunks(runner, reference, tmp_pa
     signal, rc, log = runner.run(out, fault="extract-batch@1:oom")
     assert (signal, rc) == (None, 0), log
     assert "out of memory in feature extraction with chunks of 512; retrying with 256" in log
-    assert outcome(final_record(out)) == outcome(reference["record"])
+    assert outcome(out) == outcome(reference["out"])
 
 
 class OutOfMemoryAbove:
@@ -383,7 +380,7 @@ def test_fault_spec_counts_hits_and_rejects_bad_specs():
     faults.fault_point("train-batch")  # cleared: nothing happens
 
 
-# --- results you can trust: files and locks (issue 16) -----------------------------------------------------------
+# --- results you can trust: files and locks ------------------------------------------------------------------
 
 def test_records_are_strict_json_with_nan_as_null(tmp_path):
     store = ResultStore(tmp_path)

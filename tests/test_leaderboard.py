@@ -108,6 +108,27 @@ def test_show_prints_the_curve_summary(two_dirs, capsys):
     assert re.search(r"\| 1 +\| 2 +\| 2\.500 -> 1\.500 \(min 1\.500\) +\| 0\.050 -> 0\.010 +\|", out), out
 
 
+def test_curves_are_stored_beside_the_record_and_read_from_either_place(tmp_path):
+    import hashlib
+
+    (record,) = [r for r in fixture_records() if r["label"] == "ext-class/independent/seed0"]
+    new = ResultStore(tmp_path / "new")
+    folder = new.write_record(record["key"], record).parent
+    stored = json.loads((folder / "record.json").read_text())
+    assert "curves" not in stored and json.loads((folder / "curves.json").read_text()) == record["curves"]
+    content = {k: v for k, v in stored.items() if k != "sha256"}  # the checksum, written out: sorted compact JSON
+    assert stored["sha256"] == hashlib.sha256(json.dumps(content, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+    assert new.record(record["key"]) is not None and new.curves(record["key"]) == record["curves"]
+    new.clear_cell(record["key"])
+    assert not (folder / "curves.json").exists() and new.curves(record["key"]) == {}
+    old = tmp_path / "old" / "cells" / record["key"]  # a record written when the curves were inside it
+    old.mkdir(parents=True)
+    inline = {"format": 1, **record}
+    inline["sha256"] = hashlib.sha256(json.dumps(inline, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+    (old / "record.json").write_text(json.dumps(inline))
+    assert ResultStore(tmp_path / "old").curves(record["key"]) == record["curves"]
+
+
 class FakeWriter:
     instances: list[FakeWriter] = []
 

@@ -33,7 +33,7 @@ def test_redirected_run_logs_plain_lines_with_cells_data_steps_and_resume(tmp_pa
     assert "  ext-class/l2/seed0 step 1 of 2: 2 epochs, loss " in log and "lr 0.05 -> 0.05," in log
     assert any(re.fullmatch(r"cell ext-class/l2/seed0: finished in \d+\.\d s", line) for line in lines)
     record = next(ResultStore(tmp_path).records())
-    assert [epoch["lr"] for epoch in record.curves["1"]] == pytest.approx([0.05, 0.05])
+    assert [epoch["lr"] for epoch in ResultStore(tmp_path).curves(record.key)["1"]] == pytest.approx([0.05, 0.05])
 
     # an interrupted cell: the record and the last step are gone, the first step's checkpoint is kept
     cell = ResultStore(tmp_path).cell_dir(record.key)

@@ -25,7 +25,7 @@ from benchbackcompat.metrics import (
 
 NAN = float("nan")
 
-# d-Simplex-HOC, 7 tasks, iamcl2r notebook (seed-000-iamcl2r.md); fractions, upper triangle unused.
+# d-Simplex-HOC, 7 tasks, the official IAM-CL2R code's notebook (CVPR 2024); fractions, upper triangle unused.
 HOC7 = np.array([
     [.58892, 0, 0, 0, 0, 0, 0],
     [.59700, .61560, 0, 0, 0, 0, 0],

@@ -19,31 +19,31 @@ IAM = dict(dataset="cifar100", per_class=300, backbone="resnet18-imagenet", feat
            schedule=("cosine", []), batch=128, memory=20, eval="cifar10", pretrain=(300, 128, 0.1))
 VIT_NEW = dict(new=(VIT, True, 224, 80, 0.005))
 
-# scenario -> (spec section, expected values); "steps": models or tasks
+# scenario -> (the paper and where it says so, expected values); "steps": models or tasks
 TABLE = {
-    "ext-data": ("seed-002 Sec. 4 (ResNet18: 200 epochs, lr 0.1, batch 128, cosine; 128-d)", dict(HBCT, steps=2)),
-    "ext-class": ("seed-002 Sec. 4", dict(HBCT, steps=2)),
-    "new-arch": ("seed-002 Sec. 4 (ViT-B-16 from ImageNet-21k, fine-tuned 80 epochs at lr 0.005)", dict(HBCT, steps=2, **VIT_NEW)),
-    "both": ("seed-002 Sec. 4", dict(HBCT, steps=2, **VIT_NEW)),
-    "hbct-sequential": ("seed-002 Sec. 4 / Fig. 5 (5 stages of +20 classes, from scratch)", dict(HBCT, steps=5, init="scratch")),
-    "multi-step-2": ("seed-004 Sec. 4.1 (CIFAR100 row; encoder features, Sec. 3)", dict(PSP, steps=2)),
-    "multi-step-5": ("seed-004 Sec. 4.1", dict(PSP, steps=5)),
-    "multi-step-20": ("seed-004 Sec. 4.1", dict(PSP, steps=20)),
-    "multi-step-50": ("seed-004 Sec. 4.1", dict(PSP, steps=50)),
-    "multi-step-tin-2": ("seed-004 Sec. 4.1 (TinyImageNet200 row)", dict(PSP_TIN, steps=2)),
-    "multi-step-tin-5": ("seed-004 Sec. 4.1", dict(PSP_TIN, steps=5)),
-    "multi-step-tin-20": ("seed-004 Sec. 4.1", dict(PSP_TIN, steps=20)),
-    "multi-step-tin-50": ("seed-004 Sec. 4.1", dict(PSP_TIN, steps=50)),
-    "cores-10": ("seed-003 Sec. 4-5 (SENet-18, fc1 99-d, 100 epochs /10 at 70; CIFAR-10 test pairs)",
+    "ext-data": ("HBCT (ICML 2025), protocols (ResNet18: 200 epochs, lr 0.1, batch 128, cosine; 128-d)", dict(HBCT, steps=2)),
+    "ext-class": ("HBCT (ICML 2025), protocols", dict(HBCT, steps=2)),
+    "new-arch": ("HBCT (ICML 2025), protocols (ViT-B-16 from ImageNet-21k, fine-tuned 80 epochs at lr 0.005)", dict(HBCT, steps=2, **VIT_NEW)),
+    "both": ("HBCT (ICML 2025), protocols", dict(HBCT, steps=2, **VIT_NEW)),
+    "hbct-sequential": ("HBCT (ICML 2025) Fig. 5 (5 stages of +20 classes, from scratch)", dict(HBCT, steps=5, init="scratch")),
+    "multi-step-2": ("Probability Simplex, Table 1 (CIFAR100 row; encoder features)", dict(PSP, steps=2)),
+    "multi-step-5": ("Probability Simplex, Table 1", dict(PSP, steps=5)),
+    "multi-step-20": ("Probability Simplex, Table 1", dict(PSP, steps=20)),
+    "multi-step-50": ("Probability Simplex, Table 1", dict(PSP, steps=50)),
+    "multi-step-tin-2": ("Probability Simplex, Table 1 (TinyImageNet200 row)", dict(PSP_TIN, steps=2)),
+    "multi-step-tin-5": ("Probability Simplex, Table 1", dict(PSP_TIN, steps=5)),
+    "multi-step-tin-20": ("Probability Simplex, Table 1", dict(PSP_TIN, steps=20)),
+    "multi-step-tin-50": ("Probability Simplex, Table 1", dict(PSP_TIN, steps=50)),
+    "cores-10": ("CoReS (TPAMI 2023), protocol (SENet-18, fc1 99-d, 100 epochs /10 at 70; CIFAR-10 test pairs)",
                  dict(dataset="cifar100", backbone="senet18", feature=99, epochs=100, lr=0.1, schedule=("multistep", [70]),
                       batch=128, memory=0, steps=10, eval="cifar10", eval_normalisation="eval", protocol="verification")),
-    "cl2r-2": ("seed-001 Sec. 3.1, Table I (CIFAR100/10)", dict(CL2R, steps=2)),
-    "cl2r-7": ("seed-001 Sec. 3.1, Table I", dict(CL2R, steps=7)),
-    "cl2r-16": ("seed-001 Sec. 3.1, Table I", dict(CL2R, steps=16)),
-    "cl2r-31": ("seed-001 Sec. 3.1, Table I", dict(CL2R, steps=31)),
-    "iam-cl2r-7": ("seed-001 Sec. 3.2, Table V (CIFAR100R/10); seed-000 (512-d ResNet-18 features)", dict(IAM, steps=7)),
-    "iam-cl2r-31": ("seed-001 Sec. 3.2, Table V", dict(IAM, steps=31)),
-    "iam-cl2r-31-arch": ("seed-001 Sec. 3.2 (ResNet18 -> SENet18 -> RegNetY_400MF)", dict(IAM, steps=31)),
+    "cl2r-2": ("Stationary representations (journal), Table I (CIFAR100/10)", dict(CL2R, steps=2)),
+    "cl2r-7": ("Stationary representations (journal), Table I", dict(CL2R, steps=7)),
+    "cl2r-16": ("Stationary representations (journal), Table I", dict(CL2R, steps=16)),
+    "cl2r-31": ("Stationary representations (journal), Table I", dict(CL2R, steps=31)),
+    "iam-cl2r-7": ("Stationary representations (journal), Table V (CIFAR100R/10); IAM-CL2R (CVPR 2024) code (512-d ResNet-18 features)", dict(IAM, steps=7)),
+    "iam-cl2r-31": ("Stationary representations (journal), Table V", dict(IAM, steps=31)),
+    "iam-cl2r-31-arch": ("Stationary representations (journal), IAM-CL2R (ResNet18 -> SENet18 -> RegNetY_400MF)", dict(IAM, steps=31)),
 }
 
 

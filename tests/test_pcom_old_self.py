@@ -1,4 +1,4 @@
-"""P_com divides by the self-test of the cross-test's own gallery model (HBCT Eq. 14, seed-002 Sec. 8.5).
+"""P_com divides by the self-test of the cross-test's own gallery model (HBCT, ICML 2025, Eq. 14: P_com is normalised with the old and reference models of the same geometry).
 
 For every registered method on a tiny single update (8 x 8 images, 6 classes, one epoch), the record's
 P_com must equal (C[1][0] - C[0][0]) / (reference_self - C[0][0]) written out from its own matrix:

@@ -96,5 +96,5 @@ def test_sigkill_halfway_then_resume_gives_the_uninterrupted_numbers(tmp_path):
     assert list(killed.glob("cells/*/step-1.pt")) and not list(killed.glob("cells/*/record.json"))
     subprocess.run(_cli(killed), check=True, env=env, capture_output=True)
     assert _matrix(killed) == _matrix(reference)
-    curves = json.loads(next(killed.glob("cells/*/record.json")).read_text())["curves"]
+    curves = json.loads(next(killed.glob("cells/*/curves.json")).read_text())
     assert set(curves) == {"0", "1", "2"}

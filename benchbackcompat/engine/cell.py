@@ -463,7 +463,7 @@ class CellRunner:
     def add_update_metrics(self, metrics: dict[str, dict[str, float]], outcomes: dict[str, dict[str, Any]],
                            recipe: Method, reference: Network) -> None:
         """P_com and P_up (HBCT Eqs. 14-15). phi_o is the cross-test's gallery model, the method's own old
-        model C[0][0] (HBCT Eq. 14, seed-002 Sec. 8.5): numerator and denominator use its self-test
+        model C[0][0] (HBCT Eq. 14; P_com is normalised with old and reference models of the method's own geometry): numerator and denominator use its self-test
         ``old_self``; phi_* is the new model trained independently with the recipe of the old one (its
         self-test's per-query outcomes go to ``outcomes[metric]["reference_self"]``)."""
         evaluation = self.evaluate(recipe, [self.features(recipe, reference, 1)])

@@ -1,9 +1,9 @@
 """Calibration evidence beside the records: did a scale's training converge?
 
-``benchmarks/calibrate.py --summary`` trains a preset's cells as given and with 50% more epochs and
+``benchbackcompat calibrate --summary`` trains a preset's cells as given and with 50% more epochs and
 writes what it measured as JSON; ``benchbackcompat leaderboard`` reads every ``calibration/*.json``
 of its results folders, and the claims report names, for each scenario it tests, how far the
-self-tests moved (issue 20's criterion: no self-test by more than the tolerance, 2 points).
+self-tests moved (a converged scale: 50% more training moves no self-test by more than the tolerance, 2 points).
 
 One seed's self-test on 1,000 queries has a 95% interval of about +-3 points, wider than the tolerance, so a
 point change decides nothing. Each self-test's change is therefore averaged over the calibrated seeds with a
@@ -71,7 +71,7 @@ class ChangeInterval(BaseModel):
 
 
 class Calibration(BaseModel):
-    """What one ``calibrate.py`` run measured on one preset and dataset."""
+    """What one ``benchbackcompat calibrate`` run measured on one preset and dataset."""
 
     preset: str
     dataset: str
@@ -134,7 +134,7 @@ def read_calibrations(roots: list[Path]) -> list[Calibration]:
         except (ValueError, ValidationError) as error:
             first = str(error).splitlines()[0]
             raise BenchError(f"{path}: not a calibration summary ({first}); rewrite it with "
-                             "`python benchmarks/calibrate.py --summary` or delete it") from None
+                             "`benchbackcompat calibrate --summary` or delete it") from None
     return found
 
 
@@ -151,7 +151,7 @@ def convergence(calibrations: Sequence[Calibration], dataset: str, preset: str, 
     matching = [c for c in calibrations if (c.dataset, c.preset) == (dataset, preset)]
     measured = [(c, cell) for c in matching for cell in c.cells if cell.scenario == scenario]
     if not measured:
-        return "training converged: not measured for this scenario (benchmarks/calibrate.py)"
+        return "training converged: not measured for this scenario (benchbackcompat calibrate)"
     if length is not None:
         if all(c.start != length for c, _ in measured):
             calibrated = sorted({_length_text(*c.start) for c, _ in measured})

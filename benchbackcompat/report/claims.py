@@ -142,7 +142,7 @@ def compare(table: Table, a: Pick, b: Pick | Callable[[Table], Pick | None], sta
 
 
 def saturation(rows: dict[str, Row], metric: str) -> str:
-    """Issue 20's "no self-test above 95%" on the compared rows' records: each model's self-test (the matrix
+    """The decidable-scale check "no self-test above 95%" on the compared rows' records: each model's self-test (the matrix
     diagonal) and the reference's. Near 100% a later model can hardly beat its gallery's self-test (AC counts
     strict wins), so a saturated scale biases compatibility statistics down."""
     above = {}
@@ -282,7 +282,7 @@ def claims_markdown(tables: list[Table], header: str, calibrations: Sequence[Cal
              "outcomes, P_com not decidable). Paper numbers are the papers' own, at their scale (ResNet-18/ViT on "
              "CIFAR-100/TinyImageNet); ours come from the scale in the second column. Whether that scale's training "
              "converged (50% more epochs moving no self-test by more than 2 points) is measured by "
-             "`benchmarks/calibrate.py --summary`, stored beside the records (`calibration/*.json`) and named in "
+             "`benchbackcompat calibrate --summary`, stored beside the records (`calibration/*.json`) and named in "
              "each claim's checks.",
              "| paper | claim | paper's numbers | dataset · preset · scenario | ours | verdict | what was checked |",
              "|---|---|---|---|---|---|---|"]

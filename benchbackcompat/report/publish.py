@@ -116,7 +116,10 @@ def page_markdown(page: Page, out: Path, date: str) -> str:
     return "\n\n".join(parts) + "\n"
 
 
-def readme_markdown(pages: list[Page], merged: Merged, command: str, date: str, runs: list[str]) -> str:
+def readme_markdown(pages: list[Page], merged: Merged, command: str, date: str, runs: list[str],
+                    stored: Sequence[tuple[str, str]] = ()) -> str:
+    """The index. ``stored``: (folder relative to the index, its own README's body) for every results folder kept
+    inside the leaderboard folder."""
     records = [r for page in pages for r in page.records]
     parts = ["# Leaderboard", header_markdown(records, date),
              "Backward-compatible representation learning: after a model update, can queries embedded by the new "
@@ -182,7 +185,33 @@ def readme_markdown(pages: list[Page], merged: Merged, command: str, date: str, 
         parts.append(f"{len(merged.duplicates)} duplicate cells were discarded ({differing} with different numbers).")
     parts.append("## Exports\n\n[leaderboard.csv](leaderboard.csv) and [leaderboard.json](leaderboard.json) hold the "
                  "same numbers at full precision, with per-seed values in the JSON.")
+    parts.append("## Files")
+    files = ["- This index, [claims.md](claims.md) and the pages above; `figures/`: the figures the pages show; "
+             "`leaderboard.csv` and `leaderboard.json`: the exports; `reproduce/*.toml`: the presets of the commands "
+             "that recompute the stored results.",
+             "- Training curves are not published (no page reads them): a run writes each cell's curves beside its "
+             "record, in `cells/<key>/curves.json` of its results folder, and `benchbackcompat show KEY` summarises "
+             "them."]
+    for folder, body in stored:
+        files.append(f"- `{folder}/cells/*/record.json`: the stored results these pages are rendered from, one record "
+                     f"per cell (configuration, versions, matrices, every query's outcome, timings); "
+                     f"`{folder}/calibration/*.json`: the convergence summaries (`benchbackcompat calibrate`) that "
+                     f"the claims report names" + (f"; `{folder}/README.md`: their notes, quoted below." if body else "."))
+    parts.append("\n".join(files))
+    parts += [body for _, body in stored if body]
     return "\n\n".join(parts) + "\n"
+
+
+def stored_folders(out: Path) -> list[tuple[str, str]]:
+    """The results folders kept inside ``out`` (those with ``cells/``), each with the body of its README.md (its
+    description, without the title line; "" when it has none)."""
+    found = []
+    for cells in sorted(out.glob("*/cells")):
+        readme = cells.parent / "README.md"
+        text = readme.read_text(encoding="utf-8") if readme.is_file() else ""
+        body = text.split("\n", 1)[1] if text.startswith("# ") else text
+        found.append((cells.parent.name, body.strip()))
+    return found
 
 
 def reproduction_files(pages: list[Page], out: Path) -> list[tuple[Path, str, str]]:
@@ -219,7 +248,7 @@ def write_leaderboard(merged: Merged, out: Path, command: str, date: str,
     for path, text, run in reproduction_files(pages, out):
         written.append(_write(path, text))
         runs.append(run)
-    written.append(_write(out / "README.md", readme_markdown(pages, merged, command, date, runs)))
+    written.append(_write(out / "README.md", readme_markdown(pages, merged, command, date, runs, stored_folders(out))))
     written.append(_write(out / "claims.md", claims_markdown(tables, header_markdown(merged.records, date), calibrations,
                                                              planned_scenarios({t.preset for t in tables}))))
     written.append(_write(out / "leaderboard.csv", csv_export(tables)))

@@ -1,6 +1,7 @@
 """The results directory.
 
 ``<out>/cells/<key>/record.json``   one record per (scenario, method, seed, configuration), written atomically
+``<out>/cells/<key>/curves.json``   its training curves (step index -> per-epoch values), written before the record
 ``<out>/cells/<key>/cell.json``     the planned cell (label, method, code and data identity), written when it is queued
 ``<out>/cells/<key>/step-<t>.pt``   the cell's finished steps, to resume an interrupted cell
 ``<out>/models/<key>.pt``          models shared between cells (standard old models, references, pretrained models)
@@ -70,13 +71,32 @@ class ResultStore:
     def write_record(self, key: str, record: RecordBase | dict[str, Any]) -> Path:
         """Write the record atomically with the SHA-256 of its content (``sha256``), as strict JSON: NaN and
         Inf (not valid JSON) are written as null, which every reader takes as "not computable". A dict is
-        written as given (the stored form, e.g. a record written by other code)."""
+        written as given (the stored form, e.g. a record written by other code). The training curves (``curves``,
+        step index -> per-epoch values) go to ``curves.json`` beside it: no page reads them, and they were most of
+        a record's bytes."""
         path = self.cell_dir(key) / "record.json"
-        content = record.to_json() if isinstance(record, RecordBase) else record
+        content = dict(record.to_json() if isinstance(record, RecordBase) else record)
+        curves = content.pop("curves", None)
+        if curves:
+            text = json.dumps(strict_json(curves), separators=(",", ":"), allow_nan=False)
+            atomic_write_bytes(self.cell_dir(key) / "curves.json", text.encode())
         payload = json.loads(json.dumps(strict_json({"format": RECORD_FORMAT, **content}), default=str, allow_nan=False))
         payload["sha256"] = record_checksum(payload)
         atomic_write_bytes(path, json.dumps(payload, indent=1, allow_nan=False).encode())
         return path
+
+    def curves(self, key: str) -> dict[str, list[dict[str, Any]]]:
+        """A cell's training curves, step index -> per-epoch values (``{}`` when none were stored); records written
+        before the curves had their own file hold them inline, and are read there."""
+        for name, field in (("curves.json", None), ("record.json", "curves")):
+            try:
+                data = json.loads((self.cell_dir(key) / name).read_text())
+            except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+                continue
+            found = data.get(field) if field and isinstance(data, dict) else data
+            if isinstance(found, dict):
+                return found
+        return {}
 
     def write_cell_entry(self, key: str, entry: dict[str, Any]) -> None:
         """Note a queued cell (``cell.json``), so that ``status`` can list it before it has a result."""
@@ -95,9 +115,9 @@ class ResultStore:
         return [key for key in self.keys() if key != but and (self.cell_entry(key) or {}).get("training_key") == training_key]
 
     def clear_cell(self, key: str) -> None:
-        """Forget a cell's result, saved steps and traceback (``--force``/``--rerun``); its cell.json stays."""
+        """Forget a cell's result, curves, saved steps and traceback (``--force``/``--rerun``); its cell.json stays."""
         folder = self.cell_dir(key)
-        for path in [folder / "record.json", folder / "traceback.txt", *folder.glob("step-*.pt*")]:
+        for path in [folder / "record.json", folder / "curves.json", folder / "traceback.txt", *folder.glob("step-*.pt*")]:
             path.unlink(missing_ok=True)
 
     def remove_orphan_temporaries(self, min_age_s: float = 60.0) -> list[Path]:
