@@ -268,7 +268,7 @@ def undecidable_update(gain: Stat | None) -> str:
 
 def record_replicates(record: FinishedRecord) -> dict[str, dict[str, np.ndarray]]:
     """Bootstrap replicates of every statistic of a record, per metric, from its per-query outcomes
-    ({} for a metric without outcomes, e.g. verification or records written before outcomes were stored)."""
+    ({} for a metric without outcomes, e.g. records written before outcomes were stored, verification ones included)."""
     result: dict[str, dict[str, np.ndarray]] = {}
     for metric, stored in record.outcomes.items():
         try:
