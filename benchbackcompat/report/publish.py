@@ -236,7 +236,9 @@ def planned_scenarios(presets: set[str]) -> list[PlannedScenario]:
         except BenchError as error:  # a broken preset file must not stop the rendering of stored results
             logging.getLogger("benchbackcompat").warning(f"claims.md: untested scenarios of {preset!r} not listed: {error}")
             continue
-        planned += [PlannedScenario(preset, s.name, s.config.kind, s.config.data.name) for s in scenarios]
+        planned += [PlannedScenario(preset, s.name, s.config.kind, s.config.data.name, tuple(
+            (name, getattr(s.config, name)) for name in ("protocol", "eval_split", "eval_classes", "metrics")
+            if hasattr(s.config, name))) for s in scenarios]
     return planned
 
 
