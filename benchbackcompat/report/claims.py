@@ -180,7 +180,7 @@ class Claim:
         verdicts = {f.verdict for f in findings}
         combined = NOT_REPRODUCED if NOT_REPRODUCED in verdicts else REPRODUCED if verdicts == {REPRODUCED} else UNDECIDABLE
         not_run = [c.b.name for c, f in zip(self.comparisons, findings) if f.ours == NOT_RUN]
-        ours = "; ".join(dict.fromkeys(f.ours for f in findings if f.ours != NOT_RUN))
+        ours = "; ".join(dict.fromkeys(part for f in findings if f.ours != NOT_RUN for part in f.ours.split("; ")))
         if len(not_run) == len(findings):
             ours = NOT_RUN
         elif not_run:
