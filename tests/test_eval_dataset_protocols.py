@@ -2,14 +2,19 @@
 when asked (CoReS, IEEE TPAMI 2023: "We do not use the training-set of CIFAR-10"); IAM-CL2R keeps the training statistics."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 
 from benchbackcompat.config import CL2R, MultiStep
 from benchbackcompat.data.arrays import DatasetBundle, ImageArrays
-from benchbackcompat.engine.evaluate import model_features
-from benchbackcompat.method import Method
+from benchbackcompat.engine.evaluate import evaluate_matrices, model_features
+from benchbackcompat.engine.features import ModelFeatures
+from benchbackcompat.method import Method, StandardMethod
+from benchbackcompat.metrics import outcomes, retrieval
 from benchbackcompat.scenarios import data as scenario_data
+from benchbackcompat.seeds import derive_seed, generator
 
 
 def arrays(value: int, n: int, classes: int) -> ImageArrays:
@@ -54,3 +59,35 @@ def test_template_protocol_keeps_the_training_statistics_by_default(fake_dataset
     loaded = scenario_data.load_scenario_data(scenario, tmp_path, torch.device("cpu"))
     assert (loaded.query.images == 30).all() and (loaded.gallery.images == 40).all()  # query train, gallery test
     assert loaded.eval_stats is None  # iamcl2r code: CIFAR-10 normalised with CIFAR-100 statistics
+
+
+def test_stored_verification_pairs_reproduce_the_accuracy():
+    # 3,000 + 3,000 pairs in 10 equal folds: the stored per-pair outcomes (each pair right or wrong at its fold's
+    # threshold) average to the matrix entry, so pairs can be bootstrapped like queries; the entry is unchanged:
+    # the same accuracy as the metric computed on its own on the pairs the engine draws for the seed
+    labels = torch.arange(400) % 10
+    images = ImageArrays(torch.zeros(400, 1, 1, 1, dtype=torch.uint8), labels)
+    data = scenario_data.ScenarioData(images, images, None, None, (0.5,), (0.25,), 1, 10, "synthetic")
+    gen = torch.Generator().manual_seed(0)
+    centres = torch.randn(10, 8, generator=gen)[labels]  # both models place the classes alike: compatible
+    feats = [F.normalize(centres + scale * torch.randn(400, 8, generator=gen), dim=1) for scale in (0.8, 1.0)]
+    result = evaluate_matrices(StandardMethod(), [ModelFeatures(f, None) for f in feats], data, "verification",
+                               ["verification"], seed=3)
+    a, b, same = retrieval.sample_verification_pairs(labels, 3000, 3000, generator=generator(derive_seed(3, "pairs")))
+    for t, k in ((0, 0), (1, 0), (1, 1)):
+        stored = outcomes.decode(result.outcomes["verification"][t][k])
+        value = result.matrices["verification"][t][k]
+        assert len(stored) == 6000 and 100 * stored.mean() == pytest.approx(value, abs=1e-9)
+        assert 50 < value < 100  # informative pairs: neither chance nor trivial
+        assert value == retrieval.pair_verification(feats[t][a], feats[k][b], same)
+        # by hand: the pairs right at their fold's threshold, chosen on the other nine folds (lowest on ties)
+        dist = (feats[t][a].double() - feats[k][b].double()).pow(2).sum(1)
+        thresholds = torch.arange(0, 4, 0.001, dtype=torch.float64)
+        folds = torch.arange(6000).reshape(10, 600)
+        expected = np.zeros(6000, dtype=bool)
+        for f in range(10):
+            rest = torch.cat([folds[g] for g in range(10) if g != f])
+            right = ((dist[rest, None] < thresholds[None]) == same[rest, None]).sum(0)
+            best = thresholds[int(torch.nonzero(right == right.max())[0, 0])]
+            expected[folds[f].numpy()] = ((dist[folds[f]] < best) == same[folds[f]]).numpy()
+        np.testing.assert_array_equal(stored.astype(bool), expected)

@@ -15,6 +15,7 @@ from benchbackcompat.metrics import (
     nearest_neighbour_top1,
     negative_squared_euclidean,
     pair_verification,
+    pair_verification_outcomes,
     sample_verification_pairs,
     template_top1,
 )
@@ -256,6 +257,10 @@ def test_verification_contiguous_folds_and_lowest_best_threshold():
     # fold {2,3}: on {0,1} thresholds 1.5 and 2.5 tie -> 1.5 (lowest) -> pair 2 (dist 2) is wrong.
     acc = pair_verification(q, g, same, folds=2, thresholds=torch.tensor([0.5, 1.5, 2.5]))
     assert acc == pytest.approx(75.0)
+    # each pair's outcome at its fold's threshold, by hand: 1 < 2.5 same, 3 >= 2.5 different, 2 >= 1.5 called
+    # different although same (wrong), 4 >= 1.5 different
+    acc, correct = pair_verification_outcomes(q, g, same, folds=2, thresholds=torch.tensor([0.5, 1.5, 2.5]))
+    assert acc == pytest.approx(75.0) and correct.tolist() == [True, True, False, True]
 
 
 def test_verification_rejects_bad_folds():

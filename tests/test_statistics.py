@@ -2,7 +2,6 @@
 checked against hand-computed values, brute-force enumeration and the normal approximation."""
 from __future__ import annotations
 
-import itertools
 import math
 import warnings
 
@@ -63,22 +62,39 @@ def test_query_interval_matches_the_normal_approximation():
     assert low == pytest.approx(100 * p - half, abs=0.35) and high == pytest.approx(100 * p + half, abs=0.35)
 
 
-def test_seed_bootstrap_matches_enumeration_of_seed_resamples():
-    values = [0.0, 3.0, 6.0]  # three seeds, no query noise
-    reps = bootstrap.combine_seeds([np.full(bootstrap.REPLICATES, v) for v in values])
-    means = [np.mean(c) for c in itertools.product(values, repeat=3)]  # all 27 equally likely resamples
-    assert reps.mean() == pytest.approx(np.mean(means), abs=0.2)
-    assert reps.var() == pytest.approx(np.var(means), rel=0.15)  # population variance 6 / 3 = 2
-    assert set(np.unique(reps)) <= set(np.unique(means))
+def test_seed_interval_is_the_t_interval_for_three_seeds_without_query_noise():
+    # HBCT - hbct-no-entail P_com on ext-class, per seed: 0.348, 0.481, 0.057 (no query noise). By hand: mean
+    # 0.2953, sample variance 0.094051 / 2 = 0.047025, SE 0.12520, t(0.975, 2) = 4.3027: [-0.2434, 0.8340].
+    # Resampling the 3 seeds with replacement gave [0.037, 0.555]: "reproduced" on 3 seeds.
+    values = [0.348, 0.481, 0.057]
+    sample = bootstrap.over_seeds(values, [np.full(bootstrap.REPLICATES, v) for v in values], [0, 1, 2])
+    low, high = bootstrap.interval(sample)
+    assert (low, high) == pytest.approx((-0.2434, 0.8340), abs=5e-4)
+    assert low < 0 < high
 
 
-def test_seed_bootstrap_leaves_out_undefined_replicates_without_a_warning():
-    undefined, five = np.full(1000, np.nan), np.full(1000, 5.0)  # a seed whose every replicate is NaN
+def test_seed_interval_never_narrower_than_the_within_seed_noise():
+    # three seeds with identical point values 50 but query noise: the seeds' spread (0) cannot hide it. Each seed's
+    # replicates are normal with sd 2 -> within variance 4, SE sqrt(4 / 3), half-width t(0.975, 2) * 1.1547 = 4.97
+    rng = np.random.default_rng(0)
+    per_seed = [50.0 + 2.0 * rng.standard_normal(20_000) for _ in range(3)]
+    low, high = bootstrap.interval(bootstrap.over_seeds([50.0] * 3, per_seed, [0, 1, 2]))
+    assert (low, high) == pytest.approx((50 - 4.97, 50 + 4.97), abs=0.1)
+    # one seed: its query bootstrap's percentile interval (50 +- 1.96 * 2)
+    low, high = bootstrap.interval(bootstrap.over_seeds([50.0], per_seed[:1], [0]))
+    assert (low, high) == pytest.approx((50 - 3.92, 50 + 3.92), abs=0.1)
+
+
+def test_seed_difference_pairs_by_seed_and_skips_undefined_replicates():
+    a = bootstrap.over_seeds([1.0, 2.0, 4.0], [np.full(10, 1.0), np.full(10, 2.0), np.full(10, 4.0)], [0, 1, 2])
+    b = bootstrap.over_seeds([0.5, 3.5], [np.full(10, 0.5), np.full(10, np.nan)], [2, 0])
+    d = a - b  # seeds 0 and 2 in common: 1 - 3.5, 4 - 0.5
+    assert d.seeds == (0, 2) and d.values.tolist() == [-2.5, 3.5]
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        reps = bootstrap.combine_seeds([undefined, five])
-    assert set(np.unique(reps[~np.isnan(reps)])) == {5.0}  # the NaN seed is left out of the mean
-    assert np.isnan(reps).mean() == pytest.approx(0.25, abs=0.04)  # both draws hit the NaN seed: (1/2)^2
+        low, high = bootstrap.interval(d)  # seed 0's replicates are all NaN: no within-seed variance from it
+    half = 12.7062 * 3.0  # t(0.975, 1) * s / sqrt(2), s = |(-2.5) - 3.5| / sqrt(2) = 4.243, s / sqrt(2) = 3
+    assert (low, high) == pytest.approx((0.5 - half, 0.5 + half), abs=1e-3)
 
 
 def test_significance_of_a_paired_difference():

@@ -65,7 +65,7 @@ def score(
 ) -> tuple[float, np.ndarray | None]:
     """One matrix entry: ``metric`` of ``query`` features against ``gallery`` features under ``protocol``,
     scoring ``chunk_size`` queries at a time (halved and retried when the device runs out of memory).
-    Returns the score (%) and its per-query outcomes (hits or average precisions; None for verification).
+    Returns the score (%) and its per-query outcomes (hits or average precisions; for verification, each pair's correctness at its fold's threshold).
     With ``classes`` (leave-one-out only) only the images of labels below it are queries and gallery; the
     other queries' outcomes are NaN, which the score and the bootstrap skip."""
     while True:

@@ -26,6 +26,7 @@ from benchbackcompat.metrics.retrieval import (
     nearest_neighbour_top1,
     negative_squared_euclidean,
     pair_verification,
+    pair_verification_outcomes,
     sample_verification_pairs,
     template_top1,
 )
@@ -53,6 +54,7 @@ __all__ = [
     "p_com",
     "p_up",
     "pair_verification",
+    "pair_verification_outcomes",
     "sample_verification_pairs",
     "summarise",
     "template_top1",

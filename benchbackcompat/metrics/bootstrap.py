@@ -3,16 +3,27 @@
 A cell's scores are means of per-query outcomes (``metrics.outcomes``). One bootstrap replicate
 resamples the queries with replacement (the same resample for every matrix entry of a record, so
 a statistic that combines entries, such as P_com, keeps their pairing); resamples depend only on
-the seed and the number of queries, so rows of a table evaluated on the same queries are paired
-too. Over seeds the bootstrap is hierarchical: each replicate draws the seeds with replacement and
-averages one query-resampled value of each drawn seed (with one seed: the query bootstrap alone).
-Intervals are percentile intervals.
+the seed and the number of queries, so rows of a table evaluated on the same queries and seed are
+paired too. Within one seed the interval is the percentile interval of these replicates.
+
+Over seeds (:class:`SeedSample`, :func:`interval`) the interval is a t-interval honest for the number
+of seeds n: x̄ ± t_{n-1, 0.975} · sqrt(max(s², w̄) / n), with x̄ and s² the mean and sample variance
+(n - 1 denominator) of the seeds' point values, and w̄ the mean within-seed variance of the query
+bootstrap (each seed's (P97.5 - P2.5) / (2 · 1.96), squared: robust to the heavy tails of ratios such
+as P_com). The seeds are the primary units of a two-stage sample, so s² / n estimates the variance of
+x̄ without bias and the t quantile on n - 1 degrees of freedom accounts for estimating it from n
+units (Cochran, *Sampling Techniques*, 3rd ed., Wiley 1977, ch. 10); s² estimates between-seed plus
+within-seed variance, so it is never taken below the measured within-seed part (the positive-part
+rule for variance components). Resampling 3 seeds with replacement instead (10 distinct multisets,
+plug-in variance) understates the spread by a factor of about t_2 · sqrt(3/2) / 1.96 ≈ 2.7.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
+from scipy import stats
 
 REPLICATES = 1000
 CONFIDENCE = 0.95
@@ -39,26 +50,55 @@ def resampled_scores(outcomes: np.ndarray, weights: np.ndarray) -> np.ndarray:
         return np.where(counts > 0, 100.0 * totals / counts, np.nan)
 
 
-def combine_seeds(per_seed: list[np.ndarray], replicates: int = REPLICATES) -> np.ndarray:
-    """Hierarchical bootstrap over seeds: replicate b averages, over n seeds drawn with replacement, each
-    drawn seed's replicate b (``per_seed`` holds one array of ``replicates`` values per seed). A seed's
-    replicate may be NaN (P_com of a resample whose update is 0): the mean leaves it out, and a replicate
-    whose drawn seeds are all NaN stays NaN, which :func:`interval` drops."""
-    stacked = np.stack([np.asarray(r, dtype=np.float64) for r in per_seed])  # seeds x replicates
-    n = stacked.shape[0]
+@dataclass(frozen=True, eq=False)
+class SeedSample:
+    """A statistic over seeds: each seed's point value and its query-bootstrap replicates (seeds x replicates;
+    NaN where a resample leaves the statistic undefined, e.g. P_com of a resample whose update is 0)."""
+
+    seeds: tuple[int, ...]
+    values: np.ndarray
+    replicates: np.ndarray
+
+    def __sub__(self, other: SeedSample) -> SeedSample:
+        """The paired difference, seed by seed, over the seeds both hold (the same seed scores the same queries
+        with the same resamples)."""
+        common = [seed for seed in self.seeds if seed in other.seeds]
+        mine, theirs = [self.seeds.index(s) for s in common], [other.seeds.index(s) for s in common]
+        return SeedSample(tuple(common), self.values[mine] - other.values[theirs],
+                          self.replicates[mine] - other.replicates[theirs])
+
+
+def over_seeds(values: list[float], per_seed: list[np.ndarray], seeds: list[int]) -> SeedSample:
+    """The seeds' point ``values`` with their query-bootstrap replicates (``per_seed``: one array a seed)."""
+    return SeedSample(tuple(int(s) for s in seeds), np.asarray(values, dtype=np.float64),
+                      np.stack([np.asarray(r, dtype=np.float64) for r in per_seed]))
+
+
+def within_seed_variance(replicates: np.ndarray, confidence: float = CONFIDENCE) -> float:
+    """A seed's query-bootstrap variance, from the width of its percentile interval: ((high - low) / (2 z))²
+    (the variance for normal replicates; robust to a few extreme P_com resamples). NaN without finite replicates."""
+    low, high = _percentile_interval(replicates, confidence)
+    return ((high - low) / (2.0 * stats.norm.ppf(0.5 + confidence / 2.0))) ** 2
+
+
+def interval(sample: SeedSample | np.ndarray, confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """The interval of a statistic: for several seeds the t-interval of the module docstring, for one seed
+    (or bare replicates) the percentile interval of its query-bootstrap replicates; (nan, nan) when undefined."""
+    if not isinstance(sample, SeedSample):
+        return _percentile_interval(np.asarray(sample, dtype=np.float64), confidence)
+    n = len(sample.seeds)
+    if n == 0:
+        return float("nan"), float("nan")
     if n == 1:
-        return stacked[0]
-    rng = np.random.default_rng([_BASE_SEED, n, replicates])
-    picks = rng.integers(0, n, size=(replicates, n))
-    drawn = stacked[picks, np.arange(replicates)[:, None]]  # replicates x n
-    defined = ~np.isnan(drawn)
-    counts = defined.sum(axis=1)
-    with np.errstate(invalid="ignore"):  # +inf and -inf drawn together (P_com of resampled updates of either sign
-        totals = np.where(defined, drawn, 0.0).sum(axis=1)  # at 0) average to NaN: undefined, as it should be
-    return np.where(counts > 0, totals / np.maximum(counts, 1), np.nan)
+        return _percentile_interval(sample.replicates[0], confidence)
+    within = [v for v in (within_seed_variance(r, confidence) for r in sample.replicates) if np.isfinite(v)]
+    variance = max(float(np.var(sample.values, ddof=1)), float(np.mean(within)) if within else 0.0)
+    half = float(stats.t.ppf(0.5 + confidence / 2.0, n - 1)) * np.sqrt(variance / n)
+    mean = float(np.mean(sample.values))
+    return mean - half, mean + half
 
 
-def interval(replicates: np.ndarray, confidence: float = CONFIDENCE) -> tuple[float, float]:
+def _percentile_interval(replicates: np.ndarray, confidence: float) -> tuple[float, float]:
     """The percentile interval of the finite replicates; (nan, nan) when there are none."""
     finite = replicates[np.isfinite(replicates)]
     if not len(finite):
@@ -68,7 +108,7 @@ def interval(replicates: np.ndarray, confidence: float = CONFIDENCE) -> tuple[fl
     return float(low), float(high)
 
 
-def significantly_worse(best: np.ndarray, other: np.ndarray, higher_is_better: bool = True,
+def significantly_worse(best: SeedSample | np.ndarray, other: SeedSample | np.ndarray, higher_is_better: bool = True,
                         confidence: float = CONFIDENCE) -> bool:
     """Whether ``other`` is significantly worse than ``best``: the (paired) interval of their difference
     in the better direction lies entirely above zero."""

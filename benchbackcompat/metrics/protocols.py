@@ -3,7 +3,8 @@
 ``loo`` (one set as query and gallery, self excluded) and ``nn`` (a separate gallery) score CMC@k and
 mAP on ranked galleries; ``template`` scores top-1 against per-class templates of the gallery;
 ``verification`` scores threshold accuracy on sampled pairs. A scorer returns the score (%) and its
-per-query outcomes (hits or average precisions; None where there are none). Each protocol also declares
+per-query outcomes (hits or average precisions; for verification each pair's correctness at its fold's
+threshold). Each protocol also declares
 its chance level: the expected score (%) of a model that ranks the gallery at random.
 """
 from __future__ import annotations
@@ -139,6 +140,8 @@ def _template(metric: str, e: Entry) -> tuple[float, np.ndarray]:
 
 
 @scores("verification", "verification")
-def _verification(metric: str, e: Entry) -> tuple[float, None]:
+def _verification(metric: str, e: Entry) -> tuple[float, np.ndarray]:
+    """The accuracy and, as per-query outcomes, each pair's correctness at its fold's threshold."""
     a, b, same = e.pairs
-    return retrieval.pair_verification(e.query[a], e.gallery[b], same, similarity=e.similarity), None
+    value, correct = retrieval.pair_verification_outcomes(e.query[a], e.gallery[b], same, similarity=e.similarity)
+    return value, correct.numpy()

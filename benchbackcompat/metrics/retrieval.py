@@ -278,7 +278,18 @@ def leave_one_out_map(query_feats: Tensor, gallery_feats: Tensor, labels: Tensor
 
 def pair_verification(query_feats: Tensor, gallery_feats: Tensor, same: Tensor, *, folds: int = 10,
                       thresholds: Tensor | None = None, similarity: Similarity = cosine_similarity) -> float:
-    """Pair verification accuracy (%) with k-fold threshold selection (CoReS / insightface).
+    """Pair verification accuracy (%) with k-fold threshold selection (CoReS / insightface); see
+    :func:`pair_verification_outcomes`."""
+    return pair_verification_outcomes(query_feats, gallery_feats, same, folds=folds, thresholds=thresholds,
+                                      similarity=similarity)[0]
+
+
+def pair_verification_outcomes(query_feats: Tensor, gallery_feats: Tensor, same: Tensor, *, folds: int = 10,
+                               thresholds: Tensor | None = None,
+                               similarity: Similarity = cosine_similarity) -> tuple[float, Tensor]:
+    """Pair verification accuracy (%) with k-fold threshold selection (CoReS / insightface), and each pair's
+    outcome: whether it is decided correctly at the threshold its fold selected (so that pairs can be
+    bootstrapped like queries; the mean of the outcomes is the accuracy when the folds are equal in size).
 
     Pair i is (query_feats[i], gallery_feats[i]). With the default cosine similarity both are
     L2-normalised and the pair is called "same" when their squared Euclidean distance is < threshold,
@@ -322,11 +333,13 @@ def pair_verification(query_feats: Tensor, gallery_feats: Tensor, same: Tensor, 
     per_fold = torch.stack([correct_counts(idx) for idx in fold_idx])  # folds x thresholds
     total = per_fold.sum(0)
     accs = []
+    correct = torch.zeros(n, dtype=torch.bool)
     for f, idx in enumerate(fold_idx):
         train = total - per_fold[f]
         best = int(torch.nonzero(train == train.max())[0, 0])
         accs.append(float(per_fold[f, best]) / idx.numel())
-    return 100.0 * sum(accs) / folds
+        correct[idx] = (dist[idx] < thr[best]) == same[idx]
+    return 100.0 * sum(accs) / folds, correct
 
 
 def paired_similarity(query_feats: Tensor, gallery_feats: Tensor, similarity: Similarity, chunk_size: int = 1024) -> Tensor:

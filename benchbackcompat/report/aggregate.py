@@ -5,8 +5,8 @@ hyperparameters) with every seed of that configuration. Records of the same scen
 another configuration (e.g. ``--set train.epochs=1``) form their own table, labelled by the
 fields that differ, so seeds are only ever pooled across identical configurations.
 
-Intervals bootstrap the stored per-query outcomes, combined with the spread over seeds
-(``metrics.bootstrap``). P_com is shown only where the update it divides by (reference self - old
+Intervals bootstrap the stored per-query outcomes, combined with the spread over seeds in an interval
+honest for their number (``metrics.bootstrap``). P_com is shown only where the update it divides by (reference self - old
 self) is significantly positive and at least ``MIN_UPDATE_GAIN`` points. A row whose self-test is
 below twice the chance level is flagged and not ranked; bold marks every row not significantly worse
 than the best.
@@ -43,11 +43,11 @@ def chance_floor(chance: float) -> float:
 
 @dataclass(frozen=True)
 class Stat:
-    """A statistic over the seeds that produced a finite value, with its bootstrap replicates when every
-    such seed stored per-query outcomes."""
+    """A statistic over the seeds that produced a finite value, with their query-bootstrap replicates when every
+    such seed stored per-query outcomes (``bootstrap.SeedSample``; its interval is honest for the number of seeds)."""
 
     values: tuple[float, ...]
-    replicates: np.ndarray | None = field(default=None, compare=False, repr=False)
+    replicates: bootstrap.SeedSample | np.ndarray | None = field(default=None, compare=False, repr=False)
 
     @property
     def interval(self) -> tuple[float, float] | None:
@@ -232,15 +232,16 @@ def _fill(row: Row, columns: list[Column]) -> None:
 def _stat(records: list[FinishedRecord], replicates: list[dict], metric: str, key: str) -> Stat | None:
     """The statistic ``key`` of ``metric`` over the seeds with a finite value; replicates combined over
     those seeds when each of them has some."""
-    values, reps = [], []
+    values, reps, seeds = [], [], []
     for record, rep in zip(records, replicates):
         value = _metric_value(record, metric, key)
         if value is not None:
             values.append(value)
             reps.append(rep.get(metric, {}).get(key))
+            seeds.append(record.seed)
     if not values:
         return None
-    combined = bootstrap.combine_seeds(reps) if all(r is not None for r in reps) else None
+    combined = bootstrap.over_seeds(values, reps, seeds) if all(r is not None for r in reps) else None
     return Stat(tuple(values), combined)
 
 
@@ -274,7 +275,7 @@ def undecidable_update(gain: Stat | None) -> str:
 
 def record_replicates(record: FinishedRecord) -> dict[str, dict[str, np.ndarray]]:
     """Bootstrap replicates of every statistic of a record, per metric, from its per-query outcomes
-    ({} for a metric without outcomes, e.g. verification or records written before outcomes were stored)."""
+    ({} for a metric without outcomes, e.g. records written before outcomes were stored, verification ones included)."""
     result: dict[str, dict[str, np.ndarray]] = {}
     for metric, stored in record.outcomes.items():
         try:

@@ -118,7 +118,8 @@ def change_intervals(pairs: Sequence[tuple[FinishedRecord, FinishedRecord]], met
     changes = []
     for (scenario, method, _, model), seeds in sorted(per_seed.items()):
         seeds.sort(key=lambda seed: seed[0])
-        low, high = bootstrap.interval(bootstrap.combine_seeds([replicates for _, _, replicates, _ in seeds]))
+        low, high = bootstrap.interval(bootstrap.over_seeds([s[1] for s in seeds], [s[2] for s in seeds],
+                                                            [s[0] for s in seeds]))
         changes.append(ChangeInterval(scenario=scenario, method=method, model=model, seeds=[s[0] for s in seeds],
                                       mean=statistics.fmean(s[1] for s in seeds), low=low, high=high,
                                       queries=max(s[3] for s in seeds)))

@@ -133,7 +133,8 @@ def readme_markdown(pages: list[Page], merged: Merged, command: str, date: str, 
     parts.append("(Each preset file under `reproduce/` holds the configurations and hyperparameters stored in the records "
                  "it recomputes, not today's presets; add `--data-root` where the data is not in the default cache.)")
     parts.append("[The papers' claims, tested on these results](claims.md): each claim with the paper's numbers, "
-                 "ours with 95% intervals and a verdict (reproduced, not reproduced, undecidable at this scale).")
+                 "ours with 95% intervals and a verdict (reproduced, not reproduced, undecidable) on the tables of "
+                 "the protocol each claim needs.")
     parts.append("## Pages")
     rows = ["| page | dataset | preset | scenarios | cells |", "|---|---|---|---|---|"]
     rows += [f"| [{page.name}]({page.name}.md) | {escape(page.dataset)} | {escape(page.preset)} | "
@@ -266,7 +267,9 @@ def planned_scenarios(presets: set[str]) -> list[PlannedScenario]:
         except BenchError as error:  # a broken preset file must not stop the rendering of stored results
             logging.getLogger("benchbackcompat").warning(f"claims.md: untested scenarios of {preset!r} not listed: {error}")
             continue
-        planned += [PlannedScenario(preset, s.name, s.config.kind, s.config.data.name) for s in scenarios]
+        planned += [PlannedScenario(preset, s.name, s.config.kind, s.config.data.name, tuple(
+            (name, getattr(s.config, name)) for name in ("protocol", "eval_split", "eval_classes", "metrics")
+            if hasattr(s.config, name))) for s in scenarios]
     return planned
 
 
