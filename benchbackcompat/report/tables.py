@@ -57,7 +57,8 @@ def table_markdown(table: Table, notes: Footnotes) -> str:
                 cells.append(f"**{text}**" if i in best[column.id] else text)
         seeds = str(finished) if finished == len(row.records) else f"{finished} of {len(row.records)}"
         rows.append([label, str(row.rank) if row.rank is not None else "-", *cells, seeds])
-    return tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True)
+    text = tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True)
+    return f"{table.unranked}\n\n{text}" if table.unranked else text
 
 
 def tables_markdown(tables: list[Table], grids: bool = False) -> str:
