@@ -161,8 +161,9 @@ def readme_markdown(pages: list[Page], merged: Merged, command: str, date: str, 
         f"- `rank` follows each scenario kind's primary statistic: P_com, then cross for one update; AC, then AA "
         f"for a sequence (1 = best, equal displayed values share a rank). P_com is shown only when the update it "
         f"divides by, reference self − old self, is significantly positive and at least {MIN_UPDATE_GAIN:g} "
-        f"points; otherwise `–` with a footnote giving that update, and the row is ranked only if no row has a "
-        f"P_com (then by cross). A model whose weakest self-test is below {CHANCE_FACTOR:g} × chance is flagged "
+        f"points; otherwise `–` with a footnote giving that update, and the row is not ranked (when no row has "
+        f"a P_com, the table says so and ranks nothing: the cross-test alone would rank an incompatible model "
+        f"first). A model whose weakest self-test is below {CHANCE_FACTOR:g} × chance is flagged "
         f"`(chance level)` and not ranked or bolded.",
         "- `-` marks a value that could not be computed and `nan` a run that diverged (as in the papers); "
         "each carries a footnote saying why.",
