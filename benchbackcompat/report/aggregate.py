@@ -384,8 +384,10 @@ def _why_missing(record: FinishedRecord, column: Column) -> str:
 
 
 def rank_rows(table: Table) -> None:
-    """Rank by the scenario kind's primary statistic, ties broken by its second (``columns.ranking``), on the
-    first metric's displayed means; 1 = best, equal displayed values share a rank. Only rows with a displayed
+    """Rank by the scenario kind's primary statistic on the first metric (``columns.ranking``): a row's rank is 1 +
+    the number of rows significantly better than it (paired bootstrap of the difference), so rows that no row
+    beats share rank 1 and a rank is a tier, not an order of noisy means. Without per-query replicates the
+    displayed means decide, ties broken by the kind's second statistic. Rows are listed by rank, then mean. Only rows with a displayed
     primary statistic are ranked: rows at chance level, without numbers or with an undecidable P_com are not.
     When no row has one, nothing is ranked and ``table.unranked`` says why: no other statistic ranks
     compatibility (the cross-test alone would put an incompatible model, e.g. ``independent`` at chance-level
@@ -414,9 +416,20 @@ def rank_rows(table: Table) -> None:
         return tuple(key)
 
     keys = {i: sort_key(i) for i in candidates}
+    higher = primary.statistic.higher_is_better if primary is not None else True
+
+    def beats(j: int, i: int) -> bool:
+        """Row j is significantly better than row i on the primary statistic (paired bootstrap of the difference);
+        without replicates, on the displayed values and the tie-breaker."""
+        a, b = table.rows[j].cells.get(primary.id), table.rows[i].cells.get(primary.id)
+        if isinstance(a, Stat) and isinstance(b, Stat) and a.replicates is not None and b.replicates is not None:
+            return bootstrap.significantly_worse(a.replicates, b.replicates, higher)
+        return keys[j] < keys[i]
+
     for i, row in enumerate(table.rows):
-        row.rank = 1 + sum(1 for other in keys.values() if other < keys[i]) if i in keys else None
-    table.rows.sort(key=lambda r: (r.rank is None, r.rank or 0, r.label))
+        row.rank = 1 + sum(1 for j in keys if j != i and beats(j, i)) if i in keys else None
+    order = {id(table.rows[i]): keys[i] for i in keys}
+    table.rows.sort(key=lambda r: (r.rank is None, r.rank or 0, order.get(id(r), ()), r.label))
 
 
 def _display_value(cell: Stat | Missing | None, column: Column) -> float | None:
