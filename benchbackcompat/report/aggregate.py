@@ -84,6 +84,13 @@ class Row:
         return [r for r in self.records if isinstance(r, FinishedRecord)]
 
     @property
+    def minutes(self) -> float | None:
+        """The mean compute of the row's finished cells (training and evaluation,
+        ``FinishedRecord.compute_seconds``) in minutes; None without timings."""
+        seconds = [r.compute_seconds for r in self.finished if r.timings]
+        return statistics.fmean(seconds) / 60 if seconds else None
+
+    @property
     def config_hash(self) -> str:
         """The configuration hash of the row's cells (:func:`config_hash`; one per row)."""
         return config_hash(self.records[0]) if self.records else ""

@@ -26,10 +26,11 @@ from benchbackcompat.report.claims import PlannedScenario, claims_markdown
 from benchbackcompat.report.exports import csv_export, json_export
 from benchbackcompat.report.markdown import escape, slug
 from benchbackcompat.report.merge import Merged
+from benchbackcompat.report.overview import overview_markdown
 from benchbackcompat.report.reproduce import reproductions
 from benchbackcompat.report.provenance import header_markdown, provenance
 from benchbackcompat.report.selection import selection_markdown
-from benchbackcompat.report.tables import Footnotes, table_markdown
+from benchbackcompat.report.tables import Footnotes, views_markdown
 
 SINGLE_MEASURES = ("whether queries of the new model can search the gallery indexed by the old model (cross vs the old "
                    "self-test, P_com) and what compatibility costs the new model (self, P_up)")
@@ -79,8 +80,49 @@ def scale(table: Table) -> str:
     if backbones:
         parts.append(" → ".join(backbones))
     if train.get("epochs"):
-        parts.append(f"{train['epochs']} epoch{'s' if train['epochs'] != 1 else ''} per model")
+        parts.append(training_length(table))
     return ", ".join(parts)
+
+
+def training_length(table: Table) -> str:
+    """The table's own training per model: its epochs, or its step floor with the epochs its models trained."""
+    train = table.config.get("train", {})
+    epochs, floor = train.get("epochs"), train.get("min_steps")
+    if not floor:
+        return f"{epochs} epoch{'s' if epochs != 1 else ''} per model"
+    trained = sorted({len(c) for r in table.records if isinstance(r, FinishedRecord) for c in r.curves.values() if c})
+    span = (f"{trained[0]}–{trained[-1]}" if trained[0] != trained[-1] else f"{trained[0]}") if trained else f"≥ {epochs}"
+    return f"at least {floor:,} SGD steps per model ({span} epochs)"
+
+
+def methods_with_results(table: Table) -> int:
+    return sum(1 for row in table.rows if row.finished)
+
+
+def headline_tables(tables: list[Table]) -> dict[str, tuple[Table, str]]:
+    """Per scenario of one page, the table that answers "best on this scenario" and why: the one holding the most
+    methods with results, then the longest training (step floor, then epochs); "" when there is one table."""
+    by_scenario: dict[str, list[Table]] = defaultdict(list)
+    for table in tables:
+        by_scenario[table.scenario].append(table)
+    chosen = {}
+    for scenario, members in by_scenario.items():
+        def length(t: Table) -> tuple[int, int]:
+            train = t.config.get("train", {})
+            return int(train.get("min_steps") or 0), int(train.get("epochs") or 0)
+
+        best = max(members, key=lambda t: (methods_with_results(t), length(t), t.variant))
+        if len(members) == 1:
+            chosen[scenario] = (best, "")
+            continue
+        most = methods_with_results(best)
+        tied = [t for t in members if methods_with_results(t) == most]
+        why = (f"it holds the most methods with results ({most})" + (", and the longest training among those" if len(tied) > 1 else ""))
+        others = "; ".join(f"{escape(t.variant)}: {methods_with_results(t)} methods, {training_length(t)}"
+                           for t in members if t is not best)
+        chosen[scenario] = (best, f"Headline configuration of {escape(scenario)}: **{escape(best.variant)}** "
+                                  f"({training_length(best)}), because {why}. Also stored, below it: {others}.")
+    return chosen
 
 
 def figure_links(table: Table, page: Page, out: Path) -> list[str]:
@@ -102,12 +144,17 @@ def page_markdown(page: Page, out: Path, date: str) -> str:
     notes = Footnotes()
     parts = [f"# Leaderboard: {escape(page.dataset)} · preset {escape(page.preset)}",
              header_markdown(page.records, date), "[Index and how to regenerate](README.md)"]
-    for table in page.tables:
+    headlines = headline_tables(page.tables)
+    parts.append(overview_markdown([table for table, _ in headlines.values()]))
+    ordered = sorted(page.tables, key=lambda t: (t.scenario, headlines[t.scenario][0] is not t, t.variant))
+    for table in ordered:
         description = table.config.get("description", "")
         parts.append(f"## {escape(table.title)}")
+        if headlines[table.scenario][0] is table and headlines[table.scenario][1]:
+            parts.append(headlines[table.scenario][1])
         parts.append(f"{escape(description)}  \nKind: {kind_text(table.kind)} ({kind_class(table.kind).measures or escape(table.kind)}).  \n"
                      f"Scale: {escape(scale(table))}.")
-        parts.append(table_markdown(table, notes))
+        parts.append(views_markdown(table, notes, fold=True))
         if chosen := selection_markdown(table, grids=True):
             parts.append(chosen)
         parts.extend(figure_links(table, page, out))
