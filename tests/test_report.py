@@ -187,7 +187,7 @@ def test_leaderboard_folder_is_reproducible_apart_from_the_date(records, tmp_pat
     first = {p.relative_to(tmp_path): p.read_bytes() for p in files}
     names = {p.name for p in first}
     assert {"README.md", "embedded-quick.md", "leaderboard.csv", "leaderboard.json"} <= names
-    assert {n.rsplit("-", 1)[1] for n in names if n.endswith(".png")} == {"matrices.png", "scatter.png", "aa.png"}
+    assert {n.rsplit("-", 1)[1] for n in names if n.endswith(".png")} == {"matrices.png", "margin.png", "aa.png"}
     page = first[Path("embedded-quick.md")].decode()
     for link in re.findall(r"\]\((figures/[^)]+)\)", page):
         assert (tmp_path / link).is_file()

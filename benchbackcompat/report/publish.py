@@ -132,7 +132,7 @@ def figure_links(table: Table, page: Page, out: Path) -> list[str]:
         name = f"{base}-{slug(metric)}"
         made = [("compatibility matrices", figures.matrices_figure(table, metric, out / "figures" / f"{name}-matrices.png"))]
         if table.single_update:
-            made.append(("self vs cross", figures.scatter_figure(table, metric, out / "figures" / f"{name}-scatter.png")))
+            made.append(("cross − old self", figures.margin_figure(table, metric, out / "figures" / f"{name}-margin.png")))
         else:
             made.append(("AA_tau over tasks", figures.aa_curve_figure(table, metric, out / "figures" / f"{name}-aa.png")))
         lines += [f"![{escape(table.title)}: {what}, {escape(metric_name(metric))}](figures/{path.name})"
@@ -218,7 +218,8 @@ def readme_markdown(pages: list[Page], merged: Merged, command: str, date: str, 
         *(f"  - {s.header}: {escape(s.meaning)}; {'higher' if s.higher_is_better else 'lower'} is better"
           for s in STATISTICS.values()),
         "- Figures: the mean compatibility matrix of each method (incompatible entries framed in red and marked ×), "
-        "AA_tau over tasks for sequences of models, and self-test against cross-test for single updates.",
+        "AA_tau over tasks for sequences of models, and for single updates each method's compatibility margin, "
+        "cross-test minus its own old self-test, with its 95% interval (right of 0: compatible).",
     ]))
     parts.append("## Merging results")
     parts.append("Results of several `--results` directories (or machines) are merged by cell key (the hash of the "
