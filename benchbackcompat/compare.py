@@ -1,18 +1,20 @@
-"""Two sets of results side by side: per scenario, method, metric and statistic the means over the finished
-seeds of A and of B, their difference B - A, the seeds behind each, and the configuration fields that differ
-between A's and B's cells of the same scenario, method and seed."""
+"""Two sets of results side by side: per scenario, variant, method, metric and statistic the means over the
+finished seeds of A and of B (never across configurations), their difference B - A, the seeds and the
+configuration hash behind each, and the configuration fields that differ between A's and B's cells of the
+same scenario, variant, method and seed."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
 from benchbackcompat.frames import Paths, read_records, results_frame
 from benchbackcompat.record import CellRecord
+from benchbackcompat.report.aggregate import configuration_labels
 
 if TYPE_CHECKING:
     import pandas as pd
 
 DEFAULT_STATISTICS = ("AC", "AA", "ACA", "old_self", "self", "cross", "p_com", "p_up")
-GROUP = ["scenario", "method", "metric", "statistic"]
+GROUP = ["scenario", "variant", "method", "metric", "statistic"]
 
 
 def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
@@ -35,48 +37,75 @@ def _seeds(values: pd.Series) -> str:
     return ",".join(str(s) for s in sorted(values))
 
 
+def method_variants(records: list[CellRecord]) -> list[str]:
+    """The variant that pairs each record with the other side's: its leaderboard variant where its scenario and
+    method have several configurations on its side, else "" (one configuration each side: A's and B's are
+    compared, and the notes name the fields that differ)."""
+    labels = configuration_labels(records)
+    hashes: dict[tuple[str, str], set[str]] = {}
+    for record, (_, digest) in zip(records, labels):
+        hashes.setdefault((record.scenario, record.method), set()).add(digest)
+    return [variant if len(hashes[(r.scenario, r.method)]) > 1 else "" for r, (variant, _) in zip(records, labels)]
+
+
+def _side(records: list[CellRecord], name: str, statistics: tuple[str, ...]) -> pd.DataFrame:
+    """One side's means over seeds, one row per configuration (variant and hash) and statistic."""
+    frame = results_frame(records)
+    variants = dict(zip((r.key for r in records), method_variants(records)))
+    frame["variant"] = frame["key"].map(variants)
+    frame = frame[(frame["status"] == "finished") & frame["statistic"].isin(statistics)]
+    grouped = frame.groupby([*GROUP, "config_hash"], sort=True).agg(
+        **{name: ("value", "mean"), f"seeds {name}": ("seed", _seeds)})
+    return grouped.reset_index().rename(columns={"config_hash": f"config {name}"})
+
+
 def compare_results(a: Paths, b: Paths, statistics: tuple[str, ...] = DEFAULT_STATISTICS) -> tuple[pd.DataFrame, list[str]]:
-    """The comparison table (one row per scenario, method, metric, statistic present in A or B) and notes on the
-    cells: configuration differences, and cells that are in only one set or not finished in one."""
+    """The comparison table (one row per scenario, variant, method, metric, statistic present in A or B) and notes
+    on the cells: configuration differences, and cells that are in only one set or not finished in one. Each
+    side's seeds pool only within one configuration (:func:`method_variants`), and a row pairs A's and B's
+    configurations of the same variant (``config A``/``config B``: their hashes)."""
     records_a, records_b = read_records(a), read_records(b)
-    frames = []
-    for name, records in (("A", records_a), ("B", records_b)):
-        frame = results_frame(records)
-        frame = frame[(frame["status"] == "finished") & frame["statistic"].isin(statistics)]
-        frames.append(frame.groupby(GROUP, sort=True).agg(**{name: ("value", "mean"), f"seeds {name}": ("seed", _seeds)}))
-    table = frames[0].join(frames[1], how="outer").reset_index()
+    table = _side(records_a, "A", statistics).merge(_side(records_b, "B", statistics), on=GROUP, how="outer")
     table["B - A"] = table["B"] - table["A"]
     order = {s: i for i, s in enumerate(statistics)}
-    table = table.sort_values(["scenario", "method", "metric", "statistic"], key=lambda c: c.map(order) if c.name == "statistic" else c)
-    return table[[*GROUP, "A", "seeds A", "B", "seeds B", "B - A"]].reset_index(drop=True), cell_notes(records_a, records_b)
+    table = table.sort_values(GROUP, key=lambda c: c.map(order) if c.name == "statistic" else c)
+    return (table[[*GROUP, "A", "seeds A", "B", "seeds B", "B - A", "config A", "config B"]].reset_index(drop=True),
+            cell_notes(records_a, records_b))
 
 
 def cell_notes(records_a: list[CellRecord], records_b: list[CellRecord]) -> list[str]:
-    by_label_a = {r.label: r for r in records_a}
-    by_label_b = {r.label: r for r in records_b}
+    """Per cell (label and variant, as the table pairs them): configuration differences, cells in one set only,
+    unfinished cells."""
+    by_cell_a, by_cell_b = ({(r.label, variant): r for r, variant in zip(records, method_variants(records))}
+                            for records in (records_a, records_b))
     notes = []
-    for label in sorted(set(by_label_a) | set(by_label_b)):
-        ra, rb = by_label_a.get(label), by_label_b.get(label)
+    for label, variant in sorted(set(by_cell_a) | set(by_cell_b)):
+        ra, rb = by_cell_a.get((label, variant)), by_cell_b.get((label, variant))
+        name = f"{label} [{variant}]" if variant else label
         if ra is None or rb is None:
-            notes.append(f"{label}: only in {'B' if ra is None else 'A'}")
+            notes.append(f"{name}: only in {'B' if ra is None else 'A'}")
             continue
         differences = config_differences(ra, rb)
         if differences:
             shown = "; ".join(differences[:4]) + (f"; and {len(differences) - 4} more" if len(differences) > 4 else "")
-            notes.append(f"{label}: configuration differs: {shown}")
+            notes.append(f"{name}: configuration differs: {shown}")
         for side, record in (("A", ra), ("B", rb)):
             if not record.finished:
-                notes.append(f"{label}: {record.status} in {side}")
+                notes.append(f"{name}: {record.status} in {side}")
     return notes
 
 
 def render(table: pd.DataFrame, notes: list[str], a: str, b: str) -> str:
     from tabulate import tabulate
 
-    rows = [[*row[:4], _fmt(row[4]), row[5] if isinstance(row[5], str) else "-", _fmt(row[6]),
-             row[7] if isinstance(row[7], str) else "-", _fmt(row[8], signed=True)] for row in table.itertuples(index=False)]
-    text = f"A: {a}\nB: {b}\n" + tabulate(rows, headers=list(table.columns), tablefmt="github", disable_numparse=True)
-    return text + ("\n\ncells:\n" + "\n".join(f"  {note}" for note in notes) if notes else "\n\nevery cell has the same configuration in A and B")
+    def text(value: Any) -> str:
+        return value if isinstance(value, str) else "-"
+
+    rows = [[*row[:5], _fmt(row[5]), text(row[6]), _fmt(row[7]), text(row[8]), _fmt(row[9], signed=True),
+             text(row[10]), text(row[11])] for row in table.itertuples(index=False)]
+    text_table = tabulate(rows, headers=list(table.columns), tablefmt="github", disable_numparse=True)
+    out = f"A: {a}\nB: {b}\n" + text_table
+    return out + ("\n\ncells:\n" + "\n".join(f"  {note}" for note in notes) if notes else "\n\nevery cell has the same configuration in A and B")
 
 
 def _fmt(value: float, signed: bool = False) -> str:

@@ -1,4 +1,11 @@
-"""Stored results as pandas DataFrames: one row per cell x metric x statistic, and one per matrix entry."""
+"""Stored results as pandas DataFrames: one row per cell x metric x statistic, and one per matrix entry.
+
+Every row names its configuration as the leaderboard does: ``variant`` (the configuration fields and
+hyperparameters that tell it apart from other stored configurations of its scenario and method, "" when
+there is one) and ``config_hash`` (the resolved configuration without the seed). Seeds pool only within
+one configuration: group by ``scenario``, ``variant`` and ``method`` (or by ``config_hash``), never by
+``scenario`` and ``method`` alone.
+"""
 from __future__ import annotations
 
 import json
@@ -14,10 +21,10 @@ if TYPE_CHECKING:
     import pandas as pd
 
 Paths = str | Path | Iterable[str | Path]
-CELL_COLUMNS = ["scenario", "kind", "method", "seed", "status", "preset", "dataset", "params", "key", "label",
-                "source", "version", "commit", "device"]
+CELL_COLUMNS = ["scenario", "variant", "kind", "method", "seed", "status", "preset", "dataset", "params", "config_hash",
+                "key", "label", "source", "version", "commit", "device"]
 RESULT_COLUMNS = [*CELL_COLUMNS, "metric", "statistic", "value"]
-MATRIX_COLUMNS = [*CELL_COLUMNS[:10], "metric", "query_model", "gallery_model", "value"]
+MATRIX_COLUMNS = [*CELL_COLUMNS[:12], "metric", "query_model", "gallery_model", "value"]
 
 
 def _pandas():
@@ -47,10 +54,19 @@ def read_records(paths: Paths) -> list[CellRecord]:
     return merge_records(sources).records
 
 
-def _cell_fields(record: CellRecord) -> dict[str, Any]:
-    return {"scenario": record.scenario, "kind": record.kind, "method": record.method, "seed": record.seed,
-            "status": record.status, "preset": record.preset, "dataset": record.dataset,
-            "params": json.dumps(record.params, sort_keys=True), "key": record.key, "label": record.label,
+def _cells(records: Iterable[CellRecord]) -> list[tuple[CellRecord, dict[str, Any]]]:
+    """Each record with its cell's columns (the variant labels depend on which other records are read)."""
+    from benchbackcompat.report.aggregate import configuration_labels
+
+    records = list(records)
+    return [(record, _cell_fields(record, *labels)) for record, labels in zip(records, configuration_labels(records))]
+
+
+def _cell_fields(record: CellRecord, variant: str, config_hash: str) -> dict[str, Any]:
+    return {"scenario": record.scenario, "variant": variant, "kind": record.kind, "method": record.method,
+            "seed": record.seed, "status": record.status, "preset": record.preset, "dataset": record.dataset,
+            "params": json.dumps(record.params, sort_keys=True), "config_hash": config_hash, "key": record.key,
+            "label": record.label,
             "source": record.source, "version": record.versions.benchbackcompat, "commit": record.versions.commit,
             "device": record.device}
 
@@ -63,8 +79,7 @@ def results_frame(records: Iterable[CellRecord]) -> pd.DataFrame:
     """One row per cell x retrieval metric x scalar statistic (AC, AA, ACA, self, cross, p_com, ...); a cell
     without metrics (diverged, failed, not applicable) is one row with empty metric, statistic and value."""
     rows = []
-    for record in records:
-        cell = _cell_fields(record)
+    for record, cell in _cells(records):
         metrics = record.metrics if isinstance(record, FinishedRecord) else {}
         if not metrics:
             rows.append({**cell, "metric": None, "statistic": None, "value": math.nan})
@@ -77,8 +92,8 @@ def results_frame(records: Iterable[CellRecord]) -> pd.DataFrame:
 def matrix_frame(records: Iterable[CellRecord]) -> pd.DataFrame:
     """One row per compatibility-matrix entry C[t][k] (k <= t): query model t, gallery model k, value in %."""
     rows = []
-    for record in records:
-        cell = {k: v for k, v in _cell_fields(record).items() if k in MATRIX_COLUMNS}
+    for record, fields in _cells(records):
+        cell = {k: v for k, v in fields.items() if k in MATRIX_COLUMNS}
         for metric, matrix in (record.matrices if isinstance(record, FinishedRecord) else {}).items():
             rows += [{**cell, "metric": metric, "query_model": t, "gallery_model": k, "value": _number(matrix[t][k])}
                      for t in range(len(matrix)) for k in range(t + 1)]

@@ -224,3 +224,13 @@ def test_seeds_that_draw_their_own_class_order_pool_into_one_table():
     assert table.variant == "" and [r.seed for r in table.rows[0].records] == [0, 1]
     tables = build_tables([seeded(0, False), seeded(1, False)])  # two fixed class orders: two configurations
     assert [t.variant for t in tables] == ["data.class_order_seed=0", "data.class_order_seed=1"]
+
+
+def test_rows_that_no_row_beats_significantly_share_rank_one():
+    # P_com (cross - 300) / 150 on 600 queries: best 0.800, close 0.787 (2 queries apart: not significant), worse
+    # 0.200; best and close share rank 1, and worse is beaten by both: rank 1 + 2 = 3
+    n = 600
+    records = [_single("best", 0, n, 300, 450, 420, 300, 450), _single("close", 0, n, 300, 450, 418, 300, 450),
+               _single("worse", 0, n, 300, 450, 330, 300, 450)]
+    table = build_tables(records)[0]
+    assert [(row.method, row.rank) for row in table.rows] == [("best", 1), ("close", 1), ("worse", 3)]

@@ -457,7 +457,7 @@ def test_leaderboard_keeps_the_newest_record_of_a_cell_and_ignores_the_data_path
     row = next(line for line in captured.out.splitlines() if line.startswith(f"| {old['method']} "))
     assert row.rstrip("| ").endswith("1") and "(root=" not in captured.out  # one seed, one table (no path variant)
     cells = [c.strip() for c in row.strip("|").split("|")]
-    assert cells[4] == "12.50"  # the newest record's self-test (columns: method, rank, old self, ref self, self)
+    assert cells[2] == "12.50"  # the newest record's self-test (columns: method, rank, self)
     assert "1 older records of the same cells" in captured.err
 
 

@@ -8,11 +8,13 @@ fields that differ, so seeds are only ever pooled across identical configuration
 Intervals bootstrap the stored per-query outcomes, combined with the spread over seeds in an interval
 honest for their number (``metrics.bootstrap``). P_com is shown only where the update it divides by (reference self - old
 self) is significantly positive and at least ``MIN_UPDATE_GAIN`` points. A row whose self-test is
-below twice the chance level is flagged and not ranked; bold marks every row not significantly worse
+below ``chance_floor`` (twice chance, or a fifth of the way to 100% where chance is high) is flagged and not
+ranked; bold marks every row not significantly worse
 than the best.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import statistics
@@ -27,7 +29,7 @@ from benchbackcompat.errors import BenchError
 from benchbackcompat.metrics import bootstrap, outcomes
 from benchbackcompat.record import CellRecord, FinishedRecord, parse_record
 from benchbackcompat.config import kind_class
-from benchbackcompat.report.columns import Column, columns_for, ranking
+from benchbackcompat.report.columns import Column, columns_for, metric_name, ranking
 
 MIN_UPDATE_GAIN = 10.0  # points: below this reference self - old self, P_com divides by noise (a 6-point update
 # on 600 queries gives P_com intervals two units wide)
@@ -89,6 +91,18 @@ class Row:
     def finished(self) -> list[FinishedRecord]:
         return [r for r in self.records if isinstance(r, FinishedRecord)]
 
+    @property
+    def minutes(self) -> float | None:
+        """The mean compute of the row's finished cells (training and evaluation,
+        ``FinishedRecord.compute_seconds``) in minutes; None without timings."""
+        seconds = [r.compute_seconds for r in self.finished if r.timings]
+        return statistics.fmean(seconds) / 60 if seconds else None
+
+    @property
+    def config_hash(self) -> str:
+        """The configuration hash of the row's cells (:func:`config_hash`; one per row)."""
+        return config_hash(self.records[0]) if self.records else ""
+
 
 @dataclass
 class Table:
@@ -100,6 +114,7 @@ class Table:
     variant: str  # "" when the scenario has a single configuration in these results
     columns: list[Column]
     rows: list[Row]
+    unranked: str = ""  # why no row is ranked ("" when some are)
 
     @property
     def single_update(self) -> bool:
@@ -121,15 +136,51 @@ class Table:
 def build_tables(records: Iterable[CellRecord | dict[str, Any]]) -> list[Table]:
     """Group, aggregate and rank (records in their stored form are parsed first); tables sorted by (dataset,
     preset, scenario, variant)."""
-    groups: dict[tuple[str, str, str, str], list[CellRecord]] = defaultdict(list)
-    for record in map(parse_record, records):
-        if record.role == "selection":  # a grid point on the validation split: shown in its search's grid table
-            continue
-        config = json.dumps(table_config(record.config), sort_keys=True)
-        groups[(record.dataset or "?", record.preset or "?", record.scenario, config)].append(record)
-    variants = _variant_labels({key: table_config(members[0].config) for key, members in groups.items()})
+    groups, variants = _grouped([r for r in map(parse_record, records) if r.role != "selection"])
     tables = [_table(members, variants[key]) for key, members in groups.items()]
     return sorted(tables, key=lambda t: (t.dataset, t.preset, t.scenario, t.variant))
+
+
+def _grouped(records: list[CellRecord]) -> tuple[dict[tuple[str, str, str, str], list[CellRecord]], dict[tuple, str]]:
+    """The records of each table (dataset, preset, scenario, configuration) and each table's variant label.
+    Grid points on the validation split (``role == "selection"``) are shown only in their search's grid table."""
+    groups: dict[tuple[str, str, str, str], list[CellRecord]] = defaultdict(list)
+    for record in records:
+        config = json.dumps(table_config(record.config), sort_keys=True)
+        groups[(record.dataset or "?", record.preset or "?", record.scenario, config)].append(record)
+    return groups, _variant_labels({key: table_config(members[0].config) for key, members in groups.items()})
+
+
+def _row_key(record: CellRecord) -> tuple[str, str, str]:
+    """What tells rows of one table apart: the method, its hyperparameters and, for a setting chosen from a grid,
+    the search that chose it (apart from the same setting run directly)."""
+    chosen = record.selection
+    search = json.dumps({k: chosen[k] for k in ("grid", "rule", "tolerance", "validation")}, sort_keys=True) if chosen else ""
+    return record.method, json.dumps(record.params, sort_keys=True), search
+
+
+def config_hash(record: CellRecord) -> str:
+    """12 hex digits of SHA-256 over the resolved configuration without the seed: the scenario and its
+    configuration as tables tell them apart (:func:`table_config`), the method, its hyperparameters and the search
+    that chose them. Two cells with the same hash differ only in their seed (or the code that computed them)."""
+    identity = [record.role, record.scenario, table_config(record.config), *_row_key(record)]
+    return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def configuration_labels(records: Iterable[CellRecord]) -> list[tuple[str, str]]:
+    """(variant, configuration hash) of each record, as the leaderboard tells configurations apart: the variant
+    is the table's label (the configuration fields that differ between stored configurations of its scenario,
+    e.g. ``train.min_steps=4000``), then the row's (the hyperparameters that differ between rows of its method,
+    e.g. ``lambda_=0.1``), joined by "; "; "" for the only configuration of a scenario and method. Grid points
+    on the validation split are labelled ``validation grid``."""
+    records = list(records)
+    labels: dict[int, str] = {}
+    groups, variants = _grouped([r for r in records if r.role != "selection"])
+    for key, members in groups.items():
+        for row in _rows(members):
+            qualifier = row.label.removeprefix(row.method).strip().removeprefix("(").removesuffix(")")
+            labels.update({id(r): "; ".join(p for p in (variants[key], qualifier) if p) for r in row.records})
+    return [(labels.get(id(r), "validation grid"), config_hash(r)) for r in records]
 
 
 def table_config(config: dict[str, Any]) -> dict[str, Any]:
@@ -166,16 +217,11 @@ def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
     return {prefix[:-1]: value}
 
 
-def _table(records: list[CellRecord], variant: str) -> Table:
-    first = records[0]
-    metrics = list(dict.fromkeys(m for r in records if isinstance(r, FinishedRecord) for m in r.metrics))
-    metrics = metrics or list(first.config.get("metrics", []))
-    columns = columns_for(first.kind, metrics)
+def _rows(records: list[CellRecord]) -> list[Row]:
+    """One row per method, hyperparameters and search, labelled by what tells it apart from the method's other rows."""
     by_method: dict[tuple[str, str, str], list[CellRecord]] = defaultdict(list)
-    for record in records:  # a setting chosen from a grid is its own row, apart from the same setting run directly
-        chosen = record.selection
-        search = json.dumps({k: chosen[k] for k in ("grid", "rule", "tolerance", "validation")}, sort_keys=True) if chosen else ""
-        by_method[(record.method, json.dumps(record.params, sort_keys=True), search)].append(record)
+    for record in records:
+        by_method[_row_key(record)].append(record)
     rows = [Row(method, method, json.loads(params), sorted(members, key=lambda r: r.seed))
             for (method, params, _), members in sorted(by_method.items())]
     _label_parameter_variants(rows)
@@ -183,6 +229,15 @@ def _table(records: list[CellRecord], variant: str) -> Table:
         chosen = row.records[0].selection
         if chosen:
             row.label = f"{row.method} (selected " + ", ".join(f"{k}={json.dumps(v)}" for k, v in chosen["selected"].items()) + ")"
+    return rows
+
+
+def _table(records: list[CellRecord], variant: str) -> Table:
+    first = records[0]
+    metrics = list(dict.fromkeys(m for r in records if isinstance(r, FinishedRecord) for m in r.metrics))
+    metrics = metrics or list(first.config.get("metrics", []))
+    columns = columns_for(first.kind, metrics)
+    rows = _rows(records)
     for row in rows:
         _fill(row, columns)
     table = Table(first.scenario, first.kind, first.dataset or "?", first.preset or "?", first.config, variant,
@@ -345,10 +400,14 @@ def _why_missing(record: FinishedRecord, column: Column) -> str:
 
 
 def rank_rows(table: Table) -> None:
-    """Rank by the scenario kind's primary statistic, ties broken by its second (``columns.ranking``), on the
-    first metric's displayed means; 1 = best, equal displayed values share a rank. Rows at chance level or
-    without numbers are unranked. When some rows have a displayed primary statistic, only those are ranked;
-    when none has (P_com undecidable everywhere), the second statistic ranks them all."""
+    """Rank by the scenario kind's primary statistic on the first metric (``columns.ranking``): a row's rank is 1 +
+    the number of rows significantly better than it (paired bootstrap of the difference), so rows that no row
+    beats share rank 1 and a rank is a tier, not an order of noisy means. Without per-query replicates the
+    displayed means decide, ties broken by the kind's second statistic. Rows are listed by rank, then mean. Only rows with a displayed
+    primary statistic are ranked: rows at chance level, without numbers or with an undecidable P_com are not.
+    When no row has one, nothing is ranked and ``table.unranked`` says why: no other statistic ranks
+    compatibility (the cross-test alone would put an incompatible model, e.g. ``independent`` at chance-level
+    cross, above compatible ones)."""
     if not table.columns:
         return
     metric = table.columns[0].metric
@@ -359,22 +418,34 @@ def rank_rows(table: Table) -> None:
     def shown(i: int, column: Column | None) -> float | None:
         return _display_value(table.rows[i].cells.get(column.id), column) if column is not None else None
 
-    keyed = [i for i in eligible if shown(i, primary) is not None]
-    order = [primary, secondary] if keyed else [secondary]
-    candidates = keyed or [i for i in eligible if shown(i, secondary) is not None]
+    candidates = [i for i in eligible if shown(i, primary) is not None]
+    if not candidates and primary is not None and any(row.finished for row in table.rows):
+        table.unranked = (f"Not ranked: no row has a decidable {primary.statistic.header} ({metric_name(metric)}), "
+                          f"the primary statistic of `{table.kind}`; no other statistic ranks compatibility.")
 
     def sort_key(i: int) -> tuple[float, ...]:
         key = []
-        for column in order:
+        for column in (primary, secondary):
             value = shown(i, column)
             sign = -1.0 if column is None or column.statistic.higher_is_better else 1.0
             key.append(math.inf if value is None else sign * value)
         return tuple(key)
 
     keys = {i: sort_key(i) for i in candidates}
+    higher = primary.statistic.higher_is_better if primary is not None else True
+
+    def beats(j: int, i: int) -> bool:
+        """Row j is significantly better than row i on the primary statistic (paired bootstrap of the difference);
+        without replicates, on the displayed values and the tie-breaker."""
+        a, b = table.rows[j].cells.get(primary.id), table.rows[i].cells.get(primary.id)
+        if isinstance(a, Stat) and isinstance(b, Stat) and a.replicates is not None and b.replicates is not None:
+            return bootstrap.significantly_worse(a.replicates, b.replicates, higher)
+        return keys[j] < keys[i]
+
     for i, row in enumerate(table.rows):
-        row.rank = 1 + sum(1 for other in keys.values() if other < keys[i]) if i in keys else None
-    table.rows.sort(key=lambda r: (r.rank is None, r.rank or 0, r.label))
+        row.rank = 1 + sum(1 for j in keys if j != i and beats(j, i)) if i in keys else None
+    order = {id(table.rows[i]): keys[i] for i in keys}
+    table.rows.sort(key=lambda r: (r.rank is None, r.rank or 0, order.get(id(r), ()), r.label))
 
 
 def _display_value(cell: Stat | Missing | None, column: Column) -> float | None:

@@ -8,18 +8,18 @@ from typing import Any
 
 from benchbackcompat.report.aggregate import Missing, Stat, Table
 
-CSV_FIELDS = ["dataset", "preset", "scenario", "kind", "variant", "method", "params", "metric", "statistic",
-              "higher_is_better", "mean", "std", "ci_low", "ci_high", "n", "seeds", "rank", "chance_level", "missing", "note"]
+CSV_FIELDS = ["dataset", "preset", "scenario", "kind", "variant", "method", "params", "config_hash", "metric", "statistic",
+              "higher_is_better", "mean", "std", "ci_low", "ci_high", "n", "seeds", "minutes_per_cell", "rank", "chance_level", "missing", "note"]
 
 
 def table_dicts(tables: list[Table]) -> list[dict[str, Any]]:
     return [{
         "dataset": t.dataset, "preset": t.preset, "scenario": t.scenario, "kind": t.kind, "variant": t.variant,
-        "description": t.config.get("description", ""),
+        "unranked": t.unranked, "description": t.config.get("description", ""),
         "columns": [{"id": c.id, "metric": c.metric, "statistic": c.statistic.key, "header": c.header,
                      "higher_is_better": c.statistic.higher_is_better} for c in t.columns],
         "rows": [{
-            "method": row.method, "label": row.label, "params": row.params, "rank": row.rank, "chance_level": row.chance,
+            "method": row.method, "label": row.label, "params": row.params, "config_hash": row.config_hash, "minutes_per_cell": row.minutes, "rank": row.rank, "chance_level": row.chance,
             "seeds": [r.seed for r in row.finished], "seeds_total": len(row.records), "notes": row.notes,
             "cells": {cid: _cell(cell) for cid, cell in row.cells.items()},
         } for row in t.rows],
@@ -48,10 +48,12 @@ def csv_export(tables: list[Table]) -> str:
                 stat = cell if isinstance(cell, Stat) else None
                 writer.writerow({
                     "dataset": t.dataset, "preset": t.preset, "scenario": t.scenario, "kind": t.kind, "variant": t.variant,
-                    "method": row.label, "params": json.dumps(row.params, sort_keys=True), "metric": column.metric,
+                    "method": row.label, "params": json.dumps(row.params, sort_keys=True),
+                    "config_hash": row.config_hash, "metric": column.metric,
                     "statistic": column.statistic.key, "higher_is_better": column.statistic.higher_is_better,
                     "mean": repr(stat.mean) if stat else "", "std": repr(stat.std) if stat and stat.std is not None else "",
-                    "n": stat.n if stat else 0, "seeds": len(row.finished), "rank": row.rank if row.rank is not None else "",
+                    "n": stat.n if stat else 0, "seeds": len(row.finished),
+                    "minutes_per_cell": repr(row.minutes) if row.minutes is not None else "", "rank": row.rank if row.rank is not None else "",
                     "ci_low": repr(stat.interval[0]) if stat and stat.interval else "",
                     "ci_high": repr(stat.interval[1]) if stat and stat.interval else "",
                     "chance_level": row.chance,

@@ -1,4 +1,4 @@
-"""Leaderboard figures (matplotlib, PNG): compatibility matrices, AA_tau curves, self-vs-cross scatter.
+"""Leaderboard figures (matplotlib, PNG): compatibility matrices, AA_tau curves, compatibility margins.
 
 Figures use matplotlib's object API (no pyplot state, no display needed); each function writes one
 PNG and returns its path. Values are means over the finished seeds of a row.
@@ -12,7 +12,8 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-from benchbackcompat.report.aggregate import Row, Table
+from benchbackcompat.metrics import bootstrap
+from benchbackcompat.report.aggregate import Row, Stat, Table
 from benchbackcompat.report.columns import metric_name
 from benchbackcompat.report.markdown import plain_label
 
@@ -125,50 +126,61 @@ def aa_curve_figure(table: Table, metric: str, path: Path) -> Path | None:
     return _save(fig, path)
 
 
-def scatter_figure(table: Table, metric: str, path: Path) -> Path | None:
-    """Self-test against cross-test of the new model, one point per method (mean ± std over seeds)."""
-    fig = scatter(table, metric)
+def margin_figure(table: Table, metric: str, path: Path) -> Path | None:
+    """Each method's compatibility margin, cross-test minus its own old model's self-test (> 0: compatible), with
+    its 95% interval; see :func:`margins`."""
+    fig = margin_plot(table, metric)
     return None if fig is None else _save(fig, path)
 
 
-def scatter(table: Table, metric: str) -> Figure | None:
-    """The scatter of :func:`scatter_figure`. A method is compatible when its cross-test beats its own old model's
-    self-test, so each point carries its own threshold: a dotted segment at that old self-test, in its colour."""
-    points = []
+def margins(table: Table, metric: str) -> list[tuple[Row, float, tuple[float, float] | None]]:
+    """(row, mean of cross - old self over seeds, its 95% interval) for every row with both; the interval is the
+    bootstrap of the paired difference (both come from the same resampled queries), None without replicates."""
+    found = []
     for row in table.rows:
-        values = [(m.self, m.cross, m.old_self) for r in row.finished
-                  if (m := r.metrics.get(metric)) and m.self is not None and m.cross is not None]
-        if values:
-            points.append((row, np.array([[v if v is not None else np.nan for v in p] for p in values], dtype=float)))
-    if not points:
+        cross, old = row.cells.get(f"{metric}:cross"), row.cells.get(f"{metric}:old_self")
+        if not (isinstance(cross, Stat) and isinstance(old, Stat)):
+            continue
+        interval = None
+        if cross.replicates is not None and old.replicates is not None:
+            interval = bootstrap.interval(cross.replicates - old.replicates)
+        found.append((row, cross.mean - old.mean, interval))
+    return found
+
+
+def margin_plot(table: Table, metric: str) -> Figure | None:
+    """The figure of :func:`margin_figure`, methods in the table's order (best rank on top). A margin far below the
+    others (an incompatible model, e.g. ``independent`` at chance-level cross) is clipped at the axis' left edge
+    with its value written, so it does not squeeze the compared methods."""
+    found = margins(table, metric)
+    if not found:
         return None
-    fig = Figure(figsize=(8.5, 5.2), dpi=DPI, layout="constrained")
+    lows = np.array([iv[0] if iv else m for _, m, iv in found])
+    highs = np.array([iv[1] if iv else m for _, m, iv in found])
+    spread = max(1.0, float(np.percentile(highs, 90) - np.percentile(lows, 10)))
+    inliers = lows[lows >= float(np.percentile(lows, 10)) - 1.5 * spread]  # never empty: the 10th percentile's own
+    left = min(0.0, float(inliers.min())) - 0.08 * spread
+    right = max(0.0, float(highs.max())) + 0.1 * spread
+    fig = Figure(figsize=(8.0, 1.2 + 0.32 * len(found)), dpi=DPI, layout="constrained")
     ax = fig.subplots()
-    centres = [np.nanmean(values[:, 0]) for _, values in points]
-    half_width = 0.04 * max(1.0, float(np.ptp(centres)))  # threshold segments span a fixed share of the x range
-    for i, (row, values) in enumerate(points):
-        self_, cross, old = (np.nanmean(values[:, j]) for j in range(3))
-        errors = [np.nanstd(values[:, j], ddof=1) if len(values) > 1 else 0.0 for j in range(2)]
-        color, marker, _ = method_style(i, len(points))
-        compatible = bool(cross > old)
-        ax.errorbar(self_, cross, xerr=errors[0], yerr=errors[1], color=color, marker=marker,
-                    markersize=8, markerfacecolor=color if compatible else "white", capsize=2, linestyle="none",
-                    label=plain_label(row.label) + ("" if compatible else " (cross <= its old self)"))
-        if np.isfinite(old):
-            ax.hlines(old, self_ - half_width, self_ + half_width, colors=[color], linestyles=":", linewidth=1.5,
-                      label="its old model's self-test (the threshold)" if i == 0 else None)
-        ax.annotate(plain_label(row.label), (self_, cross), xytext=(5, 4), textcoords="offset points", fontsize=7)
-    low = min(ax.get_xlim()[0], ax.get_ylim()[0])
-    high = max(ax.get_xlim()[1], ax.get_ylim()[1])
-    ax.plot([low, high], [low, high], color="0.7", linewidth=1, label="cross = self")
-    ax.set_xlim(low, high)
-    ax.set_ylim(low, high)
-    ax.set_xlabel(f"self-test: new query vs new gallery, {metric_name(metric)} (%)")
-    ax.set_ylabel(f"cross-test: new query vs old gallery, {metric_name(metric)} (%)")
-    ax.grid(alpha=0.3)
-    ax.set_title(f"{plain_label(table.title)}: self vs cross ({metric_name(metric)}; hollow = cross below the "
-                 "method's own old self-test, dotted)", fontsize=10)
-    ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=8, frameon=False)
+    for y, (row, mean, interval) in enumerate(found):
+        color = "tab:blue" if (interval[0] > 0 if interval else mean > 0) else "tab:red" if (
+            interval[1] < 0 if interval else mean <= 0) else "0.45"
+        low, high = interval if interval else (mean, mean)
+        if mean < left:
+            ax.annotate(f"← {mean:.1f} (clipped)", (left, y), xytext=(4, 0), textcoords="offset points", va="center",
+                        fontsize=8, color=color)
+            continue
+        ax.plot([max(low, left), high], [y, y], color=color, linewidth=2)
+        ax.plot([mean], [y], "o", color=color, markersize=5)
+    ax.axvline(0.0, color="0.3", linewidth=1)
+    ax.set_xlim(left, right)
+    ax.set_yticks(range(len(found)), [plain_label(row.label) for row, _, _ in found], fontsize=8)
+    ax.invert_yaxis()
+    ax.grid(axis="x", alpha=0.3)
+    ax.set_xlabel(f"cross-test − its own old self-test, {metric_name(metric)} (points; > 0: compatible)")
+    ax.set_title(f"{plain_label(table.title)}\ncompatibility margin, mean and 95% interval "
+                 "(blue: above 0, red: below 0, grey: undecided)", fontsize=9)
     return fig
 
 

@@ -26,10 +26,11 @@ from benchbackcompat.report.claims import PlannedScenario, claims_markdown
 from benchbackcompat.report.exports import csv_export, json_export
 from benchbackcompat.report.markdown import escape, slug
 from benchbackcompat.report.merge import Merged
+from benchbackcompat.report.overview import overview_markdown
 from benchbackcompat.report.reproduce import reproductions
 from benchbackcompat.report.provenance import header_markdown, provenance
 from benchbackcompat.report.selection import selection_markdown
-from benchbackcompat.report.tables import Footnotes, table_markdown
+from benchbackcompat.report.tables import Footnotes, views_markdown
 
 SINGLE_MEASURES = ("whether queries of the new model can search the gallery indexed by the old model (cross vs the old "
                    "self-test, P_com) and what compatibility costs the new model (self, P_up)")
@@ -79,8 +80,49 @@ def scale(table: Table) -> str:
     if backbones:
         parts.append(" → ".join(backbones))
     if train.get("epochs"):
-        parts.append(f"{train['epochs']} epoch{'s' if train['epochs'] != 1 else ''} per model")
+        parts.append(training_length(table))
     return ", ".join(parts)
+
+
+def training_length(table: Table) -> str:
+    """The table's own training per model: its epochs, or its step floor with the epochs its models trained."""
+    train = table.config.get("train", {})
+    epochs, floor = train.get("epochs"), train.get("min_steps")
+    if not floor:
+        return f"{epochs} epoch{'s' if epochs != 1 else ''} per model"
+    trained = sorted({len(c) for r in table.records if isinstance(r, FinishedRecord) for c in r.curves.values() if c})
+    span = (f"{trained[0]}–{trained[-1]}" if trained[0] != trained[-1] else f"{trained[0]}") if trained else f"≥ {epochs}"
+    return f"at least {floor:,} SGD steps per model ({span} epochs)"
+
+
+def methods_with_results(table: Table) -> int:
+    return sum(1 for row in table.rows if row.finished)
+
+
+def headline_tables(tables: list[Table]) -> dict[str, tuple[Table, str]]:
+    """Per scenario of one page, the table that answers "best on this scenario" and why: the one holding the most
+    methods with results, then the longest training (step floor, then epochs); "" when there is one table."""
+    by_scenario: dict[str, list[Table]] = defaultdict(list)
+    for table in tables:
+        by_scenario[table.scenario].append(table)
+    chosen = {}
+    for scenario, members in by_scenario.items():
+        def length(t: Table) -> tuple[int, int]:
+            train = t.config.get("train", {})
+            return int(train.get("min_steps") or 0), int(train.get("epochs") or 0)
+
+        best = max(members, key=lambda t: (methods_with_results(t), length(t), t.variant))
+        if len(members) == 1:
+            chosen[scenario] = (best, "")
+            continue
+        most = methods_with_results(best)
+        tied = [t for t in members if methods_with_results(t) == most]
+        why = (f"it holds the most methods with results ({most})" + (", and the longest training among those" if len(tied) > 1 else ""))
+        others = "; ".join(f"{escape(t.variant)}: {methods_with_results(t)} methods, {training_length(t)}"
+                           for t in members if t is not best)
+        chosen[scenario] = (best, f"Headline configuration of {escape(scenario)}: **{escape(best.variant)}** "
+                                  f"({training_length(best)}), because {why}. Also stored, below it: {others}.")
+    return chosen
 
 
 def figure_links(table: Table, page: Page, out: Path) -> list[str]:
@@ -90,7 +132,7 @@ def figure_links(table: Table, page: Page, out: Path) -> list[str]:
         name = f"{base}-{slug(metric)}"
         made = [("compatibility matrices", figures.matrices_figure(table, metric, out / "figures" / f"{name}-matrices.png"))]
         if table.single_update:
-            made.append(("self vs cross", figures.scatter_figure(table, metric, out / "figures" / f"{name}-scatter.png")))
+            made.append(("cross − old self", figures.margin_figure(table, metric, out / "figures" / f"{name}-margin.png")))
         else:
             made.append(("AA_tau over tasks", figures.aa_curve_figure(table, metric, out / "figures" / f"{name}-aa.png")))
         lines += [f"![{escape(table.title)}: {what}, {escape(metric_name(metric))}](figures/{path.name})"
@@ -102,12 +144,17 @@ def page_markdown(page: Page, out: Path, date: str) -> str:
     notes = Footnotes()
     parts = [f"# Leaderboard: {escape(page.dataset)} · preset {escape(page.preset)}",
              header_markdown(page.records, date), "[Index and how to regenerate](README.md)"]
-    for table in page.tables:
+    headlines = headline_tables(page.tables)
+    parts.append(overview_markdown([table for table, _ in headlines.values()]))
+    ordered = sorted(page.tables, key=lambda t: (t.scenario, headlines[t.scenario][0] is not t, t.variant))
+    for table in ordered:
         description = table.config.get("description", "")
         parts.append(f"## {escape(table.title)}")
+        if headlines[table.scenario][0] is table and headlines[table.scenario][1]:
+            parts.append(headlines[table.scenario][1])
         parts.append(f"{escape(description)}  \nKind: {kind_text(table.kind)} ({kind_class(table.kind).measures or escape(table.kind)}).  \n"
                      f"Scale: {escape(scale(table))}.")
-        parts.append(table_markdown(table, notes))
+        parts.append(views_markdown(table, notes, fold=True))
         if chosen := selection_markdown(table, grids=True):
             parts.append(chosen)
         parts.extend(figure_links(table, page, out))
@@ -153,21 +200,22 @@ def readme_markdown(pages: list[Page], merged: Merged, command: str, date: str, 
     parts.append("\n".join(rows))
     parts.append("## Reading the tables")
     parts.append("\n".join([
-        "- A cell is the mean over the seeds in the `seeds` column with its 95% confidence interval `[low, high]`: a "
-        "percentile bootstrap over the evaluation queries (each record stores every query's hit or average "
-        "precision), hierarchical over seeds (seeds drawn with replacement, then queries), so it carries both the "
-        "finite test set and the spread over seeds. Records without per-query outcomes show mean ± standard "
-        "deviation over seeds instead. `(n=2)` when fewer seeds produced that number. Seeds are pooled only across "
-        "identical configurations.",
+        "- A cell is the mean over the seeds in the `seeds` column with its 95% confidence interval `[low, high]`: "
+        "over several seeds a t-interval on the seeds' values (n − 1 degrees of freedom), never narrower than the "
+        "percentile bootstrap over the evaluation queries within a seed (each record stores every query's hit or "
+        "average precision); for one seed, that query bootstrap. Records without per-query outcomes show mean ± "
+        "standard deviation over seeds instead. `(n=2)` when fewer seeds produced that number. Seeds are pooled only "
+        "across identical configurations.",
         "- **Bold** marks every value that is not significantly worse than the column's best (the paired bootstrap "
         "interval of the difference contains 0), so several rows can be bold and a lone best mean is not bold by "
         "noise. `old self` and `ref self` (the self-tests P_com divides by) are context and never bold.",
         f"- `rank` follows each scenario kind's primary statistic: P_com, then cross for one update; AC, then AA "
         f"for a sequence (1 = best, equal displayed values share a rank). P_com is shown only when the update it "
         f"divides by, reference self − old self, is significantly positive and at least {MIN_UPDATE_GAIN:g} "
-        f"points; otherwise `–` with a footnote giving that update, and the row is ranked only if no row has a "
-        f"P_com (then by cross). A model whose weakest self-test is below {CHANCE_FACTOR:g} × chance (or, where that "
-        f"exceeds it, {CHANCE_SHARE:g} of the way from chance to 100%: 60% for pair verification) is flagged "
+        f"points; otherwise `–` with a footnote giving that update, and the row is not ranked (when no row has "
+        f"a P_com, the table says so and ranks nothing: the cross-test alone would rank an incompatible model "
+        f"first). A model whose weakest self-test is below {CHANCE_FACTOR:g} × chance (or, where that exceeds it, "
+        f"{CHANCE_SHARE:g} of the way from chance to 100%: 60% for pair verification) is flagged "
         f"`(chance level)` and not ranked or bolded.",
         "- `-` marks a value that could not be computed and `nan` a run that diverged (as in the papers); "
         "each carries a footnote saying why.",
@@ -175,7 +223,8 @@ def readme_markdown(pages: list[Page], merged: Merged, command: str, date: str, 
         *(f"  - {s.header}: {escape(s.meaning)}; {'higher' if s.higher_is_better else 'lower'} is better"
           for s in STATISTICS.values()),
         "- Figures: the mean compatibility matrix of each method (incompatible entries framed in red and marked ×), "
-        "AA_tau over tasks for sequences of models, and self-test against cross-test for single updates.",
+        "AA_tau over tasks for sequences of models, and for single updates each method's compatibility margin, "
+        "cross-test minus its own old self-test, with its 95% interval (right of 0: compatible).",
     ]))
     parts.append("## Merging results")
     parts.append("Results of several `--results` directories (or machines) are merged by cell key (the hash of the "

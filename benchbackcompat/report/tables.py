@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 
 from tabulate import tabulate
 
-from benchbackcompat.report.aggregate import Missing, Stat, Table, best_ids
-from benchbackcompat.report.columns import Column
+from benchbackcompat.report.aggregate import MIN_UPDATE_GAIN, Missing, Row, Stat, Table, best_ids
+from benchbackcompat.report.columns import Column, metric_name
 from benchbackcompat.report.markdown import escape
 from benchbackcompat.report.selection import selection_markdown
 
@@ -38,33 +38,82 @@ def format_stat(stat: Stat, column: Column, seeds: int) -> str:
     return text if stat.n == seeds else f"{text} (n={stat.n})"
 
 
-def table_markdown(table: Table, notes: Footnotes) -> str:
-    headers = ["method", "rank", *(f"{c.statistic.header} ({escape(c.metric)})" for c in table.columns), "seeds"]
-    best = {c.id: best_ids(table, c) for c in table.columns}
+UNDECIDED = ("–: P_com not shown: the update it divides by, reference self − old self (ref self and old self in the "
+             f"table of self-tests), is not significantly positive or below {MIN_UPDATE_GAIN:g} points")
+
+
+def _row_reason(row: Row) -> str | None:
+    """The one reason behind every cell of a row without numbers (not applicable, diverged), else None."""
+    reasons = {cell.reason for cell in row.cells.values() if isinstance(cell, Missing)}
+    return reasons.pop() if len(reasons) == 1 and not row.finished else None
+
+
+def table_markdown(table: Table, notes: Footnotes, columns: list[Column] | None = None, ranked: bool = True,
+                   cost: bool = True) -> str:
+    """``columns`` of ``table`` (default all) with the rank, minutes of compute per cell (``min``) and seeds. A reason shared by a
+    whole row (not applicable) is one footnote on its label; undecidable P_com cells share one footnote."""
+    columns = table.columns if columns is None else columns
+    headers = ["method", *(["rank"] if ranked else []), *(f"{c.statistic.header} ({escape(c.metric)})" for c in columns),
+               *(["min"] if cost else []), "seeds"]
+    best = {c.id: best_ids(table, c) for c in columns}
     rows = []
     for i, row in enumerate(table.rows):
-        flags = [*row.notes, *([row.chance] if row.chance else [])]
+        whole = _row_reason(row)
+        flags = [*row.notes, *([row.chance] if row.chance else []), *([whole] if whole else [])]
         label = escape(row.label) + (" (chance level)" if row.chance else "") + "".join(
             notes.mark(f"{row.label}: {note}") for note in flags)
         finished = len(row.finished)
         cells = []
-        for column in table.columns:
+        for column in columns:
             cell = row.cells[column.id]
             if isinstance(cell, Missing):
-                cells.append(cell.text + notes.mark(f"{row.label}: {cell.reason}"))
+                shared = UNDECIDED if cell.reason.startswith("P_com not shown") else None
+                mark = "" if whole else notes.mark(shared or f"{row.label}: {cell.reason}")
+                cells.append(cell.text + mark)
             else:
                 text = format_stat(cell, column, finished)
                 cells.append(f"**{text}**" if i in best[column.id] else text)
+        minutes = row.minutes
         seeds = str(finished) if finished == len(row.records) else f"{finished} of {len(row.records)}"
-        rows.append([label, str(row.rank) if row.rank is not None else "-", *cells, seeds])
-    return tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True)
+        rows.append([label, *([str(row.rank) if row.rank is not None else "-"] if ranked else []), *cells,
+                     *([f"{minutes:.1f}" if minutes is not None else "-"] if cost else []), seeds])
+    text = tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True)
+    return f"{table.unranked}\n\n{text}" if table.unranked and ranked else text
+
+
+def headline_columns(table: Table) -> list[Column]:
+    """The default view: the first metric's ranked statistics (the primary metric; context self-tests apart)."""
+    metric = table.columns[0].metric if table.columns else None
+    return [c for c in table.columns if c.metric == metric and not c.statistic.context]
+
+
+def other_views(table: Table) -> list[tuple[str, list[Column]]]:
+    """The columns left out of the default view, as (title, columns): each further metric, then the self-tests
+    the ratios divide by."""
+    shown = {c.id for c in headline_columns(table)}
+    views = [(f"{metric_name(m)} statistics", [c for c in table.columns if c.metric == m and not c.statistic.context])
+             for m in table.metrics]
+    views = [(title, cols) for title, cols in views if cols and not {c.id for c in cols} <= shown]
+    context = [c for c in table.columns if c.statistic.context]
+    return views + ([("the self-tests P_com and P_up divide by", context)] if context else [])
+
+
+def views_markdown(table: Table, notes: Footnotes, fold: bool = False) -> str:
+    """The default view (:func:`headline_columns`, ranked, with the cost) then every other view as its own table;
+    ``fold``: the other views inside a collapsed ``<details>`` block each (the published pages)."""
+    parts = [table_markdown(table, notes, headline_columns(table))]
+    for title, columns in other_views(table):
+        view = table_markdown(table, notes, columns, ranked=False, cost=False)
+        parts.append(f"<details><summary>{escape(title)}</summary>\n\n{view}\n\n</details>" if fold
+                     else f"{escape(title[0].upper() + title[1:])}:\n\n{view}")
+    return "\n\n".join(parts)
 
 
 def tables_markdown(tables: list[Table], grids: bool = False) -> str:
     """Every table with a heading, how grid rows were selected (and with ``grids`` their whole grids) and the
     footnotes (the terminal summary after a run)."""
     notes = Footnotes()
-    parts = [f"### {escape(t.title)} · {escape(t.dataset)} · preset {escape(t.preset)}\n\n{table_markdown(t, notes)}"
+    parts = [f"### {escape(t.title)} · {escape(t.dataset)} · preset {escape(t.preset)}\n\n{views_markdown(t, notes)}"
              + (f"\n\n{chosen}" if (chosen := selection_markdown(t, grids)) else "")
              for t in tables]
     if notes.texts:

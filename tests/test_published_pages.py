@@ -1,0 +1,48 @@
+"""The published leaderboard read as a newcomer reads it: rendered from the stored records into a temporary
+folder, every results table fits a screen (160 characters a row) in its default view, the overview names each
+scenario's winners, and the figures are written. One rendering (about 30 s on one core) serves every check."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from benchbackcompat.report.merge import read_results
+from benchbackcompat.report.publish import write_leaderboard
+
+RECORDS = Path(__file__).parents[1] / "leaderboard" / "records"
+WIDTH = 160
+
+
+@pytest.fixture(scope="module")
+def published(tmp_path_factory) -> Path:
+    if not (RECORDS / "cells").is_dir():
+        pytest.skip("no published records in this checkout")
+    out = tmp_path_factory.mktemp("leaderboard")
+    write_leaderboard(read_results([RECORDS]), out, "benchbackcompat leaderboard", "2000-01-01")
+    return out
+
+
+def results_pages(folder: Path) -> list[Path]:
+    return [p for p in sorted(folder.glob("*.md")) if p.name not in ("README.md", "claims.md")]
+
+
+def test_every_results_table_row_fits_160_characters_in_the_default_view(published):
+    pages = results_pages(published)
+    assert pages
+    for page in pages:
+        rows = [line for line in page.read_text().splitlines() if line.startswith("|")]
+        wide = [line for line in rows if len(line) > WIDTH]
+        assert rows and not wide, f"{page.name}: {len(wide)} rows wider than {WIDTH}, e.g. {wide[:1]}"
+
+
+def test_overview_names_each_scenarios_winners_and_footnotes_are_not_repeated(published):
+    text = results_pages(published)[0].read_text()
+    overview = text.split("## Overview", 1)[1].split("\n## ", 1)[0]
+    verdicts = re.findall(r"^- \*\*([^*]+)\*\*: (.*)$", overview, flags=re.M)
+    scenarios = {title.split(" (")[0] for title in re.findall(r"^## (.+)$", text, flags=re.M)} - {"Overview"}
+    assert {name.replace("\\", "") for name, _ in verdicts} == {s.replace("\\", "") for s in scenarios}
+    assert all("best on" in v or "share rank 1" in v or "nothing is decided" in v for _, v in verdicts)
+    notes = re.findall(r"^\[\^\d+\]: (.*)$", text, flags=re.M)
+    assert len(notes) == len(set(notes)) and sum("P\\_com not shown" in n for n in notes) <= 1
