@@ -188,7 +188,8 @@ def test_corrupt_checkpoints_and_results_are_reported_and_recomputed(runner, ref
 def test_damaged_record_is_not_used(damage, tmp_path, caplog):
     store = ResultStore(tmp_path)
     cell = {"key": "abc", "label": "s/m/seed0", "scenario": "s", "kind": "ext-class", "method": "m", "seed": 0}
-    path = store.write_record("abc", {**cell, "status": "finished", "metrics": {"cmc@1": {"AA": 12.5}}})
+    path = store.write_record("abc", {**cell, "status": "finished", "metrics": {"cmc@1": {"AA": 12.5}},
+                                      "matrices": {"cmc@1": [[10.0, None], [15.0, 12.5]]}})  # AA = 37.5 / 3
     assert store.record("abc").metrics["cmc@1"].AA == 12.5
     text = path.read_text()
     damaged = {

@@ -20,7 +20,8 @@ from typing import Any
 
 from benchbackcompat.store.checkpoint import atomic_write_bytes, load_checkpoint, log, save_checkpoint
 from benchbackcompat.store.locks import file_lock
-from benchbackcompat.record import CellRecord, RecordBase, ValidationError, parse_record
+from benchbackcompat.record import CellRecord, FinishedRecord, RecordBase, ValidationError, parse_record
+from benchbackcompat.store.verify import contradiction
 
 RECORD_FORMAT = 1
 
@@ -36,7 +37,8 @@ class ResultStore:
 
     def record(self, key: str) -> CellRecord | None:
         """The finished record of a cell, or None: missing, or unusable (unreadable, another format, not
-        matching the checksum recorded at write time, or malformed; reported once), so that the cell is recomputed."""
+        matching the checksum recorded at write time, malformed, or contradicting itself: ``store.verify``;
+        reported once), so that the cell is recomputed."""
         path = self.cell_dir(key) / "record.json"
         if not path.is_file():
             return None
@@ -51,13 +53,19 @@ class ResultStore:
                                    "(copied?); ignoring it (a run recomputes the cell)")
                 return None
             try:
-                return parse_record(record)
+                parsed = parse_record(record)
             except ValidationError as error:
                 first = error.errors()[0]
-                where = ".".join(str(p) for p in first["loc"][1:] or first["loc"])  # without the status tag
+                where = ".".join(str(p) for p in first["loc"][1:])  # without the status tag
                 self._report(path, f"skipping a malformed record in {self.root} (cell {key[:40]!r}): "
-                                   f"{where}: {first['msg']}".replace("\n", " "))
+                                   f"{f'{where}: ' if where else ''}{first['msg']}".replace("\n", " "))
                 return None
+            problem = contradiction(parsed) if isinstance(parsed, FinishedRecord) else None
+            if problem is not None:
+                self._report(path, f"skipping record {path}: {problem} (edited after it was written?); ignoring it "
+                                   "(a run recomputes the cell)".replace("\n", " "))
+                return None
+            return parsed
         problem = "does not match its checksum (truncated or corrupted)" if isinstance(record, dict) else "cannot be read"
         self._report(path, f"result {path} {problem}; ignoring it (a run recomputes the cell)")
         return None
