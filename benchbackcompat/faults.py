@@ -5,7 +5,8 @@ process reaches a fault point matching the ``fnmatch`` pattern POINT do ACTION: 
 (SIGKILL itself: no cleanup, like a pre-empted node), ``raise`` (RuntimeError) or ``oom``
 (``torch.OutOfMemoryError``). Points: ``train-batch`` (each training batch), ``extract-batch``
 (each feature-extraction batch), ``write:<file name>`` (a file written but not yet moved into
-place). Unset, :func:`fault_point` is one truthiness test.
+place), ``swap:<path>`` (a rendered leaderboard file about to be moved into the published folder).
+Unset, :func:`fault_point` is one truthiness test.
 """
 from __future__ import annotations
 

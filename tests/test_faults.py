@@ -10,6 +10,7 @@ from __future__ import annotations
 import fractions
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -445,3 +446,58 @@ def test_a_traceback_that_cannot_be_written_does_not_crash_the_failure_handler(t
     except RuntimeError:
         assert save_traceback(store, "a" * 16) is None
     assert "cannot write" in caplog.text and "the traceback is lost" in caplog.text
+
+
+# --- a leaderboard killed while rendering leaves the previous one ---------------------------------------------------
+
+def leaderboard_files(out: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
+
+
+def links_resolve(out: Path) -> None:
+    for page in out.glob("*.md"):
+        for link in re.findall(r"\]\((figures/[^)]+)\)", page.read_text()):
+            assert (out / link).is_file(), (page.name, link)
+
+
+@pytest.mark.parametrize("fault", ["write:embedded-quick.md:kill", "write:README.md:raise", "swap:embedded-quick.md:kill"])
+def test_a_leaderboard_killed_while_rendering_leaves_the_old_pages_and_the_files_it_does_not_own(fault, tmp_path,
+                                                                                                  monkeypatch):
+    from benchbackcompat.cli import main
+
+    records = json.loads((Path(__file__).parent / "fixtures" / "leaderboard_records.json").read_text())
+    old, new = ResultStore(tmp_path / "old"), ResultStore(tmp_path / "new")
+    for record in records:
+        old.write_record(record["key"], record)
+        if record["scenario"] != "multi-step":  # the new results lose a scenario: its figures go
+            new.write_record(record["key"], record)
+    board = tmp_path / "board"
+    (board / "records").mkdir(parents=True)
+    (board / "records" / "cell.json").write_text("not the renderer's")
+    (board / "NOTES.md").write_text("not the renderer's either")
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "946684800")  # 2000-01-01
+    assert main(["leaderboard", "--results", str(tmp_path / "old"), "--out", str(board)]) == 0
+    before = leaderboard_files(board)
+    multi_step = {name for name in before if name.startswith("figures/embedded-quick-multi-step-")}
+    assert len(multi_step) == 2  # the matrices and the AA_tau curves
+    env = {**os.environ, faults.ENV: fault, "SOURCE_DATE_EPOCH": "1924905600"}  # 2030-12-31
+    argv = [sys.executable, "-m", "benchbackcompat", "leaderboard", "--results", str(tmp_path / "new"), "--out", str(board)]
+    result = subprocess.run(argv, env=env, capture_output=True, text=True)
+    assert result.returncode == (-9 if fault.endswith("kill") else 1), result.stderr
+    if fault.startswith("swap"):  # killed while moving the new files in: whichever page a reader opens is whole
+        links_resolve(board)
+        assert {name: before[name] for name in ("records/cell.json", "NOTES.md")} == {
+            name: (board / name).read_bytes() for name in ("records/cell.json", "NOTES.md")}
+    else:  # killed or failed while rendering: the folder is the old rendering, byte for byte
+        assert leaderboard_files(board) == before
+    assert main(["leaderboard", "--results", str(tmp_path / "new"), "--out", str(board)]) == 0  # the next run repairs it
+    assert not list(tmp_path.glob(".board.rendering-*"))  # the killed rendering's folder is removed
+    after = leaderboard_files(board)
+    assert after["records/cell.json"] == b"not the renderer's" and after["NOTES.md"] == b"not the renderer's either"
+    assert not multi_step & set(after) and "multi-step" not in after["embedded-quick.md"].decode()
+    links_resolve(board)
+    fresh = tmp_path / "fresh"
+    assert main(["leaderboard", "--results", str(tmp_path / "new"), "--out", str(fresh)]) == 0
+    rendered = leaderboard_files(fresh)
+    assert set(after) == set(rendered) | {"records/cell.json", "NOTES.md"}  # nothing of the old rendering is left
+    assert all(after[name] == rendered[name] for name in rendered if name.endswith(".png"))

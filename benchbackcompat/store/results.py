@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from benchbackcompat.store.checkpoint import atomic_write_bytes, load_checkpoint, log, save_checkpoint
-from benchbackcompat.store.locks import file_lock
+from benchbackcompat.store.locks import file_lock, process_running
 from benchbackcompat.record import CellRecord, FinishedRecord, RecordBase, ValidationError, parse_record
 from benchbackcompat.store.verify import contradiction
 
@@ -115,7 +115,7 @@ class ResultStore:
         for path in [*self.root.glob("cells/*/.*.tmp"), *self.root.glob("models/.*.tmp")]:
             pid = path.name.rsplit(".", 2)[-2]
             try:
-                if not pid.isdigit() or _running(int(pid)) or time.time() - path.stat().st_mtime < min_age_s:
+                if not pid.isdigit() or process_running(int(pid)) or time.time() - path.stat().st_mtime < min_age_s:
                     continue
                 path.unlink()
             except OSError:
@@ -162,16 +162,6 @@ class ResultStore:
 
     save = staticmethod(save_checkpoint)
     load = staticmethod(load_checkpoint)
-
-
-def _running(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def strict_json(value: Any) -> Any:
