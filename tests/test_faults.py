@@ -185,6 +185,31 @@ def test_corrupt_checkpoints_and_results_are_reported_and_recomputed(runner, ref
     assert outcome(final_record(out)) == outcome(reference["record"])
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("written", ["now", "before checkpoints named their step"])
+def test_a_checkpoint_copied_over_another_step_is_set_aside_and_the_step_recomputed(written, runner, reference, tmp_path):
+    out = tmp_path / "run"
+    shutil.copytree(reference["out"], out)
+    cell = next(out.glob("cells/*"))
+    (cell / "record.json").unlink()
+    step0, step2 = cell / "step-0.pt", cell / "step-2.pt"
+    if written == "now":  # step 0 and its checksum copied over step 2's: intact, but another step's
+        shutil.copy(step0, step2)
+        shutil.copy(checksum_path(step0), checksum_path(step2))
+    else:  # without the step and training key a checkpoint records now: only its shapes tell (2 classes, not 6)
+        payload = load_checkpoint(step0)
+        del payload["step"], payload["training_key"]
+        save_checkpoint(step2, payload)
+    signal, rc, log = runner.run(out)
+    assert (signal, rc) == (None, 0), log
+    (warning,) = [line for line in log.splitlines() if "set aside" in line]
+    assert f"checkpoint {step2}: it does not fit step 2 of multi-step/l2/seed0 (" in warning
+    assert ("it holds step 0, not 2" if written == "now" else "has shape [2, ") in warning
+    assert warning.endswith("recomputing the step; set aside as step-2.pt.unfit")
+    assert (cell / "step-2.pt.unfit").is_file() and "multi-step/l2/seed0 step 2 of 3:" in log  # retrained
+    assert outcome(final_record(out)) == outcome(reference["record"])
+
+
 @pytest.mark.parametrize("damage", ["truncate", "edit", "drop-checksum", "not-json"])
 def test_damaged_record_is_not_used(damage, tmp_path, caplog):
     store = ResultStore(tmp_path)

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from benchbackcompat.store.checkpoint import atomic_write_bytes, load_checkpoint, log, save_checkpoint
+from benchbackcompat.store.checkpoint import atomic_write_bytes, checksum_path, load_checkpoint, log, save_checkpoint
 from benchbackcompat.store.locks import file_lock, process_running
 from benchbackcompat.record import CellRecord, FinishedRecord, RecordBase, ValidationError, parse_record
 from benchbackcompat.store.verify import contradiction
@@ -150,6 +150,18 @@ class ResultStore:
 
     def model_path(self, key: str) -> Path:
         return self.root / "models" / f"{key}.pt"
+
+    def set_aside(self, path: Path, reason: str) -> None:
+        """Move a checkpoint that is intact but does not belong where it lies (copied over another, say) to
+        ``<name>.unfit``, out of the way of the recomputed one and kept for inspection, with one warning."""
+        aside = path.with_name(f"{path.name}.unfit")
+        try:
+            os.replace(path, aside)
+            checksum_path(path).unlink(missing_ok=True)
+        except OSError as error:
+            log.warning(f"checkpoint {path}: {reason}; it cannot be set aside ({error.strerror or error})")
+            return
+        log.warning(f"checkpoint {path}: {reason}; set aside as {aside.name}")
 
     # --- locks (several processes on one directory) ------------------------------------------
     def cell_lock(self, key: str, *, blocking: bool = True):
