@@ -7,6 +7,7 @@ that re-running the same command gives the record of an uninterrupted run.
 """
 from __future__ import annotations
 
+import errno
 import fractions
 import json
 import os
@@ -390,6 +391,39 @@ def test_oom_at_chunk_size_one_and_other_errors_are_not_retried():
     with pytest.raises(ValueError):
         faults.halve_on_oom(ValueError("bug"), 64, "x")
     assert faults.halve_on_oom(RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried"), 64, "x") == 32
+
+
+# --- a full disk names the file it could not write ------------------------------------------------------------------
+
+@pytest.mark.slow
+@pytest.mark.parametrize("file", ["cell.json", "record.json", "step-1.pt"])
+def test_a_full_disk_names_the_file_it_could_not_write(file, runner, tmp_path):
+    out = tmp_path / "run"
+    signal, rc, log = runner.run(out, fault=f"write:{file}:full")
+    where = rf"{re.escape(str(out))}/cells/[0-9a-f]{{16}}/{re.escape(file)}"
+    if file == "step-1.pt":  # inside a cell: the cell fails (not recorded, so a re-run retries it), naming the file
+        assert (signal, rc) == (None, 1), log
+        assert re.search(rf"multi-step/l2/seed0: failed \(OSError: \[Errno 28\] No space left on device: '{where}'", log)
+    else:  # the queue file or the result: the run stops with one line naming the file
+        assert (signal, rc) == (None, 2), log
+        (line,) = [line for line in log.splitlines() if "No space left on device" in line]
+        assert re.fullmatch(rf"error: cannot access {where}: No space left on device; check the path, its permissions "
+                            "and the free space", line), line
+    assert not list(out.rglob("*.tmp"))  # the partial file is removed: it would only take more of the full disk
+
+
+def test_a_write_that_fails_in_the_middle_names_its_file_and_leaves_no_partial_file(tmp_path, monkeypatch):
+    from benchbackcompat.store.checkpoint import atomic_write_bytes
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))  # as the kernel reports it: no file name
+
+    monkeypatch.setattr(os, "fsync", full)
+    path = tmp_path / "cells" / "abc" / "record.json"
+    with pytest.raises(OSError) as info:
+        atomic_write_bytes(path, b"{}")
+    assert info.value.errno == errno.ENOSPC and info.value.filename == str(path)
+    assert list(path.parent.iterdir()) == []
 
 
 # --- the fault-injection switch itself ----------------------------------------------------------------------------
