@@ -206,8 +206,26 @@ def test_a_checkpoint_copied_over_another_step_is_set_aside_and_the_step_recompu
     (warning,) = [line for line in log.splitlines() if "set aside" in line]
     assert f"checkpoint {step2}: it does not fit step 2 of multi-step/l2/seed0 (" in warning
     assert ("it holds step 0, not 2" if written == "now" else "has shape [2, ") in warning
-    assert warning.endswith("recomputing the step; set aside as step-2.pt.unfit")
+    assert warning.endswith("; set aside as step-2.pt.unfit, recomputing the step")
     assert (cell / "step-2.pt.unfit").is_file() and "multi-step/l2/seed0 step 2 of 3:" in log  # retrained
+    assert outcome(final_record(out)) == outcome(reference["record"])
+
+
+@pytest.mark.slow
+def test_a_shared_model_overwritten_by_another_model_is_set_aside_and_retrained(runner, reference, tmp_path):
+    out = tmp_path / "run"
+    shutil.copytree(reference["out"], out)
+    cell = next(out.glob("cells/*"))
+    for name in ("record.json", "step-0.pt"):  # step 0 is the shared standard model: it is loaded from models/
+        (cell / name).unlink()
+    (shared,) = out.glob("models/*.pt")
+    shutil.copy(cell / "step-2.pt", shared)  # 6 classes over the 2-class standard model, checksum and all
+    shutil.copy(checksum_path(cell / "step-2.pt"), checksum_path(shared))
+    signal, rc, log = runner.run(out)
+    assert (signal, rc) == (None, 0), log
+    (warning,) = [line for line in log.splitlines() if "set aside" in line]
+    assert f"checkpoint {shared}: it is not shared model standard-0 (" in warning and "has shape [6, " in warning
+    assert warning.endswith("retraining it") and "shared standard-0: trained" in log
     assert outcome(final_record(out)) == outcome(reference["record"])
 
 

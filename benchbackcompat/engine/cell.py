@@ -252,7 +252,7 @@ class CellRunner:
             saved = self.store.load(path, self.device)
             problem = None if saved is None else unfit(saved, model, {"key": key})
             if problem:
-                self.store.set_aside(path, f"it is not shared model {label} ({problem}); retraining it")
+                self.store.set_aside(path, f"it is not shared model {label} ({problem})", "retraining it")
             if saved is not None and not problem:
                 log.info(f"  shared {label}: loaded from {path}")
             else:
@@ -375,8 +375,8 @@ class CellRunner:
             problem = unfit(checkpoint, model, {"step": step.index, "training_key": self.cell.training_key},
                             STEP_CHECKPOINT)
             if problem:
-                self.store.set_aside(path, f"it does not fit step {step.index} of {self.cell.label} ({problem}); "
-                                           "recomputing the step")
+                self.store.set_aside(path, f"it does not fit step {step.index} of {self.cell.label} ({problem})",
+                                     "recomputing the step")
                 continue
             if key != self.cell.key:
                 log.info(f"  {self.cell.label} step {step.index}: trained by "

@@ -151,17 +151,18 @@ class ResultStore:
     def model_path(self, key: str) -> Path:
         return self.root / "models" / f"{key}.pt"
 
-    def set_aside(self, path: Path, reason: str) -> None:
+    def set_aside(self, path: Path, reason: str, then: str) -> None:
         """Move a checkpoint that is intact but does not belong where it lies (copied over another, say) to
-        ``<name>.unfit``, out of the way of the recomputed one and kept for inspection, with one warning."""
+        ``<name>.unfit``, out of the way of the recomputed one and kept for inspection, with one warning:
+        ``reason`` it does not fit, what happens ``then``."""
         aside = path.with_name(f"{path.name}.unfit")
         try:
             os.replace(path, aside)
             checksum_path(path).unlink(missing_ok=True)
         except OSError as error:
-            log.warning(f"checkpoint {path}: {reason}; it cannot be set aside ({error.strerror or error})")
+            log.warning(f"checkpoint {path}: {reason}; it cannot be set aside ({error.strerror or error}), {then}")
             return
-        log.warning(f"checkpoint {path}: {reason}; set aside as {aside.name}")
+        log.warning(f"checkpoint {path}: {reason}; set aside as {aside.name}, {then}")
 
     # --- locks (several processes on one directory) ------------------------------------------
     def cell_lock(self, key: str, *, blocking: bool = True):
