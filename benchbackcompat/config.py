@@ -24,6 +24,19 @@ from benchbackcompat.errors import BenchError
 from benchbackcompat.step import Pretrained, Step, equal_increments
 
 
+# Upper bounds of the numeric fields: far above any real run, low enough that every value fits the C integers and
+# tensor sizes it becomes, so a typo fails validation naming its field instead of overflowing in the middle of a cell.
+SEED_MAX = 2**32 - 1  # NumPy's seed range (Python's and torch's are wider)
+CLASSES_MAX = 1_000_000
+IMAGES_MAX = 10**7  # images per class, batch sizes
+EPOCHS_MAX = 100_000
+STEPS_MAX = 10**9  # optimiser steps
+MODELS_MAX = 1_000  # models in a sequence
+PIXELS_MAX = 4_096  # image side
+DIM_MAX = 65_536  # feature size
+RATE_MAX = 1e3  # learning rates, weight decay
+
+
 class StrictModel(BaseModel):
     """Base for every configuration model: unknown keys are errors, values are validated on assignment."""
 
@@ -40,7 +53,7 @@ class ValidationSplit(StrictModel):
     """A held-out part of the training data, used only to select hyperparameters."""
 
     fraction: float = Field(0.2, gt=0, lt=1, description="fraction of every training class held out for validation")
-    seed: int = Field(0, description="seed of the per-class draw")
+    seed: int = Field(0, ge=0, le=SEED_MAX, description="seed of the per-class draw")
 
 
 class DataConfig(StrictModel):
@@ -51,16 +64,17 @@ class DataConfig(StrictModel):
     eval_dataset: str | None = Field(
         None, description="dataset whose train/test splits are the open-set query/gallery (e.g. cifar10-jpeg)"
     )
-    num_classes: int | None = Field(None, ge=2)
-    train_per_class: int | None = Field(None, ge=1)
-    test_per_class: int | None = Field(None, ge=1)
-    image_size: int | None = Field(None, ge=8)
-    open_classes: int | None = Field(None, ge=2)
-    pretrain_classes: int | None = Field(None, ge=2)
+    num_classes: int | None = Field(None, ge=2, le=CLASSES_MAX)
+    train_per_class: int | None = Field(None, ge=1, le=IMAGES_MAX)
+    test_per_class: int | None = Field(None, ge=1, le=IMAGES_MAX)
+    image_size: int | None = Field(None, ge=8, le=PIXELS_MAX)
+    open_classes: int | None = Field(None, ge=2, le=CLASSES_MAX)
+    pretrain_classes: int | None = Field(None, ge=2, le=CLASSES_MAX)
     pretrain_per_class: int | None = Field(
-        None, ge=1, description="embedded: images per class of the pretraining pool (None: train_per_class)")
-    seed: int = Field(0, description="rendering seed of the embedded dataset")
-    class_order_seed: int | None = Field(None, description="shuffle the class order with this seed; None keeps label order")
+        None, ge=1, le=IMAGES_MAX, description="embedded: images per class of the pretraining pool (None: train_per_class)")
+    seed: int = Field(0, ge=0, le=SEED_MAX, description="rendering seed of the embedded dataset")
+    class_order_seed: int | None = Field(None, ge=0, le=SEED_MAX,
+                                         description="shuffle the class order with this seed; None keeps label order")
     order_by_seed: bool = Field(
         False, description="each seed of a run shuffles the class order with its own seed (sets class_order_seed), "
         "so seeds vary which classes each model sees as well as the initialisation and data subsets"
@@ -96,24 +110,25 @@ class DataConfig(StrictModel):
 class TrainConfig(StrictModel):
     """Optimisation of one model at one step."""
 
-    epochs: int = Field(10, ge=1)
-    batch_size: int = Field(128, ge=2)
+    epochs: int = Field(10, ge=1, le=EPOCHS_MAX)
+    batch_size: int = Field(128, ge=2, le=IMAGES_MAX)
     optimizer: Literal["sgd", "adamw"] = "sgd"
-    lr: float = Field(0.1, gt=0)
+    lr: float = Field(0.1, gt=0)  # no upper bound: inf makes a run diverge on purpose, and a float cannot overflow
     momentum: float = Field(0.9, ge=0, lt=1)
     nesterov: bool = False
-    weight_decay: float = Field(5e-4, ge=0)
+    weight_decay: float = Field(5e-4, ge=0, le=RATE_MAX)
     schedule: Literal["cosine", "multistep", "constant"] = "cosine"
-    milestones: list[int] = Field(default_factory=list, description="epochs at which multistep divides the lr")
+    milestones: list[Annotated[int, Field(ge=1, le=EPOCHS_MAX)]] = Field(
+        default_factory=list, description="epochs at which multistep divides the lr")
     gamma: float = Field(0.1, gt=0, le=1)
-    warmup_epochs: int = Field(0, ge=0)
-    min_lr: float = Field(0.0, ge=0)
+    warmup_epochs: int = Field(0, ge=0, le=EPOCHS_MAX)
+    min_lr: float = Field(0.0, ge=0, le=RATE_MAX)
     amp: Literal["auto", "bf16", "off"] = Field("auto", description="auto = bf16 autocast on CUDA and on CPUs with native bf16 (AVX512-BF16, AMX), fp32 otherwise")
     augment: bool = True
-    crop_padding: int = Field(4, ge=0)
+    crop_padding: int = Field(4, ge=0, le=PIXELS_MAX)
     flip: bool = True
-    eval_batch_size: int = Field(1024, ge=1)
-    min_steps: int = Field(0, ge=0, description="train at least this many batches: a model whose data gives fewer "
+    eval_batch_size: int = Field(1024, ge=1, le=IMAGES_MAX)
+    min_steps: int = Field(0, ge=0, le=STEPS_MAX, description="train at least this many batches: a model whose data gives fewer "
                            "than min_steps / epochs batches an epoch trains more epochs (0: exactly `epochs`)")
 
     @model_validator(mode="after")
@@ -148,12 +163,12 @@ class ModelConfig(StrictModel):
     """Architecture of the models a scenario trains (a scenario may override it per step)."""
 
     backbone: str = "resnet18"
-    embedding_dim: int | None = Field(128, ge=2, description='projection after the backbone; "none" keeps its features')
+    embedding_dim: int | None = Field(128, ge=2, le=DIM_MAX, description='projection after the backbone; "none" keeps its features')
     pretrained: dict[str, bool | Path] = Field(
         default_factory=dict, description="weights per backbone name: true (timm's published weights, from its cache or "
         "downloaded) or a local checkpoint; absent: random initialisation (HBCT: ViT-B/16 from ImageNet-21k)",
     )
-    input_size: dict[str, int] = Field(
+    input_size: dict[str, Annotated[int, Field(ge=8, le=PIXELS_MAX)]] = Field(
         default_factory=dict, description="input size per backbone name when it differs from the data's: the images "
         "are resized on the device, bilinear (HBCT: 224 px for the ViT-B/16 on 32 px CIFAR-100)",
     )
@@ -181,7 +196,7 @@ class ScenarioBase(StrictModel):
     protocol: Protocol = "loo"
     eval_split: Literal["test", "open"] = Field("test", description="held-out images of the training classes, or the open-set pool")
     metrics: list[RetrievalMetric] = Field(default_factory=lambda: ["cmc@1", "map"], min_length=1)
-    verification_pairs: int = Field(3000, ge=10, description="positive (and negative) pairs for the verification protocol")
+    verification_pairs: int = Field(3000, ge=10, le=IMAGES_MAX, description="positive (and negative) pairs for the verification protocol")
     measures: ClassVar[str] = ""  # what the kind measures, one phrase (leaderboard pages)
     single_update: ClassVar[bool] = False  # one update old -> new (P_com, P_up) rather than a sequence of models
     family: ClassVar[str] = "sequence"  # conformance runs one kind per family
@@ -333,10 +348,10 @@ class MultiStep(ScenarioBase):
 
     kind: Literal["multi-step"] = "multi-step"
     measures: ClassVar[str] = "a sequence of T models trained from scratch on growing class sets"
-    num_models: int = Field(5, ge=2, description="T, the number of models (upgrades + 1)")
+    num_models: int = Field(5, ge=2, le=MODELS_MAX, description="T, the number of models (upgrades + 1)")
     init: Literal["scratch", "same-as-first", "previous"] = "scratch"
     memory_per_class: int = Field(
-        0, ge=0, description="0: each model trains on all classes so far; > 0: on the new classes plus a replay "
+        0, ge=0, le=IMAGES_MAX, description="0: each model trains on all classes so far; > 0: on the new classes plus a replay "
         "memory of this many images per class (the -ER variants)"
     )
     metrics: list[RetrievalMetric] = Field(default_factory=lambda: ["cmc@1"], min_length=1)
@@ -392,9 +407,9 @@ class CL2R(ScenarioBase):
 
     kind: Literal["cl2r"] = "cl2r"
     measures: ClassVar[str] = "continual learning: fine-tuning on class increments with a replay memory"
-    num_tasks: int = Field(7, ge=2)
+    num_tasks: int = Field(7, ge=2, le=MODELS_MAX)
     initial_class_fraction: float = Field(0.1, gt=0, lt=1)
-    memory_per_class: int = Field(20, ge=0)
+    memory_per_class: int = Field(20, ge=0, le=IMAGES_MAX)
     protocol: Protocol = "template"
     eval_split: Literal["test", "open"] = "open"
     metrics: list[RetrievalMetric] = Field(default_factory=lambda: ["top1"], min_length=1)
@@ -424,8 +439,8 @@ class IAMCL2R(CL2R):
 
     kind: Literal["iam-cl2r"] = "iam-cl2r"  # type: ignore[assignment]
     measures: ClassVar[str] = "continual learning from models pretrained elsewhere, replaced by better ones at given tasks"
-    replacements: list[int] = Field(default_factory=lambda: [3, 5], description="1-indexed tasks that start from a new pretrained model")
-    pretrain_classes: list[int] = Field(
+    replacements: list[Annotated[int, Field(ge=2, le=MODELS_MAX)]] = Field(default_factory=lambda: [3, 5], description="1-indexed tasks that start from a new pretrained model")
+    pretrain_classes: list[Annotated[int, Field(ge=2, le=CLASSES_MAX)]] = Field(
         default_factory=lambda: [100, 300, 600], description="classes of the pretraining pool seen by each pretrained model"
     )
     pretrain_architectures: list[str] | None = Field(None, description="backbone of each pretrained model; None = model.backbone")
@@ -477,7 +492,7 @@ class ModelZoo(ScenarioBase):
     weights: dict[str, Path] = Field(default_factory=dict, description="local checkpoint (encoder and classifier) per model name")
     pretrained: bool = Field(True, description="load the libraries' pretrained weights (False: random init, to test plumbing)")
     classes: int = Field(
-        1000, ge=2, description="outputs of every zoo classifier, one shared label space in one order (ImageNet-1k: 1000)"
+        1000, ge=2, le=CLASSES_MAX, description="outputs of every zoo classifier, one shared label space in one order (ImageNet-1k: 1000)"
     )
     metrics: list[RetrievalMetric] = Field(default_factory=lambda: ["cmc@1"], min_length=1)
 
@@ -518,7 +533,7 @@ class SelectionConfig(StrictModel):
 
     validation: ValidationSplit = Field(default_factory=ValidationSplit)
     tolerance: float = Field(
-        0.0, ge=0, description="single updates: a setting qualifies if its P_up is at most this far below the reference's (0)"
+        0.0, ge=0, le=1, description="single updates: a setting qualifies if its P_up is at most this far below the reference's (0)"
     )
 
 
@@ -534,14 +549,14 @@ class RunConfig(StrictModel):
         description='method -> hyperparameter -> values (the Cartesian product is searched), or "default": the method\'s own grid',
     )
     selection: SelectionConfig = Field(default_factory=SelectionConfig)
-    seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
+    seeds: list[Annotated[int, Field(ge=0, le=SEED_MAX)]] = Field(default_factory=lambda: [0], min_length=1)
     out: Path = Path("results")
     device: str = "auto"
     share_models: bool = True  # train models that do not depend on the method once per configuration
     channels_last: Literal["auto", "on", "off"] = "auto"  # NHWC training; auto: on CUDA and CPU
     compile: bool = False  # torch.compile the backbone for training
     cache_dir: Path = Field(default_factory=lambda: Path.home() / ".cache" / "benchbackcompat")
-    lock_timeout: float | None = Field(default=None, gt=0)  # seconds to wait for another process's cell/model lock
+    lock_timeout: float | None = Field(default=None, gt=0, le=10**7)  # seconds to wait for another process's cell/model lock
 
 
 def format_validation_error(error: ValidationError, where: str, model: type[BaseModel] | None = None) -> str:

@@ -2,13 +2,15 @@
 
 ``BENCHBACKCOMPAT_FAULT="POINT[@N]:ACTION[,...]"`` makes the N-th (default first) time the
 process reaches a fault point matching the ``fnmatch`` pattern POINT do ACTION: ``kill``
-(SIGKILL itself: no cleanup, like a pre-empted node), ``raise`` (RuntimeError) or ``oom``
-(``torch.OutOfMemoryError``). Points: ``train-batch`` (each training batch), ``extract-batch``
+(SIGKILL itself: no cleanup, like a pre-empted node), ``raise`` (RuntimeError), ``oom``
+(``torch.OutOfMemoryError``) or ``full`` (OSError ENOSPC, as a full disk raises it: naming no file). Points: ``train-batch`` (each training batch), ``extract-batch``
 (each feature-extraction batch), ``write:<file name>`` (a file written but not yet moved into
-place). Unset, :func:`fault_point` is one truthiness test.
+place), ``swap:<path>`` (a rendered leaderboard file about to be moved into the published folder).
+Unset, :func:`fault_point` is one truthiness test.
 """
 from __future__ import annotations
 
+import errno
 import fnmatch
 import logging
 import os
@@ -19,7 +21,7 @@ import torch
 from benchbackcompat.errors import BenchError
 
 ENV = "BENCHBACKCOMPAT_FAULT"
-ACTIONS = ("kill", "raise", "oom")
+ACTIONS = ("kill", "raise", "oom", "full")
 
 _rules: list[tuple[str, int, str]] = []  # (pattern, hit number, action)
 _hits: dict[str, int] = {}
@@ -55,6 +57,8 @@ def _trigger(name: str) -> None:
             os.kill(os.getpid(), signal.SIGKILL)
         if action == "oom":
             raise torch.OutOfMemoryError(f"injected out of memory at {name}")
+        if action == "full":
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
         raise RuntimeError(f"injected fault at {name}")
 
 

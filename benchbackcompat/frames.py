@@ -113,6 +113,8 @@ def load_matrix_entries(path: Paths) -> pd.DataFrame:
 def export_results(path: Paths, out: str | Path) -> list[Path]:
     """Write :func:`load_results` to ``out`` (``.csv`` or ``.parquet``) and :func:`load_matrix_entries` beside
     it (``NAME-matrix.csv``/``.parquet``); returns the files written."""
+    from benchbackcompat.report.exports import spreadsheet_safe
+
     out = Path(out)
     if out.suffix not in (".csv", ".parquet"):
         raise BenchError(f"cannot export to {out}: the file name must end in .csv or .parquet")
@@ -120,8 +122,8 @@ def export_results(path: Paths, out: str | Path) -> list[Path]:
     written = []
     for frame, target in ((results_frame(records), out), (matrix_frame(records), out.with_name(f"{out.stem}-matrix{out.suffix}"))):
         target.parent.mkdir(parents=True, exist_ok=True)
-        if out.suffix == ".csv":
-            frame.to_csv(target, index=False)
+        if out.suffix == ".csv":  # text columns spreadsheet-safe (report.exports); numbers stay numbers
+            frame.map(spreadsheet_safe).to_csv(target, index=False)
         else:
             try:
                 frame.to_parquet(target, index=False)

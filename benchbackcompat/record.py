@@ -7,18 +7,46 @@ identity (key, label, scenario, method, seed, configuration) and its provenance 
 code and data identity, when it was computed). The JSON layout is flat, as the first records were
 written; fields this model does not name pass through unchanged. A finished cell's training curves are not part
 of its record: the store keeps them beside it, in ``curves.json`` (``ResultStore.curves``).
+
+A finished record's numbers are checked for shape and range, so that a record with a valid checksum but a
+ragged matrix is refused as malformed rather than crashing a reader: every matrix is T x T (one T per record,
+that of its steps), only its lower triangle (query model t, gallery model k <= t) holds values, which are
+accuracies in [0, 100] (null where not computable); AC and its curve are fractions in [0, 1]; the per-query
+outcomes and the update gains are T x T too.
 """
 from __future__ import annotations
 
+import math
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
 Number = float | None
 Matrix = list[list[Number]]
 
 __all__ = ["CellRecord", "DivergedRecord", "FailedRecord", "FinishedRecord", "MetricSummary", "NotApplicableRecord",
            "RecordBase", "ValidationError", "Versions", "parse_record"]
+
+
+PERCENT_STATISTICS = ("AA", "ACA", "self", "cross", "old_self", "reference_self")  # accuracies in %
+
+
+def _check_range(value: Any, where: str, low: float, high: float) -> None:
+    """Refuse a number outside [low, high] (None and NaN mean "not computable" and pass)."""
+    if value is not None and not math.isnan(value) and not low <= value <= high + 1e-9:
+        raise PydanticCustomError("out_of_range", f"{where} = {value} is outside [{low:g}, {high:g}]")
+
+
+def _check_square(rows: list[list[Any]], where: str) -> int:
+    """T, for a non-empty T x T list of rows; refuses any other shape."""
+    if not rows:
+        raise PydanticCustomError("matrix_shape", f"{where} is empty; a matrix has one row per model")
+    for t, row in enumerate(rows):
+        if len(row) != len(rows):
+            raise PydanticCustomError("matrix_shape", f"{where} row {t} has {len(row)} entries; a matrix of "
+                                                      f"{len(rows)} models is {len(rows)} x {len(rows)}")
+    return len(rows)
 
 
 class Versions(BaseModel):
@@ -52,6 +80,17 @@ class MetricSummary(BaseModel):
     p_com: Number = None
     p_up: Number = None
     update_gain: Number = None
+
+    @model_validator(mode="after")
+    def _in_range(self) -> MetricSummary:
+        for name in PERCENT_STATISTICS:
+            _check_range(getattr(self, name), name, 0.0, 100.0)
+        _check_range(self.AC, "AC", 0.0, 1.0)
+        for i, value in enumerate(self.AA_curve or []):
+            _check_range(value, f"AA_curve[{i}]", 0.0, 100.0)
+        for i, value in enumerate(self.AC_curve or []):
+            _check_range(value, f"AC_curve[{i}]", 0.0, 1.0)
+        return self
 
     def statistic(self, name: str) -> Number:
         """A scalar statistic by name (a column of the leaderboard); None when absent or a curve."""
@@ -110,6 +149,49 @@ class FinishedRecord(RecordBase):
     @property
     def finished(self) -> bool:
         return True
+
+    @field_validator("matrices")
+    @classmethod
+    def _lower_triangles_of_accuracies(cls, matrices: dict[str, Matrix]) -> dict[str, Matrix]:
+        for metric, C in matrices.items():
+            _check_square(C, metric)
+            for t, row in enumerate(C):
+                for k, value in enumerate(row):
+                    if k > t and value is not None and not math.isnan(value):
+                        raise PydanticCustomError("matrix_triangle", f"{metric}[{t}][{k}] = {value}: only the lower "
+                                                  "triangle (gallery model k <= query model t) holds values")
+                    _check_range(value, f"{metric}[{t}][{k}]", 0.0, 100.0)
+        return matrices
+
+    @field_validator("chance")
+    @classmethod
+    def _chance_in_range(cls, chance: dict[str, Number]) -> dict[str, Number]:
+        for metric, value in chance.items():
+            _check_range(value, metric, 0.0, 100.0)
+        return chance
+
+    @model_validator(mode="after")
+    def _one_size(self) -> FinishedRecord:
+        """Every matrix, per-query outcome table, update-gain matrix and curve has the record's one size T."""
+        sizes = {f"matrices.{m}": len(C) for m, C in self.matrices.items()}
+        if self.steps:
+            sizes["steps"] = len(self.steps)
+        for metric, G in (self.update_gain or {}).items():
+            sizes[f"update_gain.{metric}"] = _check_square(G, f"update_gain.{metric}")
+        for metric, stored in self.outcomes.items():
+            entries = stored.get("C") if isinstance(stored, dict) else None
+            if entries is not None:
+                if not isinstance(entries, list) or not all(isinstance(row, list) for row in entries):
+                    raise PydanticCustomError("outcomes_shape", f"outcomes.{metric}.C must be a T x T list of lists")
+                sizes[f"outcomes.{metric}.C"] = _check_square(entries, f"outcomes.{metric}.C")
+        for metric, summary in self.metrics.items():
+            for curve in ("AA_curve", "AC_curve"):
+                if getattr(summary, curve) is not None:
+                    sizes[f"metrics.{metric}.{curve}"] = len(getattr(summary, curve))
+        if len(set(sizes.values())) > 1:
+            found = ", ".join(f"{where}: {size}" for where, size in sizes.items())
+            raise PydanticCustomError("record_size", f"the record's models disagree in number ({found})")
+        return self
 
     @property
     def compute_seconds(self) -> float:

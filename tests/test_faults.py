@@ -7,9 +7,11 @@ that re-running the same command gives the record of an uninterrupted run.
 """
 from __future__ import annotations
 
+import errno
 import fractions
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -181,11 +183,55 @@ def test_corrupt_checkpoints_and_results_are_reported_and_recomputed(runner, ref
     assert outcome(out) == outcome(reference["out"])
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("written", ["now", "before checkpoints named their step"])
+def test_a_checkpoint_copied_over_another_step_is_set_aside_and_the_step_recomputed(written, runner, reference, tmp_path):
+    out = tmp_path / "run"
+    shutil.copytree(reference["out"], out)
+    cell = next(out.glob("cells/*"))
+    (cell / "record.json").unlink()
+    step0, step2 = cell / "step-0.pt", cell / "step-2.pt"
+    if written == "now":  # step 0 and its checksum copied over step 2's: intact, but another step's
+        shutil.copy(step0, step2)
+        shutil.copy(checksum_path(step0), checksum_path(step2))
+    else:  # without the step and training key a checkpoint records now: only its shapes tell (2 classes, not 6)
+        payload = load_checkpoint(step0)
+        del payload["step"], payload["training_key"]
+        save_checkpoint(step2, payload)
+    signal, rc, log = runner.run(out)
+    assert (signal, rc) == (None, 0), log
+    (warning,) = [line for line in log.splitlines() if "set aside" in line]
+    assert f"checkpoint {step2}: it does not fit step 2 of multi-step/l2/seed0 (" in warning
+    assert ("it holds step 0, not 2" if written == "now" else "has shape [2, ") in warning
+    assert warning.endswith("; set aside as step-2.pt.unfit, recomputing the step")
+    assert (cell / "step-2.pt.unfit").is_file() and "multi-step/l2/seed0 step 2 of 3:" in log  # retrained
+    assert outcome(final_record(out)) == outcome(reference["record"])
+
+
+@pytest.mark.slow
+def test_a_shared_model_overwritten_by_another_model_is_set_aside_and_retrained(runner, reference, tmp_path):
+    out = tmp_path / "run"
+    shutil.copytree(reference["out"], out)
+    cell = next(out.glob("cells/*"))
+    for name in ("record.json", "step-0.pt"):  # step 0 is the shared standard model: it is loaded from models/
+        (cell / name).unlink()
+    (shared,) = out.glob("models/*.pt")
+    shutil.copy(cell / "step-2.pt", shared)  # 6 classes over the 2-class standard model, checksum and all
+    shutil.copy(checksum_path(cell / "step-2.pt"), checksum_path(shared))
+    signal, rc, log = runner.run(out)
+    assert (signal, rc) == (None, 0), log
+    (warning,) = [line for line in log.splitlines() if "set aside" in line]
+    assert f"checkpoint {shared}: it is not shared model standard-0 (" in warning and "has shape [6, " in warning
+    assert warning.endswith("retraining it") and "shared standard-0: trained" in log
+    assert outcome(final_record(out)) == outcome(reference["record"])
+
+
 @pytest.mark.parametrize("damage", ["truncate", "edit", "drop-checksum", "not-json"])
 def test_damaged_record_is_not_used(damage, tmp_path, caplog):
     store = ResultStore(tmp_path)
     cell = {"key": "abc", "label": "s/m/seed0", "scenario": "s", "kind": "ext-class", "method": "m", "seed": 0}
-    path = store.write_record("abc", {**cell, "status": "finished", "metrics": {"cmc@1": {"AA": 12.5}}})
+    path = store.write_record("abc", {**cell, "status": "finished", "metrics": {"cmc@1": {"AA": 12.5}},
+                                      "matrices": {"cmc@1": [[10.0, None], [15.0, 12.5]]}})  # AA = 37.5 / 3
     assert store.record("abc").metrics["cmc@1"].AA == 12.5
     text = path.read_text()
     damaged = {
@@ -363,6 +409,39 @@ def test_oom_at_chunk_size_one_and_other_errors_are_not_retried():
     assert faults.halve_on_oom(RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried"), 64, "x") == 32
 
 
+# --- a full disk names the file it could not write ------------------------------------------------------------------
+
+@pytest.mark.slow
+@pytest.mark.parametrize("file", ["cell.json", "record.json", "step-1.pt"])
+def test_a_full_disk_names_the_file_it_could_not_write(file, runner, tmp_path):
+    out = tmp_path / "run"
+    signal, rc, log = runner.run(out, fault=f"write:{file}:full")
+    where = rf"{re.escape(str(out))}/cells/[0-9a-f]{{16}}/{re.escape(file)}"
+    if file == "step-1.pt":  # inside a cell: the cell fails (not recorded, so a re-run retries it), naming the file
+        assert (signal, rc) == (None, 1), log
+        assert re.search(rf"multi-step/l2/seed0: failed \(OSError: \[Errno 28\] No space left on device: '{where}'", log)
+    else:  # the queue file or the result: the run stops with one line naming the file
+        assert (signal, rc) == (None, 2), log
+        (line,) = [line for line in log.splitlines() if "No space left on device" in line]
+        assert re.fullmatch(rf"error: cannot access {where}: No space left on device; check the path, its permissions "
+                            "and the free space", line), line
+    assert not list(out.rglob("*.tmp"))  # the partial file is removed: it would only take more of the full disk
+
+
+def test_a_write_that_fails_in_the_middle_names_its_file_and_leaves_no_partial_file(tmp_path, monkeypatch):
+    from benchbackcompat.store.checkpoint import atomic_write_bytes
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))  # as the kernel reports it: no file name
+
+    monkeypatch.setattr(os, "fsync", full)
+    path = tmp_path / "cells" / "abc" / "record.json"
+    with pytest.raises(OSError) as info:
+        atomic_write_bytes(path, b"{}")
+    assert info.value.errno == errno.ENOSPC and info.value.filename == str(path)
+    assert list(path.parent.iterdir()) == []
+
+
 # --- the fault-injection switch itself ----------------------------------------------------------------------------
 
 def test_fault_spec_counts_hits_and_rejects_bad_specs():
@@ -442,3 +521,58 @@ def test_a_traceback_that_cannot_be_written_does_not_crash_the_failure_handler(t
     except RuntimeError:
         assert save_traceback(store, "a" * 16) is None
     assert "cannot write" in caplog.text and "the traceback is lost" in caplog.text
+
+
+# --- a leaderboard killed while rendering leaves the previous one ---------------------------------------------------
+
+def leaderboard_files(out: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
+
+
+def links_resolve(out: Path) -> None:
+    for page in out.glob("*.md"):
+        for link in re.findall(r"\]\((figures/[^)]+)\)", page.read_text()):
+            assert (out / link).is_file(), (page.name, link)
+
+
+@pytest.mark.parametrize("fault", ["write:embedded-quick.md:kill", "write:README.md:raise", "swap:embedded-quick.md:kill"])
+def test_a_leaderboard_killed_while_rendering_leaves_the_old_pages_and_the_files_it_does_not_own(fault, tmp_path,
+                                                                                                  monkeypatch):
+    from benchbackcompat.cli import main
+
+    records = json.loads((Path(__file__).parent / "fixtures" / "leaderboard_records.json").read_text())
+    old, new = ResultStore(tmp_path / "old"), ResultStore(tmp_path / "new")
+    for record in records:
+        old.write_record(record["key"], record)
+        if record["scenario"] != "multi-step":  # the new results lose a scenario: its figures go
+            new.write_record(record["key"], record)
+    board = tmp_path / "board"
+    (board / "records").mkdir(parents=True)
+    (board / "records" / "cell.json").write_text("not the renderer's")
+    (board / "NOTES.md").write_text("not the renderer's either")
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "946684800")  # 2000-01-01
+    assert main(["leaderboard", "--results", str(tmp_path / "old"), "--out", str(board)]) == 0
+    before = leaderboard_files(board)
+    multi_step = {name for name in before if name.startswith("figures/embedded-quick-multi-step-")}
+    assert len(multi_step) == 2  # the matrices and the AA_tau curves
+    env = {**os.environ, faults.ENV: fault, "SOURCE_DATE_EPOCH": "1924905600"}  # 2030-12-31
+    argv = [sys.executable, "-m", "benchbackcompat", "leaderboard", "--results", str(tmp_path / "new"), "--out", str(board)]
+    result = subprocess.run(argv, env=env, capture_output=True, text=True)
+    assert result.returncode == (-9 if fault.endswith("kill") else 1), result.stderr
+    if fault.startswith("swap"):  # killed while moving the new files in: whichever page a reader opens is whole
+        links_resolve(board)
+        assert {name: before[name] for name in ("records/cell.json", "NOTES.md")} == {
+            name: (board / name).read_bytes() for name in ("records/cell.json", "NOTES.md")}
+    else:  # killed or failed while rendering: the folder is the old rendering, byte for byte
+        assert leaderboard_files(board) == before
+    assert main(["leaderboard", "--results", str(tmp_path / "new"), "--out", str(board)]) == 0  # the next run repairs it
+    assert not list(tmp_path.glob(".board.rendering-*"))  # the killed rendering's folder is removed
+    after = leaderboard_files(board)
+    assert after["records/cell.json"] == b"not the renderer's" and after["NOTES.md"] == b"not the renderer's either"
+    assert not multi_step & set(after) and "multi-step" not in after["embedded-quick.md"].decode()
+    links_resolve(board)
+    fresh = tmp_path / "fresh"
+    assert main(["leaderboard", "--results", str(tmp_path / "new"), "--out", str(fresh)]) == 0
+    rendered = leaderboard_files(fresh)
+    assert set(after) == set(rendered) | {"records/cell.json", "NOTES.md"}  # nothing of the old rendering is left
+    assert all(after[name] == rendered[name] for name in rendered if name.endswith(".png"))

@@ -40,18 +40,28 @@ def row(text: str, heading: str, method: str) -> list[str]:
     return [c.strip() for c in re.split(r"(?<!\\)\|", line)[1:-1]]
 
 
+def with_cross(record: dict, cross: float) -> dict:
+    """``record`` (one update, cmc@1) with its cross-test C[1][0] set to ``cross`` and the summaries that follow
+    from it, by hand (the store refuses a record whose summaries contradict its matrix)."""
+    C, values = record["matrices"]["cmc@1"], record["metrics"]["cmc@1"]
+    C[1][0] = cross
+    old, new, reference = C[0][0], C[1][1], values["reference_self"]
+    values.update(cross=cross, AA=(old + cross + new) / 3, AC=float(cross > old), ACA=cross if cross > old else 0.0,
+                  p_com=(cross - old) / (reference - old))
+    return record
+
+
 @pytest.fixture
 def two_dirs(tmp_path) -> tuple[Path, Path]:
     records = fixture_records()
     a = store(tmp_path / "a", records)
     by_label = {r["label"]: r for r in records}
-    rerun = copy.deepcopy(by_label["ext-class/l2/seed0"])  # same key, other numbers (another machine)
-    rerun["metrics"]["cmc@1"]["cross"] = 99.0
+    rerun = with_cross(copy.deepcopy(by_label["ext-class/l2/seed0"]), 99.0)  # same key, other numbers (another machine)
     fixed = copy.deepcopy(by_label["ext-class/l2/seed0"])  # the diverged cell, finished elsewhere
     fixed.update(key="e0000000000000e0", label="ext-class/unstable/seed0", method="unstable")
     extra = copy.deepcopy(by_label["ext-class/l2/seed1"])  # a new seed
     extra.update(key="e0000000000000b2", label="ext-class/l2/seed2", seed=2)
-    extra["metrics"]["cmc@1"]["cross"] = 37.0
+    with_cross(extra, 37.0)
     b = store(tmp_path / "b", [rerun, fixed, extra])
     return a, b
 

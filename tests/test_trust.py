@@ -4,7 +4,9 @@ Runs use a 4-class ImageFolder tree of 8x8 images (about a second per cell).
 """
 from __future__ import annotations
 
+import base64
 import contextlib
+import copy
 import importlib.util
 import json
 import io
@@ -448,7 +450,8 @@ def test_leaderboard_keeps_the_newest_record_of_a_cell_and_ignores_the_data_path
     new.update(key="f" * 16, computed_at="2026-02-01T00:00:00+00:00")
     new["config"]["data"]["root"] = "/abs/path/to/shared/data"
     metric = next(iter(new["metrics"]))
-    new["metrics"][metric]["self"] = 12.5
+    new["matrices"][metric][1][1] = 12.5  # C = [[30, -], [10, 12.5]], reference self 40: the summaries by hand
+    new["metrics"][metric].update(self=12.5, AA=(30 + 10 + 12.5) / 3, AC=0.0, ACA=0.0, p_up=(12.5 - 40) / 40)
     store = ResultStore(tmp_path)
     for record in (old, new):
         store.write_record(record["key"], record)
@@ -470,3 +473,108 @@ def test_code_text_drops_comments_docstrings_and_layout_only():
     assert code_text(source) == ('import os\nclass A:\n    w = 1\n    s = "a value, not a doc"\n    def f(self):\n'
                                  '        return f"{self.w} {os.sep}"\n')
     assert code_text(source.replace("w = 1", "w = 2")) != code_text(source)
+
+
+# --- a record with a valid checksum is still checked against itself ------------------------------------------------
+
+FIXTURE_RECORDS = Path(__file__).parent / "fixtures" / "leaderboard_records.json"
+
+
+def fixture_records() -> dict[str, dict]:
+    return {r["label"]: r for r in json.loads(FIXTURE_RECORDS.read_text())}
+
+
+def hits(*bits: int) -> dict:
+    """Per-query hits as a record stores them (packed eight to a byte, most significant bit first), by hand."""
+    packed = bytes(int("".join(map(str, bits[i:i + 8])).ljust(8, "0"), 2) for i in range(0, len(bits), 8))
+    return {"encoding": "bits", "n": len(bits), "data": base64.b64encode(packed).decode()}
+
+
+def consistent() -> dict:
+    """An ext-class record whose every summary and per-query outcome agrees with its matrix, by hand: 4 queries."""
+    record = copy.deepcopy(fixture_records()["ext-class/l2/seed0"])
+    record["matrices"]["cmc@1"] = [[25.0, None], [50.0, 75.0]]  # 1, 2 and 3 hits of 4
+    record["metrics"]["cmc@1"] = {"AA": 50.0, "AC": 1.0, "ACA": 50.0, "self": 75.0, "cross": 50.0, "old_self": 25.0,
+                                  "reference_self": 100.0, "p_com": (50 - 25) / (100 - 25), "p_up": (75 - 100) / 100,
+                                  "update_gain": (50 - 25) / (100 - 25), "AA_curve": [25.0, 50.0], "AC_curve": [None, 1.0]}
+    record["outcomes"] = {"cmc@1": {"C": [[hits(1, 0, 0, 0), None], [hits(1, 0, 1, 0), hits(1, 1, 1, 0)]],
+                                    "reference_self": hits(1, 1, 1, 1)}}
+    return record
+
+
+def forged(damage: str) -> dict:
+    """A fixture record (with a fresh, valid checksum once stored) damaged by ``damage``."""
+    records = fixture_records()
+    multi, single = records["multi-step/independent/seed0"], records["ext-class/l2/seed0"]
+    record = copy.deepcopy(single if damage in ("p_com", "kind-size", "chance") else multi)
+    if damage in ("outcomes", "reference"):
+        record = consistent()
+    C = record["matrices"]["cmc@1"]
+    if damage == "ragged":  # C = [[50], [20, 60], [25, 30, 70]]: row 1 loses an entry
+        C[1] = [20.0]
+    elif damage == "upper":
+        C[0][2] = 55.0
+    elif damage == "range":
+        C[2][1] = 130.0
+    elif damage == "steps":
+        record["steps"] = record["steps"][:2]
+    elif damage == "curve":
+        record["metrics"]["cmc@1"]["AA_curve"] = [50.0, 43.3]
+    elif damage == "chance":
+        record["chance"] = {"cmc@1": -4.0}
+    elif damage == "AA":  # the matrix gives (50 + 20 + 60 + 25 + 30 + 70) / 6 = 42.5
+        record["metrics"]["cmc@1"]["AA"] = 99.9
+    elif damage == "AC":  # no pair is compatible: 20 < 50, 25 < 50, 30 < 60
+        record["metrics"]["cmc@1"]["AC"] = 1.0
+    elif damage == "p_com":  # C = [[30, -], [33, 38]], reference self 40: (33 - 30) / (40 - 30) = 0.3
+        record["metrics"]["cmc@1"]["p_com"] = 0.9
+    elif damage == "kind-size":  # an ext-class record is one update: 2 x 2 (its steps forged along)
+        record["matrices"]["cmc@1"] = [[30.0, None, None], [33.0, 38.0, None], [31.0, 32.0, 39.0]]
+        record["steps"] = [*record["steps"], record["steps"][-1]]
+        record["metrics"]["cmc@1"] = {"AA": (30 + 33 + 38 + 31 + 32 + 39) / 6}
+    elif damage == "outcomes":  # C[1][0] = 50 (2 of 4) forged over outcomes of 3 hits of 4
+        record["outcomes"]["cmc@1"]["C"][1][0] = hits(1, 1, 1, 0)
+    elif damage == "reference":  # the reference self-test's outcomes: 2 hits of 4, not the stored 100
+        record["outcomes"]["cmc@1"]["reference_self"] = hits(0, 1, 1, 0)
+    return record
+
+
+FORGERIES = {  # damage -> the one warning line's field and reason
+    "ragged": "matrices: cmc@1 row 1 has 1 entries; a matrix of 3 models is 3 x 3",
+    "upper": "matrices: cmc@1[0][2] = 55.0: only the lower triangle",
+    "range": "matrices: cmc@1[2][1] = 130.0 is outside [0, 100]",
+    "steps": "the record's models disagree in number (matrices.cmc@1: 3, steps: 2",
+    "curve": "the record's models disagree in number",
+    "chance": "chance: cmc@1 = -4.0 is outside [0, 100]",
+    "AA": "metrics.cmc@1.AA is 99.9 but its matrix gives 42.5",
+    "AC": "metrics.cmc@1.AC is 1 but its matrix gives 0",
+    "p_com": "metrics.cmc@1.p_com is 0.9 but its matrix gives 0.3",
+    "kind-size": "matrices.cmc@1: a ext-class record holds one update (2 x 2), not 3 x 3",
+    "outcomes": "matrices.cmc@1[1][0] is 50 but its per-query outcomes give 75",
+    "reference": "metrics.cmc@1.reference_self is 100 but its per-query outcomes give 50",
+}
+
+
+@pytest.mark.parametrize("damage", list(FORGERIES))
+def test_a_record_that_contradicts_itself_is_skipped_with_one_warning_naming_the_field(damage, tmp_path, caplog, capsys):
+    results = tmp_path / "results"
+    store = ResultStore(results)
+    for record in fixture_records().values():
+        store.write_record(record["key"], record)
+    bad = forged(damage)
+    path = store.write_record(bad["key"], bad)  # a valid checksum: only the content is wrong
+    assert main(["leaderboard", "--results", str(results), "--out", str(tmp_path / "board")]) == 0
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warnings) == 1 and "\n" not in warnings[0] and FORGERIES[damage] in warnings[0], warnings
+    assert str(path) in warnings[0] or f"in {results} (cell {bad['key']!r})" in warnings[0]
+    page = (tmp_path / "board" / "embedded-quick.md").read_text()
+    assert "99.90" not in page and "multi-step" in page and "ext-class" in page
+    if damage == "AA":  # the forged seed is left out: AA of seed 1 alone, (52 + 22 + 58 + 24 + 28 + 66) / 6
+        assert "| 41.67" in page
+
+
+def test_records_that_hold_together_are_kept_outcomes_and_all(tmp_path):
+    store = ResultStore(tmp_path)
+    record = consistent()
+    store.write_record(record["key"], record)
+    assert store.record(record["key"]).metrics["cmc@1"].p_com == pytest.approx(1 / 3)

@@ -17,7 +17,7 @@ import os
 import platform
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -250,12 +250,14 @@ class CellRunner:
         started = time.perf_counter()
         with self.timer.phase("shared"), self.store.model_lock(key):  # another process training it: wait, then load
             saved = self.store.load(path, self.device)
-            if saved is not None:
-                model.load_state_dict(saved["model"])
+            problem = None if saved is None else unfit(saved, model, {"key": key})
+            if problem:
+                self.store.set_aside(path, f"it is not shared model {label} ({problem})", "retraining it")
+            if saved is not None and not problem:
                 log.info(f"  shared {label}: loaded from {path}")
             else:
                 train()
-                self.store.save(path, {"model": model.state_dict()})
+                self.store.save(path, {"model": model.state_dict(), "key": key})
                 self.shared_trained.append(label)
                 log.info(f"  shared {label}: trained in {time.perf_counter() - started:.1f} s, stored in {path}")
             self.shared_seconds[label] = self.shared_seconds.get(label, 0.0) + time.perf_counter() - started
@@ -305,13 +307,10 @@ class CellRunner:
                 timings.append(time.perf_counter() - started)
                 continue
             memory = self.data.train.subset(memory_index.to(self.device)) if len(memory_index) else None
-            checkpoint = self.store.load(self.store.step_path(self.cell.key, step.index), self.device)
-            if checkpoint is None:
-                checkpoint = self.borrowed_step(step.index)
             ctx = self.context(step, frozen_copy(models[-1]) if models else None, memory)
-            if checkpoint is not None:  # finished in an earlier run: resume after it
-                model = self.fresh_model(self.method, ctx, step.backbone, step.seen_classes, step.index)
-                model.load_state_dict(checkpoint["model"])
+            resumed = self.saved_step(step, ctx)
+            if resumed is not None:  # finished in an earlier run: resume after it
+                model, checkpoint = resumed
                 self.method.state = dict(checkpoint["method_state"])
                 memory_index = checkpoint["memory"].cpu()
                 curves[step.index] = checkpoint["curve"]
@@ -343,6 +342,7 @@ class CellRunner:
             self.store.save(self.store.step_path(self.cell.key, step.index), {
                 "model": model.state_dict(), "method_state": self.method.state, "memory": memory_index,
                 "curve": history, "seconds": seconds, "shared": list(self.shared),
+                "step": step.index, "training_key": self.cell.training_key,
             })
             curves[step.index] = history
             timings.append(seconds)
@@ -357,14 +357,32 @@ class CellRunner:
         """The keys of the cells whose saved steps this cell may load (none without ``borrow_steps``)."""
         return self.store.trained_alike(self.cell.training_key, but=self.cell.key) if self.borrow_steps else []
 
-    def borrowed_step(self, index: int) -> dict[str, Any] | None:
-        """Step ``index`` as a cell that trains alike (same training key, e.g. multi-step for multi-step-seen) saved
-        it, with no training seconds of this cell's own; None where none has, or where steps are not borrowed."""
-        for key in self.alike:
-            checkpoint = self.store.load(self.store.step_path(key, index), self.device)
-            if checkpoint is not None:
-                log.info(f"  {self.cell.label} step {index}: trained by {(self.store.cell_entry(key) or {}).get('label', key)}, loaded")
-                return {**checkpoint, "seconds": 0.0}
+    def saved_step(self, step: Step, ctx: StepContext) -> tuple[Network, dict[str, Any]] | None:
+        """Step ``step`` as an earlier run saved it, loaded into a fresh model: this cell's checkpoint, else one that a
+        cell training alike (same training key, e.g. multi-step for multi-step-seen) saved, with no training seconds
+        of this cell's own; None where there is none. A checkpoint that does not fit the step (another step's, another
+        configuration's, other shapes) is set aside like a corrupt one, so that the step is recomputed."""
+        def sources() -> Iterator[str]:
+            yield self.cell.key
+            yield from self.alike  # looked up only when this cell has no usable checkpoint of its own
+
+        for key in sources():
+            path = self.store.step_path(key, step.index)
+            checkpoint = self.store.load(path, self.device)
+            if checkpoint is None:
+                continue
+            model = self.fresh_model(self.method, ctx, step.backbone, step.seen_classes, step.index)
+            problem = unfit(checkpoint, model, {"step": step.index, "training_key": self.cell.training_key},
+                            STEP_CHECKPOINT)
+            if problem:
+                self.store.set_aside(path, f"it does not fit step {step.index} of {self.cell.label} ({problem})",
+                                     "recomputing the step")
+                continue
+            if key != self.cell.key:
+                log.info(f"  {self.cell.label} step {step.index}: trained by "
+                         f"{(self.store.cell_entry(key) or {}).get('label', key)}, loaded")
+                checkpoint = {**checkpoint, "seconds": 0.0}
+            return model, checkpoint
         return None
 
     def zoo_model(self, step: Step) -> Network:
@@ -494,6 +512,32 @@ class CellRunner:
                     G[t][k] = cm.update_gain(C[t][k], C[k][k], uppers[t - 1][metric][0][0])
             gains[metric] = G
         return gains
+
+
+STEP_CHECKPOINT = {"method_state": dict, "memory": torch.Tensor, "curve": list, "seconds": (int, float)}
+
+
+def unfit(checkpoint: dict[str, Any], model: Network, identity: dict[str, Any],
+          fields: dict[str, type | tuple[type, ...]] | None = None) -> str | None:
+    """Why ``checkpoint`` cannot be the saved state of ``model`` (loaded into it when it can; None then): a field it
+    lacks, an ``identity`` field it records with another value (checkpoints written before these were recorded
+    have none), or weights of other names or shapes (checked before loading, so that ``model`` is left as it was)."""
+    for name, kind in {"model": dict, **(fields or {})}.items():
+        if not isinstance(checkpoint.get(name), kind):
+            return f"it has no {name}"
+    for name, expected in identity.items():
+        if name in checkpoint and checkpoint[name] != expected:
+            return f"it holds {name} {checkpoint[name]!r}, not {expected!r}"
+    own, saved = model.state_dict(), checkpoint["model"]
+    problems = [f"it lacks {name}" for name in own if name not in saved]
+    problems += [f"{name} is not in the model" for name in saved if name not in own]
+    problems += [f"{name} has shape {list(getattr(saved[name], 'shape', []))}, the model's {list(own[name].shape)}"
+                 for name in own if name in saved and isinstance(own[name], torch.Tensor)
+                 and getattr(saved[name], "shape", None) != own[name].shape]
+    if problems:
+        return problems[0] + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else "")
+    model.load_state_dict(saved)
+    return None
 
 
 def step_summary(history: list[dict[str, float]]) -> str:

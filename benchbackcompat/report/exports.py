@@ -1,12 +1,29 @@
-"""CSV and JSON exports of the leaderboard numbers (full precision, one row per method and column)."""
+"""CSV and JSON exports of the leaderboard numbers (full precision, one row per method and column).
+
+Every CSV cell is spreadsheet-safe (``spreadsheet_safe``): text that a spreadsheet would run as a formula (a method
+named ``=HYPERLINK(...)``) is written with a leading apostrophe, as OWASP's advice on CSV injection has it.
+"""
 from __future__ import annotations
 
 import csv
 import io
 import json
+import re
 from typing import Any
 
 from benchbackcompat.report.aggregate import Missing, Stat, Table
+
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")  # what makes a spreadsheet read a cell as a formula (OWASP)
+PLAIN_NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
+
+
+def spreadsheet_safe(value: Any) -> Any:
+    """``value`` with text that starts like a formula prefixed by an apostrophe, so that a spreadsheet shows it
+    instead of running it; numbers, and text that is a plain number (``-1.5``, ``-2e-05``), are left as they are."""
+    if isinstance(value, str) and value.startswith(FORMULA_START) and not PLAIN_NUMBER.fullmatch(value):
+        return "'" + value
+    return value
+
 
 CSV_FIELDS = ["dataset", "preset", "scenario", "kind", "variant", "method", "params", "config_hash", "metric", "statistic",
               "higher_is_better", "mean", "std", "ci_low", "ci_high", "n", "seeds", "minutes_per_cell", "rank", "chance_level", "missing", "note"]
@@ -46,7 +63,7 @@ def csv_export(tables: list[Table]) -> str:
             for column in t.columns:
                 cell = row.cells[column.id]
                 stat = cell if isinstance(cell, Stat) else None
-                writer.writerow({
+                writer.writerow({name: spreadsheet_safe(value) for name, value in {
                     "dataset": t.dataset, "preset": t.preset, "scenario": t.scenario, "kind": t.kind, "variant": t.variant,
                     "method": row.label, "params": json.dumps(row.params, sort_keys=True),
                     "config_hash": row.config_hash, "metric": column.metric,
@@ -59,5 +76,5 @@ def csv_export(tables: list[Table]) -> str:
                     "chance_level": row.chance,
                     "missing": cell.text if isinstance(cell, Missing) else "",
                     "note": cell.reason if isinstance(cell, Missing) else "; ".join(row.notes),
-                })
+                }.items()})
     return out.getvalue()

@@ -5,16 +5,21 @@ provenance headers: rendering the same results again gives the same bytes apart 
 """
 from __future__ import annotations
 
+import glob
 import logging
+import os
 import re
 import shlex
+import shutil
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from benchbackcompat.errors import BenchError
+from benchbackcompat.faults import fault_point
 from benchbackcompat.store.checkpoint import atomic_write_bytes
+from benchbackcompat.store.locks import process_running
 from benchbackcompat.report import figures
 from benchbackcompat.config import SCENARIO_CLASSES, kind_class
 from benchbackcompat.record import CellRecord, FinishedRecord
@@ -284,26 +289,73 @@ def code_block(text: str) -> str:
 
 def write_leaderboard(merged: Merged, out: Path, command: str, date: str,
                       calibrations: Sequence[Calibration] = ()) -> list[Path]:
-    """Render everything into ``out`` (figures from an earlier rendering are replaced); returns the files written.
-    ``calibrations``: the scale's convergence evidence, named in the claims report."""
+    """Render everything into ``out``; returns the files written. ``calibrations``: the scale's convergence evidence,
+    named in the claims report.
+
+    The files are rendered into a folder beside ``out`` and then moved in (``swap_in``), so that a kill or an error
+    while rendering leaves the previous rendering as it was. ``out`` may hold files the renderer does not own (stored
+    records, archives): only the rendered files are replaced, and of the earlier rendering only its figures
+    (``figures/*.png``) and reproduction presets (``reproduce/*.toml``) that this one does not write are removed."""
     out = Path(out)
-    for old in [*sorted((out / "figures").glob("*.png")), *sorted((out / "reproduce").glob("*.toml"))]:
-        old.unlink()
+    out.mkdir(parents=True, exist_ok=True)
+    remove_orphan_stages(out)
+    stage = out.parent / f"{STAGE_PREFIX.format(name=out.name)}{os.getpid()}"
+    shutil.rmtree(stage, ignore_errors=True)
+    try:
+        rendered = render(merged, out, stage, command, date, calibrations)
+        swap_in(stage, out, rendered)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+    return [out / name for name in rendered]
+
+
+STAGE_PREFIX = ".{name}.rendering-"  # + the pid of the rendering process
+
+
+def render(merged: Merged, out: Path, stage: Path, command: str, date: str,
+           calibrations: Sequence[Calibration]) -> list[Path]:
+    """Write the leaderboard of ``out`` into ``stage`` (text that names a file names it under ``out``); returns the
+    files written, relative to ``stage``: figures and presets first, the pages that link to them after."""
     tables = build_tables([r for r in merged.records if not untrained_zoo(r)])
     pages = pages_of(tables)
     written = []
     for page in pages:
-        written.append(_write(out / f"{page.name}.md", page_markdown(page, out, date)))
+        written.append(_write(stage / f"{page.name}.md", page_markdown(page, stage, date)))
     runs = []
     for path, text, run in reproduction_files(pages, out):
-        written.append(_write(path, text))
+        written.append(_write(stage / path.relative_to(out), text))
         runs.append(run)
-    written.append(_write(out / "README.md", readme_markdown(pages, merged, command, date, runs, stored_folders(out))))
-    written.append(_write(out / "claims.md", claims_markdown(tables, header_markdown(merged.records, date), calibrations,
-                                                             planned_scenarios({t.preset for t in tables}))))
-    written.append(_write(out / "leaderboard.csv", csv_export(tables)))
-    written.append(_write(out / "leaderboard.json", json_export(tables, provenance(merged.records, date))))
-    return written + sorted((out / "figures").glob("*.png"))
+    written.append(_write(stage / "claims.md", claims_markdown(tables, header_markdown(merged.records, date), calibrations,
+                                                               planned_scenarios({t.preset for t in tables}))))
+    written.append(_write(stage / "leaderboard.csv", csv_export(tables)))
+    written.append(_write(stage / "leaderboard.json", json_export(tables, provenance(merged.records, date))))
+    written.append(_write(stage / "README.md", readme_markdown(pages, merged, command, date, runs,
+                                                                   stored_folders(out))))
+    linked = sorted((stage / "figures").glob("*.png")) + [p for p in written if p.parent != stage]
+    return [p.relative_to(stage) for p in linked + [p for p in written if p.parent == stage]]
+
+
+def swap_in(stage: Path, out: Path, rendered: list[Path]) -> None:
+    """Move the ``rendered`` files (relative paths, in order) from ``stage`` into ``out``, each with one atomic rename,
+    figures and presets before the pages that link to them and the index last; then remove the earlier rendering's
+    figures and presets that the new pages no longer link to. No page ever links to a missing figure."""
+    for name in rendered:
+        (out / name).parent.mkdir(parents=True, exist_ok=True)
+        fault_point(f"swap:{name}")
+        os.replace(stage / name, out / name)
+    kept = set(rendered)
+    for old in [*sorted((out / "figures").glob("*.png")), *sorted((out / "reproduce").glob("*.toml"))]:
+        if old.relative_to(out) not in kept:
+            old.unlink()
+
+
+def remove_orphan_stages(out: Path) -> None:
+    """Delete the folders that renderings of ``out`` killed before their swap left beside it (their process is gone)."""
+    prefix = STAGE_PREFIX.format(name=out.name)
+    for stage in out.parent.glob(f"{glob.escape(prefix)}*"):
+        pid = stage.name[len(prefix):]
+        if pid.isdigit() and not process_running(int(pid)):
+            shutil.rmtree(stage, ignore_errors=True)
 
 
 def planned_scenarios(presets: set[str]) -> list[PlannedScenario]:

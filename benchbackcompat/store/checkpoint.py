@@ -24,15 +24,21 @@ log = logging.getLogger("benchbackcompat")
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` so that a crash leaves either the old file or the new one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Write ``data`` to ``path`` so that a crash leaves either the old file or the new one. A write that fails (a
+    full disk, a read-only folder) removes its partial file and raises OSError naming ``path``: the error of a
+    write or a flush names no file by itself."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-    fault_point(f"write:{path.name}")
-    os.replace(tmp, path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(tmp, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        fault_point(f"write:{path.name}")
+        os.replace(tmp, path)
+    except OSError as error:
+        tmp.unlink(missing_ok=True)
+        raise OSError(error.errno, error.strerror or str(error), str(path)) from error
 
 
 def checksum_path(path: Path) -> Path:

@@ -21,6 +21,17 @@ from benchbackcompat.errors import BenchError
 POLL_S = 0.2
 
 
+def process_running(pid: int) -> bool:
+    """Whether process ``pid`` runs on this host (one that exists but is not ours counts as running)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def holder(path: Path) -> str:
     """Who holds the lock at ``path`` (as its holder wrote it), or "an unknown process"."""
     try:

@@ -19,9 +19,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from benchbackcompat.store.checkpoint import atomic_write_bytes, load_checkpoint, log, save_checkpoint
-from benchbackcompat.store.locks import file_lock
-from benchbackcompat.record import CellRecord, RecordBase, ValidationError, parse_record
+from benchbackcompat.store.checkpoint import atomic_write_bytes, checksum_path, load_checkpoint, log, save_checkpoint
+from benchbackcompat.store.locks import file_lock, process_running
+from benchbackcompat.record import CellRecord, FinishedRecord, RecordBase, ValidationError, parse_record
+from benchbackcompat.store.verify import contradiction
 
 RECORD_FORMAT = 1
 
@@ -37,7 +38,8 @@ class ResultStore:
 
     def record(self, key: str) -> CellRecord | None:
         """The finished record of a cell, or None: missing, or unusable (unreadable, another format, not
-        matching the checksum recorded at write time, or malformed; reported once), so that the cell is recomputed."""
+        matching the checksum recorded at write time, malformed, or contradicting itself: ``store.verify``;
+        reported once), so that the cell is recomputed."""
         path = self.cell_dir(key) / "record.json"
         if not path.is_file():
             return None
@@ -52,13 +54,19 @@ class ResultStore:
                                    "(copied?); ignoring it (a run recomputes the cell)")
                 return None
             try:
-                return parse_record(record)
+                parsed = parse_record(record)
             except ValidationError as error:
                 first = error.errors()[0]
-                where = ".".join(str(p) for p in first["loc"][1:] or first["loc"])  # without the status tag
+                where = ".".join(str(p) for p in first["loc"][1:])  # without the status tag
                 self._report(path, f"skipping a malformed record in {self.root} (cell {key[:40]!r}): "
-                                   f"{where}: {first['msg']}".replace("\n", " "))
+                                   f"{f'{where}: ' if where else ''}{first['msg']}".replace("\n", " "))
                 return None
+            problem = contradiction(parsed) if isinstance(parsed, FinishedRecord) else None
+            if problem is not None:
+                self._report(path, f"skipping record {path}: {problem} (edited after it was written?); ignoring it "
+                                   "(a run recomputes the cell)".replace("\n", " "))
+                return None
+            return parsed
         problem = "does not match its checksum (truncated or corrupted)" if isinstance(record, dict) else "cannot be read"
         self._report(path, f"result {path} {problem}; ignoring it (a run recomputes the cell)")
         return None
@@ -127,7 +135,7 @@ class ResultStore:
         for path in [*self.root.glob("cells/*/.*.tmp"), *self.root.glob("models/.*.tmp")]:
             pid = path.name.rsplit(".", 2)[-2]
             try:
-                if not pid.isdigit() or _running(int(pid)) or time.time() - path.stat().st_mtime < min_age_s:
+                if not pid.isdigit() or process_running(int(pid)) or time.time() - path.stat().st_mtime < min_age_s:
                     continue
                 path.unlink()
             except OSError:
@@ -163,6 +171,19 @@ class ResultStore:
     def model_path(self, key: str) -> Path:
         return self.root / "models" / f"{key}.pt"
 
+    def set_aside(self, path: Path, reason: str, then: str) -> None:
+        """Move a checkpoint that is intact but does not belong where it lies (copied over another, say) to
+        ``<name>.unfit``, out of the way of the recomputed one and kept for inspection, with one warning:
+        ``reason`` it does not fit, what happens ``then``."""
+        aside = path.with_name(f"{path.name}.unfit")
+        try:
+            os.replace(path, aside)
+            checksum_path(path).unlink(missing_ok=True)
+        except OSError as error:
+            log.warning(f"checkpoint {path}: {reason}; it cannot be set aside ({error.strerror or error}), {then}")
+            return
+        log.warning(f"checkpoint {path}: {reason}; set aside as {aside.name}, {then}")
+
     # --- locks (several processes on one directory) ------------------------------------------
     def cell_lock(self, key: str, *, blocking: bool = True):
         """Held while a process runs cell ``key``; yields False (non-blocking) when another process runs it."""
@@ -174,16 +195,6 @@ class ResultStore:
 
     save = staticmethod(save_checkpoint)
     load = staticmethod(load_checkpoint)
-
-
-def _running(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def strict_json(value: Any) -> Any:
