@@ -19,12 +19,20 @@ from benchbackcompat.store import ResultStore
 
 
 def cell(seed: int, ac: float, steps: int = 4000, lam: float = 0.1) -> dict:
-    """A cl2r-like hoc cell (T = 2 for brevity) with AC ``ac``; ``steps`` and ``lam`` set its configuration."""
+    """A cl2r-like hoc cell of T = 5 models with AC ``ac``: every self-test 50, the first 10 * ac of the 10 pairs
+    (row by row) cross-tested at 55 (compatible), the others at 45; AA and ACA worked out from that matrix.
+    ``steps`` and ``lam`` set its configuration."""
+    compatible = round(10 * ac)
+    C = [[50.0 if k == t else None for k in range(5)] for t in range(5)]
+    pairs = [(t, k) for t in range(5) for k in range(t)]
+    for i, (t, k) in enumerate(pairs):
+        C[t][k] = 55.0 if i < compatible else 45.0
+    aa = (5 * 50 + 55 * compatible + 45 * (10 - compatible)) / 15
     return {"key": f"hoc{seed}-{steps}-{lam}".ljust(16, "0"), "label": f"cl2r/hoc/seed{seed}", "scenario": "cl2r",
             "kind": "cl2r", "preset": "cpu", "method": "hoc", "params": {"lam": lam}, "seed": seed,
             "dataset": "embedded", "config": {"kind": "cl2r", "train": {"min_steps": steps}, "metrics": ["top1"]},
-            "status": "finished", "matrices": {"top1": [[40.0, None], [40.0 + ac, 50.0]]},
-            "metrics": {"top1": {"AC": ac, "AA": 45.0, "ACA": 0.0}}}
+            "status": "finished", "matrices": {"top1": C},
+            "metrics": {"top1": {"AC": compatible / 10, "AA": aa, "ACA": 55 * compatible / 10}}}
 
 
 # lam 0.1: AC 0.6, 0.5 over seeds 0, 1 (mean 0.55); lam 1.0: AC 0.0, 0.1 (mean 0.05); pooled they would read 0.3.
