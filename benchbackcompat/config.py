@@ -539,6 +539,7 @@ class RunConfig(StrictModel):
     compile: bool = False  # torch.compile the backbone for training
     cache_dir: Path = Field(default_factory=lambda: Path.home() / ".cache" / "benchbackcompat")
     lock_timeout: float | None = Field(default=None, gt=0)  # seconds to wait for another process's cell/model lock
+    cell_timeout: float | None = Field(default=None, gt=0)  # seconds a cell may take (in its own process), then it fails
 
 
 def format_validation_error(error: ValidationError, where: str, model: type[BaseModel] | None = None) -> str:
