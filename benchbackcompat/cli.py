@@ -1,4 +1,4 @@
-"""The ``benchbackcompat`` command: run a benchmark, list what is installed, inspect and publish results."""
+"""The benchbackcompat command: run a benchmark, list what is installed, inspect and publish results."""
 from __future__ import annotations
 
 import argparse
@@ -258,23 +258,23 @@ def print_dry_run(plan) -> None:
     print(plan.describe())
     assign_fingerprints(plan, resolve_device(run.device))
     store = ResultStore(run.out)
-    labels = {}  # label -> keys of its records (other keys: computed by other code or data)
-    for key in store.keys():
-        labels.setdefault((store.cell_entry(key) or {}).get("label"), []).append(key)
-    states = {}
+    by_label: dict[str, list] = {}  # the records of each label (under any key)
+    for record in store.records():
+        by_label.setdefault(record.label, []).append(record)
+    print(f"cell states in {run.out} (done, partial, stale: recorded by other code or data, pending):")
     for cell in plan.cells:
         record = store.record(cell.key)
-        saved = sorted(p.name for p in store.cell_dir(cell.key).glob("step-*.pt"))
+        saved = list(store.cell_dir(cell.key).glob("step-*.pt"))
+        config = cell.scenario.config.model_dump(mode="json")
         if record is not None:
-            states[cell.label] = f"done ({record.status})"
+            state = f"done ({record.status})"
         elif saved:
-            states[cell.label] = f"partial ({len(saved)} steps saved)"
-        elif any(key != cell.key and store.record(key) is not None for key in labels.get(cell.label, [])):
-            states[cell.label] = "stale (recorded by other code or data; recomputed)"
+            state = f"partial ({len(saved)} steps saved)"
+        elif any(r.config == config and r.params == cell.params for r in by_label.get(cell.label, [])):
+            state = "stale (recomputed under a new key)"
         else:
-            states[cell.label] = "pending"
-    print(f"cell states in {run.out}:")
-    print("\n".join(f"  {label}: {state}" for label, state in states.items()))
+            state = "pending"
+        print(f"  {cell.label} (key {cell.key}): {state}")
 
 
 def terminal_tables(records, wide: bool = False) -> str:
@@ -305,9 +305,11 @@ def cmd_list(args: argparse.Namespace) -> int:
     from tabulate import tabulate
 
     from benchbackcompat.logs import log
-    from benchbackcompat.plugin_host import PluginHost
 
-    host = PluginHost()
+    if args.what in ("methods", "datasets", "backbones"):  # plugins: importing them imports torch
+        from benchbackcompat.plugin_host import PluginHost
+
+        host = PluginHost()
     if args.what == "methods":
         host.load_all()
         rows = [[name, "available", cls.description] for name, cls in sorted(host.methods().items())]

@@ -14,8 +14,6 @@ import logging
 import os
 import signal
 
-import torch
-
 from benchbackcompat.errors import BenchError
 
 ENV = "BENCHBACKCOMPAT_FAULT"
@@ -54,12 +52,16 @@ def _trigger(name: str) -> None:
         if action == "kill":
             os.kill(os.getpid(), signal.SIGKILL)
         if action == "oom":
+            import torch  # here and below: torch is loaded by the code that reaches a fault point
+
             raise torch.OutOfMemoryError(f"injected out of memory at {name}")
         raise RuntimeError(f"injected fault at {name}")
 
 
 def is_out_of_memory(error: BaseException) -> bool:
     """True for CUDA/MPS/CPU allocation failures (the caller may retry with less memory)."""
+    import torch
+
     if isinstance(error, torch.OutOfMemoryError):
         return True
     text = str(error)
@@ -71,6 +73,8 @@ def halve_on_oom(error: BaseException, size: int, what: str) -> int:
     out-of-memory error, and out of memory at size 1."""
     if not is_out_of_memory(error) or size <= 1:
         raise error
+    import torch
+
     if torch.cuda.is_available():
         torch.cuda.empty_cache()
     logging.getLogger("benchbackcompat").warning(f"out of memory in {what} with chunks of {size}; retrying with {size // 2}")
