@@ -33,9 +33,10 @@ from pathlib import Path
 import torch
 from tabulate import tabulate
 
-from benchbackcompat.cli import build_parser, build_run_plan
+from benchbackcompat.cli import build_parser, run_request
 from benchbackcompat.plan import assign_fingerprints
 from benchbackcompat.record import FinishedRecord
+from benchbackcompat.runner import run as plan_run
 from benchbackcompat.store import ResultStore
 from benchbackcompat.report.calibration import BEYOND, UNDECIDED, CalibratedCell, Calibration, change_intervals
 
@@ -69,7 +70,8 @@ def finished(out: Path, args: argparse.Namespace, extra: list[str]) -> dict[tupl
     """The finished records, keyed by scenario, method and seed, of exactly the cells that ``run(out, args, extra)``
     plans, where they computed ``--metric``. ``out`` may hold others: a ``--base`` holds ablations of a method
     and other evaluation sizes, multi-step-seen one table per metric."""
-    plan, _ = build_run_plan(build_parser().parse_args(run_arguments(out, args, extra)))
+    request = run_request(build_parser().parse_args(run_arguments(out, args, extra)))
+    plan = plan_run(request.model_copy(update={"dry_run": True})).plan
     assign_fingerprints(plan, torch.device("cpu"))  # the cell keys (the data's content, wherever it runs)
     store = ResultStore(out)
     records = [store.record(cell.key) for cell in plan.cells]

@@ -136,7 +136,7 @@ def test_smoke_runs_tiny_data_for_one_epoch_and_dry_run_marks_each_cell(tmp_path
                  "--set", "data.num_classes=6"]) == 0
     (record,) = ResultStore(out).records()
     assert record.status == "finished" and record.config["train"]["epochs"] == 1
-    assert record.config["data"]["train_per_class"] == 10 and record.config["train"]["min_steps"] == 0
+    assert record.config["data"]["train_per_class"] == 10 and record.config["train"].get("min_steps", 0) == 0
     # seed 1: a record of the same label and configuration under another key (older code): stale
     ResultStore(out).write_record("1" * 16, {**record.model_dump(mode="json"), "key": "1" * 16,
                                              "label": "ext-class/l2/seed1", "seed": 1})
