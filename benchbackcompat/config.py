@@ -555,8 +555,8 @@ def format_validation_error(error: ValidationError, where: str, model: type[Base
         if item["type"] == "extra_forbidden":
             known, path = _known_fields(model, item["loc"][:-1])
             close = difflib.get_close_matches(str(item["loc"][-1]), known, n=1)
-            message = (f"did you mean {'.'.join([*path, close[0]])}? " if close else "") + (
-                f"unknown key (known: {', '.join(known)}" if known else "unknown key (check the spelling") + (
+            message = "unknown key" + (f", did you mean {'.'.join([*path, close[0]])}?" if close else "") + (
+                f" (known: {', '.join(known)}" if known else " (check the spelling") + (
                 "; `benchbackcompat describe METHOD` lists a method's hyperparameters, `run --dry-run` the resolved values)")
         elif item["type"] == "literal_error":
             message = message.replace("Input should be", "allowed:")

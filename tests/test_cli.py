@@ -90,7 +90,7 @@ def test_seed_ranges_are_accepted(tmp_path, capsys):
 def test_a_misspelt_set_key_suggests_the_right_one(capsys):
     assert main(["run", "--scenario", "ext-class", "--methods", "l2", "--set", "train.epoch=3", "--dry-run"]) == 2
     err = capsys.readouterr().err
-    assert "train.epoch: did you mean train.epochs? unknown key" in err and len(err.splitlines()) == 1
+    assert "train.epoch: unknown key, did you mean train.epochs? (known: epochs," in err and len(err.splitlines()) == 1
 
 
 def test_run_help_shows_examples_and_every_option_has_help():
