@@ -1,7 +1,18 @@
-"""benchbackcompat: one harness for backward-compatible representation learning."""
+"""benchbackcompat: one harness for backward-compatible representation learning.
+
+The public API (imported on first use, so that ``import benchbackcompat`` stays cheap):
+
+- :func:`run`: train, evaluate and store a benchmark's cells; returns a DataFrame of their results.
+- :func:`load_results`, :func:`load_matrix_entries`, :func:`export_results`: stored results as DataFrames and files.
+- :class:`RunRequest`: what :func:`run` builds from its keywords (the command line builds the same).
+- :data:`hookimpl`: the marker of plugin hook implementations.
+
+The reference is docs/api.md.
+"""
 from __future__ import annotations
 
 import importlib
+from typing import TYPE_CHECKING
 
 import pluggy
 
@@ -10,15 +21,27 @@ __version__ = "0.1.0"
 hookimpl = pluggy.HookimplMarker("benchbackcompat")
 """Marker for plugin hook implementations: ``@benchbackcompat.hookimpl``."""
 
-API = ("run", "load_results", "load_matrix_entries", "export_results")  # from benchbackcompat.api, imported on first use
+_LAZY = {"run": "benchbackcompat.api", "load_results": "benchbackcompat.frames",
+         "load_matrix_entries": "benchbackcompat.frames", "export_results": "benchbackcompat.frames",
+         "RunRequest": "benchbackcompat.request", "BenchError": "benchbackcompat.errors"}
+__all__ = ["BenchError", "RunRequest", "__version__", "export_results", "hookimpl", "load_matrix_entries",
+           "load_results", "run"]
+
+if TYPE_CHECKING:
+    from benchbackcompat.api import run
+    from benchbackcompat.errors import BenchError
+    from benchbackcompat.frames import export_results, load_matrix_entries, load_results
+    from benchbackcompat.request import RunRequest
 
 
 def __getattr__(name: str):
-    """``benchbackcompat.run(...)``, ``benchbackcompat.load_results`` and the rest of :mod:`benchbackcompat.api`,
-    without importing torch for ``import benchbackcompat``."""
-    if name in API:
-        return getattr(importlib.import_module("benchbackcompat.api"), name)
+    """The public API, imported on first use (``benchbackcompat.run`` imports torch only when it is called)."""
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
     raise AttributeError(f"module 'benchbackcompat' has no attribute {name!r}")
 
 
-__all__ = ["__version__", "hookimpl", *API]
+def __dir__() -> list[str]:
+    return sorted(__all__)

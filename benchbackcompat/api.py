@@ -1,17 +1,18 @@
 """The Python API: run a benchmark and read stored results as pandas DataFrames.
 
 >>> import benchbackcompat
->>> df = benchbackcompat.run(scenario="ext-class", methods=["l2", "hoc"], seeds=[0, 1], set={"train.epochs": 2})
+>>> df = benchbackcompat.run(["ext-class"], ["l2", "hoc"], seeds=[0, 1], overrides={"train.epochs": 2})
 >>> df = benchbackcompat.load_results("results")          # one row per cell x metric x statistic
 >>> entries = benchbackcompat.load_matrix_entries("results")  # one row per compatibility-matrix entry
+
+The reference is docs/api.md.
 """
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
 
-from benchbackcompat.errors import BenchError
 from benchbackcompat.frames import (  # noqa: F401  (the public API)
     export_results,
     load_matrix_entries,
@@ -19,49 +20,66 @@ from benchbackcompat.frames import (  # noqa: F401  (the public API)
     read_records,
     results_frame,
 )
+from benchbackcompat.request import RunRequest
 
 if TYPE_CHECKING:
     import pandas as pd
 
-REPEATABLE = {"set", "executor_param"}  # options given several times on the command line
 
+def run(
+    scenarios: str | Sequence[str],
+    methods: str | Sequence[str],
+    *,
+    preset: str = "quick",
+    seeds: int | str | Sequence[int] | None = None,
+    dataset: str | None = None,
+    data_root: str | Path | None = None,
+    out: str | Path | None = None,
+    device: str | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    grids: Mapping[str, Sequence[Any] | Literal["default"]] | None = None,
+    smoke: bool = False,
+    force: bool = False,
+    rerun: Sequence[str] = (),
+    share_models: bool = True,
+    channels_last: Literal["auto", "on", "off"] | None = None,
+    compile: bool = False,
+    lock_timeout: float | None = None,
+    cell_timeout: float | None = None,
+    dry_run: bool = False,
+    shard: str | None = None,
+    executor: Literal["inline", "local", "slurm"] = "inline",
+    jobs: int | None = None,
+    workers: int = 1,
+    executor_params: Mapping[str, Any] | None = None,
+    verbose: int = 0,
+    quiet: bool = False,
+    log_file: str | Path | None = None,
+    progress: bool | None = None,
+) -> pd.DataFrame:
+    """``benchbackcompat run`` from Python; returns :func:`load_results` of the cells of this run (failed cells
+    are rows with their status; a dry run returns no rows).
 
-def cli_arguments(options: Mapping[str, Any]) -> list[str]:
-    """``benchbackcompat run`` arguments from keyword options: ``no_share=True`` -> ``--no-share``,
-    ``seeds=[0, 1]`` -> ``--seeds 0,1``, ``set={"train.epochs": 2}`` -> ``--set train.epochs=2``, ``verbose=2`` -> ``-v -v``."""
-    argv: list[str] = []
-    for name, value in options.items():
-        flag = "--" + name.replace("_", "-")
-        if value is None or value is False:
-            continue
-        if value is True:
-            argv.append(flag)
-        elif name == "verbose":  # a counted flag: verbose=2 -> -v -v
-            argv += [flag] * int(value)
-        elif name in REPEATABLE:
-            pairs = value.items() if isinstance(value, Mapping) else (str(v).split("=", 1) for v in value)
-            for key, item in pairs:
-                argv += [flag, f"{key}={json.dumps(item) if isinstance(item, list | bool) else item}"]
-        elif isinstance(value, list | tuple):
-            argv += [flag, ",".join(str(v) for v in value)]
-        else:
-            argv += [flag, str(value)]
-    return argv
-
-
-def run(scenario: str | list[str], methods: str | list[str], **options: Any) -> pd.DataFrame:
-    """``benchbackcompat run`` from Python, with the command's options as keywords (see :func:`cli_arguments`;
-    ``verbose``/``quiet``/``log_file``/``progress`` as on the command line); returns :func:`load_results` of the
-    cells of this run. Bad input raises :class:`BenchError`; failed cells are rows with their status."""
+    ``scenarios`` and ``methods`` are names (a list, or one comma-separated string); ``seeds`` a list, one seed
+    or a range such as ``"0-2"``; ``overrides`` maps dotted keys to values as ``--set`` does
+    (``{"train.epochs": 2, "methods.l2.weight": 3}``); ``grids`` maps ``methods.NAME.KEY`` to the values to
+    search (``methods.NAME``: ``"default"``). The other keywords are those of ``benchbackcompat run --help``;
+    ``verbose``/``quiet``/``log_file``/``progress`` set up the log as on the command line. Bad input raises
+    :class:`~benchbackcompat.errors.BenchError` with one line."""
     from benchbackcompat import logs
-    from benchbackcompat.cli import build_parser, run_cells
+    from benchbackcompat.config import validate_model
+    from benchbackcompat.runner import run as run_request
 
-    argv = ["run", *cli_arguments({"scenario": scenario, "methods": methods, **options})]
-    try:
-        args = build_parser().parse_args(argv)
-    except SystemExit:
-        raise BenchError(f"invalid arguments for benchbackcompat.run: {' '.join(argv[1:])} (see the message above; "
-                         "options are those of `benchbackcompat run --help`, dashes written as underscores)") from None
-    logs.configure(-1 if args.quiet else args.verbose, args.log_file, args.progress)
-    records, _ = run_cells(args)
-    return results_frame(records)
+    request = validate_model(RunRequest, {
+        "scenarios": scenarios, "methods": methods, "preset": preset, "seeds": seeds, "dataset": dataset,
+        "data_root": data_root, "out": out, "device": device, "overrides": dict(overrides or {}),
+        "grids": dict(grids or {}), "smoke": smoke, "force": force, "rerun": rerun, "share_models": share_models,
+        "channels_last": channels_last, "compile": compile, "lock_timeout": lock_timeout, "cell_timeout": cell_timeout,
+        "dry_run": dry_run, "shard": shard, "executor": executor, "jobs": jobs, "workers": workers,
+        "executor_params": dict(executor_params or {}),
+    }, "benchbackcompat.run")
+    logs.configure(-1 if quiet else verbose, Path(log_file) if log_file else None, progress)
+    return results_frame(run_request(request).records)
+
+
+__all__ = ["RunRequest", "export_results", "load_matrix_entries", "load_results", "read_records", "results_frame", "run"]

@@ -1,4 +1,4 @@
-"""Command line: ``benchbackcompat run | list | describe | status | show | compare | export | leaderboard | validate | new-method``."""
+"""The benchbackcompat command: run a benchmark, list what is installed, inspect and publish results."""
 from __future__ import annotations
 
 import argparse
@@ -6,47 +6,97 @@ import functools
 import json
 import logging
 import sys
-import time
-from dataclasses import replace
 from pathlib import Path
+from typing import Any, NoReturn
 
 from benchbackcompat.errors import BenchError
 
 LISTABLE = ("methods", "scenarios", "datasets", "backbones", "presets")
+SMOKE_HELP = "10 training and 4 test images per class"  # request.SMOKE_DATA, in words
+WIDTH = 120  # the terminal width the table after `run` fits without --wide
+RUN_EXAMPLES = """examples:
+  benchbackcompat run --scenario ext-class --methods l2,hoc            quick preset, seed 0, results in ./results
+  benchbackcompat run --scenario all --methods hbct --seeds 0-2        every scenario of the preset, three seeds
+  benchbackcompat run --scenario both --methods my-method --smoke      a plugin end to end in seconds
+  benchbackcompat run --scenario ext-class --methods l2 --set train.epochs=5 --set methods.l2.weight=3
+  benchbackcompat run --scenario ext-class --methods l2 --dry-run      the plan and each cell's state, no training
+  benchbackcompat run --scenario all --methods hoc --workers 2 --cell-timeout 3600"""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with a one-line error (the usage stays in ``--help``)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"error: {message} (see `{self.prog} --help`)\n")
 
 
 def _seeds(text: str) -> list[int]:
+    from benchbackcompat.request import parse_seeds
+
     try:
-        return [int(s) for s in text.split(",") if s.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--seeds {text!r}: expected comma-separated integers, e.g. 0,1,2") from None
+        return parse_seeds(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _positive(kind: type) -> Any:
+    def parse(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            value = None
+        if value is None or value <= 0:
+            raise argparse.ArgumentTypeError(f"{text!r}: expected a positive {'integer' if kind is int else 'number'}")
+        return value
+    parse.__name__ = f"positive {kind.__name__}"
+    return parse
+
+
+def _pairs(option: str) -> Any:
+    """``KEY=VALUE`` -> (KEY, VALUE)."""
+    def parse(text: str) -> tuple[str, str]:
+        key, sep, value = text.partition("=")
+        if not sep or not key.strip():
+            raise argparse.ArgumentTypeError(f"{text!r}: expected KEY=VALUE, e.g. {option}")
+        return key.strip(), value
+    parse.__name__ = "KEY=VALUE"
+    return parse
 
 
 def build_parser() -> argparse.ArgumentParser:
     from benchbackcompat import __version__
 
-    parser = argparse.ArgumentParser(prog="benchbackcompat", description=__doc__)
+    parser = Parser(prog="benchbackcompat", description=__doc__)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    logging_options = argparse.ArgumentParser(add_help=False)
+    logging_options = Parser(add_help=False)
     logging_options.add_argument("-v", "--verbose", action="count", default=0, help="more log lines (debug)")
     logging_options.add_argument("-q", "--quiet", action="store_true", help="warnings and errors only")
     logging_options.add_argument("--log-file", type=Path, help="also write the log to this file (with time stamps)")
     logging_options.add_argument("--progress", action=argparse.BooleanOptionalAction,
                                  help="progress bars (default: only when stderr is a terminal)")
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     sub.add_parser = functools.partial(sub.add_parser, parents=[logging_options])  # every command takes them
 
-    run = sub.add_parser("run", help="train, evaluate and print the leaderboard")
-    run.add_argument("--scenario", required=True, help="comma-separated scenario names of the preset (or 'all')")
-    run.add_argument("--methods", required=True, help="comma-separated method names (see `list methods`)")
-    run.add_argument("--preset", default="quick", help="preset name in scenarios/ or a TOML file (default: quick)")
-    run.add_argument("--dataset", help="override data.name of every scenario")
-    run.add_argument("--data-root", type=Path, help="folder holding the dataset files or zips")
-    run.add_argument("--seeds", type=_seeds, help="comma-separated seeds (default 0)")
-    run.add_argument("--out", type=Path, help="results directory (default ./results)")
-    run.add_argument("--device", help="auto (default), cpu or cuda")
+    run = sub.add_parser("run", help="train, evaluate and print the leaderboard", epilog=RUN_EXAMPLES,
+                         description="Train every method under every scenario for every seed (the cells), evaluate, "
+                                     "store each cell's record and print the leaderboard. Finished cells are skipped; "
+                                     "an interrupted cell resumes after its last saved step.",
+                         formatter_class=argparse.RawDescriptionHelpFormatter)
+    run.add_argument("--scenario", required=True, metavar="NAME[,NAME]",
+                     help="scenarios of the preset (`list scenarios`), comma-separated, or 'all'")
+    run.add_argument("--methods", required=True, metavar="NAME[,NAME]", help="methods (`list methods`), comma-separated")
+    run.add_argument("--preset", default="quick", help="preset name (`list presets`) or a TOML file (default: quick)")
+    run.add_argument("--dataset", help="override data.name of every scenario (`list datasets`)")
+    run.add_argument("--data-root", type=Path, metavar="DIR", help="folder holding the dataset files or zips")
+    run.add_argument("--seeds", type=_seeds, metavar="0,1,2|0-2", help="seeds, comma-separated or a range (default 0)")
+    run.add_argument("--out", type=Path, metavar="DIR", help="results directory (default ./results)")
+    run.add_argument("--device", help="auto (default: CUDA when available), cpu, cuda, cuda:N or mps")
     run.add_argument("--set", dest="assignments", action="append", default=[], metavar="KEY=VALUE",
-                     help="override a scenario field (train.epochs=2) or a method hyperparameter (methods.l2.weight=3)")
+                     help="override a scenario field (train.epochs=2) or a method hyperparameter (methods.l2.weight=3); "
+                          "the value is read as TOML; repeatable")
+    run.add_argument("--smoke", action="store_true",
+                     help=f"tiny data ({SMOKE_HELP}) and one epoch per model: checks a plugin end to end in seconds "
+                          "(results are keyed apart; --set still wins)")
     run.add_argument("--grid", dest="grids", action="append", default=[], metavar="methods.NAME.KEY=V1,V2",
                      help="search these values of a method hyperparameter (repeatable: the Cartesian product) on a validation "
                           "split of the training data, then run the selected setting; methods.NAME alone: the method's own grid")
@@ -55,9 +105,16 @@ def build_parser() -> argparse.ArgumentParser:
                           "code and data identity, and reused)")
     run.add_argument("--rerun", metavar="METHOD[,METHOD]", default="",
                      help="recompute the cells of these methods, even finished ones")
-    run.add_argument("--lock-timeout", type=float, metavar="SECONDS",
+    run.add_argument("--lock-timeout", type=_positive(float), metavar="SECONDS",
                      help="give up waiting for a cell or model that another process holds (default: wait)")
-    run.add_argument("--dry-run", action="store_true", help="print the resolved configuration and the planned steps")
+    run.add_argument("--cell-timeout", type=_positive(float), metavar="SECONDS",
+                     help="run each cell in its own process and record it as failed when it takes longer (a hung "
+                          "plugin); the run goes on with the next cell (default: no limit)")
+    run.add_argument("--dry-run", action="store_true",
+                     help="print the resolved configuration and the planned steps, check the data and mark each cell "
+                          "done, partial, stale or pending; train nothing")
+    run.add_argument("--wide", action="store_true",
+                     help=f"print every column of the leaderboard (default: the primary ones, to fit {WIDTH} columns)")
     run.add_argument("--no-share", action="store_true",
                      help="train every model inside its own cell (no models shared across methods; for comparisons)")
     run.add_argument("--channels-last", choices=("auto", "on", "off"), help="NHWC training (default auto: on CUDA and CPU)")
@@ -65,15 +122,16 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--shard", metavar="I/N", help="run only shard I of N of the cells (for any scheduler)")
     run.add_argument("--executor", choices=("inline", "local", "slurm"), default="inline",
                      help="inline (default): here; local/slurm: one submitit job per shard of cells")
-    run.add_argument("--jobs", type=int, help="number of jobs for --executor local|slurm (default: one per cell)")
-    run.add_argument("--workers", type=int, default=1,
+    run.add_argument("--jobs", type=_positive(int), help="number of jobs for --executor local|slurm (default: one per cell)")
+    run.add_argument("--workers", type=_positive(int), default=1,
                      help="run N cells at once on this machine, the CPU threads split among them (default 1)")
-    run.add_argument("--executor-param", action="append", default=[], metavar="KEY=VALUE",
+    run.add_argument("--executor-param", dest="executor_params", action="append", default=[], metavar="KEY=VALUE",
+                     type=_pairs("--executor-param slurm_partition=gpu"),
                      help="submitit parameter, e.g. slurm_partition=gpu, timeout_min=600, gpus_per_node=1")
 
     listing = sub.add_parser("list", help="list what is available")
-    listing.add_argument("what", choices=LISTABLE)
-    listing.add_argument("--preset", default="quick")
+    listing.add_argument("what", choices=LISTABLE, help="what to list")
+    listing.add_argument("--preset", default="quick", help="preset whose scenarios `list scenarios` shows (default: quick)")
     listing.add_argument("--params", action="store_true", help="with `list methods`: every method's hyperparameters")
 
     describe = sub.add_parser("describe", help="a method's hyperparameters (type, default, range), scenarios and paper")
@@ -81,11 +139,11 @@ def build_parser() -> argparse.ArgumentParser:
     describe.add_argument("--preset", default="quick", help="preset whose scenarios are checked for support")
 
     status = sub.add_parser("status", help="list finished, partial, pending, failed and stale cells of a results directory")
-    status.add_argument("--results", type=Path, default=Path("results"))
+    status.add_argument("--results", type=Path, default=Path("results"), help="results directory (default ./results)")
 
     show = sub.add_parser("show", help="print a cell's compatibility matrix and metrics")
     show.add_argument("cell", nargs="?", help="cell key (a prefix is enough) or label scenario/method/seedN; omit to list cells")
-    show.add_argument("--results", type=Path, default=Path("results"))
+    show.add_argument("--results", type=Path, default=Path("results"), help="results directory (default ./results)")
 
     compare = sub.add_parser("compare", help="two results directories side by side: differences per method and scenario")
     compare.add_argument("a", type=Path, help="results directory A")
@@ -120,7 +178,7 @@ def build_parser() -> argparse.ArgumentParser:
     calibration.add_argument("run_args", nargs="*", metavar="-- RUN-ARGS", help="more `run` arguments for both runs")
 
     validate = sub.add_parser("validate", help="validate a preset and method hyperparameters without running")
-    validate.add_argument("--preset", default="quick")
+    validate.add_argument("--preset", default="quick", help="preset name or TOML file (default: quick)")
     validate.add_argument("--methods", default="", help="comma-separated methods to validate too")
 
     new_method = sub.add_parser("new-method", help="create an installable method plugin package (see docs/writing-a-method.md)")
@@ -130,123 +188,143 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from benchbackcompat import logs
-    from benchbackcompat.interrupts import watching
-
     args = build_parser().parse_args(argv)
-    logs.configure(-1 if args.quiet else args.verbose, args.log_file, args.progress)
     try:
+        from benchbackcompat import logs
+        from benchbackcompat.interrupts import watching
+
+        logs.configure(-1 if args.quiet else args.verbose, args.log_file, args.progress)
         with watching():  # a real Ctrl-C stops the run; a KeyboardInterrupt raised by plugin code fails its cell
             return COMMANDS[args.command](args)
     except BenchError as error:
-        logs.log.error(str(error))
+        logging.getLogger("benchbackcompat").error(str(error))
         return 2
     except KeyboardInterrupt:
-        logs.log.error("interrupted: finished steps are saved; run the same command again to resume")
+        logging.getLogger("benchbackcompat").error("interrupted: finished steps are saved; run the same command again to resume")
         return 130
+    except BrokenPipeError:  # the reader went away (`| head`): stop quietly, as Unix tools do
+        _silence_stdout()
+        return 0
     except OSError as error:  # a full or read-only disk, a missing folder: one line naming the path
         where = f" {error.filename}" if error.filename else ""
-        logs.log.error(f"cannot access{where}: {error.strerror or error}; check the path, its permissions and the free "
-                       "space")
+        print(f"error: cannot access{where}: {error.strerror or error}; check the path, its permissions and the free "
+              "space", file=sys.stderr)
         return 2
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so that the interpreter's final flush of a closed pipe raises nothing."""
+    import os
+
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout is not a file (captured): nothing to flush
+        pass
+
+
+def run_request(args: argparse.Namespace):
+    """The :class:`~benchbackcompat.request.RunRequest` of ``run``'s arguments."""
+    from benchbackcompat.config import validate_model
+    from benchbackcompat.presets import grid_options, parse_override
+    from benchbackcompat.request import RunRequest
+
+    grids = {option: values for option, _, key, values in grid_options(args.grids)}
+    fields = {
+        "scenarios": args.scenario, "methods": args.methods, "preset": args.preset,
+        "dataset": args.dataset, "data_root": args.data_root, "seeds": args.seeds, "out": args.out, "device": args.device,
+        "overrides": dict(map(parse_override, args.assignments)), "grids": {o.split("=")[0]: v for o, v in grids.items()},
+        "smoke": args.smoke, "force": args.force, "rerun": args.rerun, "share_models": not args.no_share,
+        "channels_last": args.channels_last, "compile": args.compile, "lock_timeout": args.lock_timeout,
+        "cell_timeout": args.cell_timeout, "dry_run": args.dry_run, "shard": args.shard, "executor": args.executor,
+        "jobs": args.jobs, "workers": args.workers, "executor_params": {k: _number(v) for k, v in args.executor_params},
+    }
+    return validate_model(RunRequest, fields, "the run options")
+
+
+def _number(text: str) -> int | str:
+    return int(text) if text.lstrip("-").isdigit() else text
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from benchbackcompat.report import leaderboard_tables
-
-    records, code = run_cells(args)
-    if records:
-        print(leaderboard_tables(records))
-    return code
-
-
-def build_run_plan(args: argparse.Namespace):
-    """The validated plan of ``run`` arguments and its plugin host (also rebuilt by each ``--workers`` process)."""
-    from benchbackcompat.plugin_host import PluginHost
-    from benchbackcompat.presets import resolve_run, split_list
-    from benchbackcompat.engine import distributed
     from benchbackcompat.logs import log
-    from benchbackcompat.plan import make_plan, rerun_methods, select_shard
+    from benchbackcompat.runner import run
 
-    data: dict = {}
-    if args.dataset:
-        data["name"] = args.dataset
-    if args.data_root:
-        data["root"] = str(args.data_root)
-    run = resolve_run(
-        preset=args.preset, scenarios=split_list(args.scenario), methods=split_list(args.methods), seeds=args.seeds,
-        scenario_overrides={"data": data} if data else None, assignments=args.assignments, grids=args.grids, out=args.out,
-        device=args.device,
-    )
-    if args.no_share:
-        run = run.model_copy(update={"share_models": False})
-    if args.lock_timeout is not None:
-        if args.lock_timeout <= 0:
-            raise BenchError(f"--lock-timeout {args.lock_timeout:g}: expected a positive number of seconds")
-        run = run.model_copy(update={"lock_timeout": args.lock_timeout})
-    if args.channels_last or args.compile:
-        run = run.model_copy(update={"channels_last": args.channels_last or run.channels_last, "compile": args.compile})
-    distributed.initialise_from_environment(run.device)  # under torchrun: one rank of a data-parallel cell
-    if not distributed.is_main():
-        log.setLevel(max(log.level, logging.WARNING))  # one rank reports the cells
-    host = PluginHost()
-    plan = make_plan(run, host)
-    plan.rerun = rerun_methods(plan, args.force, split_list(args.rerun))
-    if args.shard:
-        plan.cells = select_shard(plan.cells, args.shard)
-    host.register_extensions()
-    return plan, host
-
-
-def run_cells(args: argparse.Namespace) -> tuple[list, int]:
-    """Plan and execute ``run``'s cells; returns their records (none for --dry-run and on the other ranks of a
-    data-parallel run) and the exit code (1 when a cell failed or diverged)."""
-    from benchbackcompat.engine import distributed
-    from benchbackcompat.logs import log
-    from benchbackcompat.plan import execute, run_summary, selected_cells
-
-    plan, host = build_run_plan(args)
-    run = plan.run
+    outcome = run(run_request(args))
     if args.dry_run:
-        resolved = {name: method.params.model_dump(mode="json") for name, method in plan.methods.items()}
-        print(json.dumps({**run.model_dump(mode="json"), "method_params": resolved}, indent=2))
-        print(plan.describe())
-        return [], 0
-    if args.workers != 1 and (args.executor != "inline" or distributed.active() or plan.rerun):
-        raise BenchError("--workers runs cells in processes on this machine: use it without --executor, torchrun, "
-                         "--force and --rerun")
-    started = time.perf_counter()
-    if args.executor == "inline" and args.workers != 1:
-        from benchbackcompat.workers import execute_in_workers
+        print_dry_run(outcome.plan)
+        return 0
+    if outcome.records:
+        print(terminal_tables(outcome.records, args.wide))
+    if outcome.summary:
+        (log.warning if outcome.code else log.info)(outcome.summary)  # failed or diverged cells stay visible under -q
+    return outcome.code
 
-        records = execute_in_workers(args, plan, args.workers, build_run_plan)
-    elif args.executor == "inline":
-        records = execute(plan, host)
-    else:
-        from benchbackcompat.executors import submit
 
-        records = submit(plan, args.executor, args.jobs, args.executor_param)
-    # grids: the selected settings on the full protocol, as soon as their selection is recorded (not sharded: with
-    # shards or jobs, the processes that find a selection complete run its cells, each cell once under its lock)
-    finals, waiting = selected_cells(plan)
-    if finals:
-        records += execute(plan, host, finals) if args.executor == "inline" else submit(replace(plan, cells=finals), args.executor, args.jobs, args.executor_param)
-    if not distributed.is_main():
-        return [], 0
-    for line in waiting:
-        log.info(f"grid {line}")
-    summary, code = run_summary(records, time.perf_counter() - started, run.out)
-    (log.warning if code else log.info)(summary)  # failed or diverged cells stay visible under -q
-    return records, code
+def print_dry_run(plan) -> None:
+    """The resolved configuration, the planned steps and each cell's state in the results directory (the data is
+    loaded, so a bad data root fails here)."""
+    from benchbackcompat.engine.device import resolve_device
+    from benchbackcompat.plan import assign_fingerprints
+    from benchbackcompat.store import ResultStore
+
+    run = plan.run
+    resolved = {name: method.params.model_dump(mode="json") for name, method in plan.methods.items()}
+    print(json.dumps({**run.model_dump(mode="json"), "method_params": resolved}, indent=2))
+    print(plan.describe())
+    assign_fingerprints(plan, resolve_device(run.device))
+    store = ResultStore(run.out)
+    by_label: dict[str, list] = {}  # the records of each label (under any key)
+    for record in store.records():
+        by_label.setdefault(record.label, []).append(record)
+    print(f"cell states in {run.out} (done, partial, stale: recorded by other code or data, pending):")
+    for cell in plan.cells:
+        record = store.record(cell.key)
+        saved = list(store.cell_dir(cell.key).glob("step-*.pt"))
+        config = cell.scenario.config.model_dump(mode="json")
+        if record is not None:
+            state = f"done ({record.status})"
+        elif saved:
+            state = f"partial ({len(saved)} steps saved)"
+        elif any(r.config == config and r.params == cell.params for r in by_label.get(cell.label, [])):
+            state = "stale (recomputed under a new key)"
+        else:
+            state = "pending"
+        print(f"  {cell.label} (key {cell.key}): {state}")
+
+
+def terminal_tables(records, wide: bool = False) -> str:
+    """The leaderboard after a run: every column with ``wide``, else the primary statistics of the first metric
+    (the kind's ranking: primary and tie-breaker, or the primary alone where both do not fit ``WIDTH``)."""
+    from dataclasses import replace
+
+    from benchbackcompat.config import kind_class
+    from benchbackcompat.report.aggregate import build_tables
+    from benchbackcompat.report.tables import tables_markdown
+
+    tables = build_tables(records)
+    if wide:
+        return tables_markdown(tables)
+    text = ""
+    for keep in (2, 1):
+        narrow = [replace(t, columns=[c for c in t.columns if c.metric == t.metrics[0]
+                                      and c.statistic.key in kind_class(t.kind).ranking[:keep]] or t.columns[:1])
+                  for t in tables]
+        text = tables_markdown(narrow)
+        if max(map(len, text.splitlines()), default=0) <= WIDTH:
+            break
+    hidden = sum(len(t.columns) for t in tables) - sum(len(t.columns) for t in narrow)
+    return text + (f"\n\n({hidden} more columns: run again with --wide, or `benchbackcompat leaderboard`)" if hidden else "")
 
 
 def cmd_list(args: argparse.Namespace) -> int:
     from tabulate import tabulate
 
     from benchbackcompat.logs import log
-    from benchbackcompat.plugin_host import PluginHost
 
-    host = PluginHost()
+    if args.what in ("methods", "datasets", "backbones"):  # plugins: importing them imports torch
+        from benchbackcompat.plugin_host import PluginHost
+
+        host = PluginHost()
     if args.what == "methods":
         host.load_all()
         rows = [[name, "available", cls.description] for name, cls in sorted(host.methods().items())]
@@ -310,30 +388,43 @@ def cmd_status(args: argparse.Namespace) -> int:
 def cmd_show(args: argparse.Namespace) -> int:
     from tabulate import tabulate
 
-    from benchbackcompat.report.curves import curve_summary
+    from benchbackcompat.config import config_hash
     from benchbackcompat.store import ResultStore
     from benchbackcompat.record import FinishedRecord
 
+    if not (args.results / "cells").is_dir():
+        raise BenchError(f"no results in {args.results}; pass the results directory of a run with --results DIR")
     store = ResultStore(args.results)
     records = list(store.records())
     saved = {key: ", ".join(map(str, steps)) for key, steps in store.partial_cells().items()}
     partial = {key: (store.cell_entry(key) or {}).get("label", "(label not recorded)") for key in saved}
     if not args.cell:
-        rows = [[r.key, r.label, r.status] for r in records]
-        rows += [[key, label, f"partial (steps {saved[key]} saved)"] for key, label in partial.items()]
-        print(tabulate(rows, headers=["key", "cell", "status"], tablefmt="github") if rows else f"no results in {args.results}")
+        rows = [[r.key, r.label, f"config {config_hash(r.config)[:8]}", r.status] for r in records]
+        rows += [[key, label, "", f"partial (steps {saved[key]} saved)"] for key, label in partial.items()]
+        print(tabulate(rows, headers=["key", "cell", "variant", "status"], tablefmt="github") if rows
+              else f"no results in {args.results}")
         return 0
-    matches = [r.key for r in records if r.key.startswith(args.cell) or r.label == args.cell]
-    matches += [key for key, label in partial.items() if key.startswith(args.cell) or label == args.cell]
-    if len(matches) != 1:
-        known = ", ".join([r.label for r in records] + list(partial.values())) or "(none)"
-        raise BenchError(f"{len(matches)} cells match {args.cell!r} in {args.results}; give a longer key or one of: {known}")
-    if matches[0] in partial:
-        print(f"{partial[matches[0]]}  key {matches[0]}  status partial  device unknown")
-        print(f"steps {saved[matches[0]]} saved; run the same command again to resume")
+    found = [r for r in records if r.key.startswith(args.cell) or r.label == args.cell]
+    pending = [key for key, label in partial.items() if key.startswith(args.cell) or label == args.cell]
+    if not found and len(pending) == 1:
+        print(f"{partial[pending[0]]}  key {pending[0]}  status partial  device unknown")
+        print(f"steps {saved[pending[0]]} saved; run the same command again to resume")
         return 0
-    record = next(r for r in records if r.key == matches[0])
-    print(f"{record.label}  key {record.key}  status {record.status}  device {record.device or 'unknown'}")
+    states = {r.key: _record_state(r) for r in found}
+    current = sorted((r for r in found if states[r.key] == r.status), key=lambda r: r.computed_at or "")
+    if not found or (len(found) + len(pending) > 1 and (len({r.label for r in found}) > 1 or not current)):
+        rows = [[r.key, r.label, f"config {config_hash(r.config)[:8]}", states[r.key]] for r in found]
+        rows += [[key, partial[key], "", f"partial (steps {saved[key]} saved)"] for key in pending]
+        listing = "\n" + tabulate(rows, headers=["key", "cell", "variant", "state"], tablefmt="github") if rows else ""
+        raise BenchError(f"{len(rows)} cells match {args.cell!r} in {args.results}; give a longer key or a label "
+                         f"(`benchbackcompat show --results {args.results}` lists them){listing}")
+    record = current[-1] if current else found[0]
+    others = [r for r in found if r is not record]
+    print(f"{record.label}  key {record.key}  config {config_hash(record.config)[:8]}  status {states[record.key]}  "
+          f"device {record.device or 'unknown'}")
+    if others:
+        print(f"({len(others)} other records of this label: " + ", ".join(
+            f"{r.key} {states[r.key]}" for r in others) + "; the newest current one is shown)")
     if not isinstance(record, FinishedRecord):
         print(record.reason)
         return 0
@@ -344,14 +435,34 @@ def cmd_show(args: argparse.Namespace) -> int:
         print(tabulate(rows, headers=["", *(f"g{k}" for k in range(T))], tablefmt="github", disable_numparse=True))
         values = record.metrics[metric].scalars()
         print("  " + ", ".join(f"{k} {v:.3f}" if isinstance(v, float) else f"{k} {v}" for k, v in values.items()))
+    from benchbackcompat.report.curves import curve_summary
+
     print("\ntraining curves (per step: first -> last epoch, minimum)")
     print(curve_summary(store.curves(record.key)))
     return 0
 
 
+@functools.cache
+def _host():
+    from benchbackcompat.plugin_host import PluginHost
+
+    return PluginHost()
+
+
+_IDENTITIES: dict[str, Any] = {}  # method -> its installed code identity (status.staleness fills it)
+
+
+def _record_state(record) -> str:
+    """A record's status, or ``stale (why)`` when other code computed it (status.staleness)."""
+    from benchbackcompat.status import staleness
+
+    why = staleness(record, _IDENTITIES, _host())
+    return f"stale ({why})" if why else record.status
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
     from benchbackcompat.compare import compare_results, render
-    from benchbackcompat.presets import split_list
+    from benchbackcompat.request import split_list
 
     table, notes = compare_results(args.a, args.b, tuple(split_list(args.statistics)))
     print(render(table, notes, str(args.a), str(args.b)))
@@ -394,8 +505,9 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     from benchbackcompat.plugin_host import PluginHost
-    from benchbackcompat.presets import load_preset, resolve_run, split_list
+    from benchbackcompat.presets import load_preset, resolve_run
     from benchbackcompat.plan import make_plan
+    from benchbackcompat.request import split_list
 
     scenarios = list(load_preset(args.preset)["scenarios"])
     methods = split_list(args.methods) or ["independent"]
@@ -422,7 +534,9 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
                                  out=args.out, factor=args.factor, metric=args.metric, tolerance=args.tolerance,
                                  min_gain=args.min_gain, base=args.base, summary=args.summary,
                                  run_args=tuple(a for a in args.run_args if a != "--"))
-    result = calibrate(options, lambda argv: run_cells(build_parser().parse_args(argv))[0])
+    from benchbackcompat.runner import run
+
+    result = calibrate(options, lambda argv: run(run_request(build_parser().parse_args(argv))).records)
     print(result.text)
     return 0
 

@@ -5,10 +5,11 @@ command-line flags. Every model rejects unknown keys, so a typo fails before any
 """
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Literal, Self, Union
+from typing import Annotated, Any, ClassVar, Literal, Self, Union, get_args
 
 from pydantic import (
     BaseModel,
@@ -521,6 +522,9 @@ def kind_class(kind: str) -> type[ScenarioBase]:
     return SCENARIO_CLASSES.get(kind, ScenarioBase)
 
 
+SCENARIOS = get_args(ScenarioConfig)[0]  # the union of the kinds, as a field's annotation holds it
+
+
 class NamedScenario(StrictModel):
     """A scenario of a preset, under the name the CLI uses (``--scenario both``)."""
 
@@ -557,6 +561,7 @@ class RunConfig(StrictModel):
     compile: bool = False  # torch.compile the backbone for training
     cache_dir: Path = Field(default_factory=lambda: Path.home() / ".cache" / "benchbackcompat")
     lock_timeout: float | None = Field(default=None, gt=0, le=10**7)  # seconds to wait for another process's cell/model lock
+    cell_timeout: float | None = Field(default=None, gt=0, le=10**7)  # seconds a cell may take (in its own process), then it fails
 
 
 def format_validation_error(error: ValidationError, where: str, model: type[BaseModel] | None = None) -> str:
@@ -566,8 +571,10 @@ def format_validation_error(error: ValidationError, where: str, model: type[Base
         loc = ".".join(str(p) for p in item["loc"])
         message = item["msg"]
         if item["type"] == "extra_forbidden":
-            known = _known_fields(model, item["loc"][:-1])
-            message = (f"unknown key (known: {', '.join(known)}" if known else "unknown key (check the spelling") + (
+            known, path = _known_fields(model, item["loc"][:-1])
+            close = difflib.get_close_matches(str(item["loc"][-1]), known, n=1)
+            message = "unknown key" + (f", did you mean {'.'.join([*path, close[0]])}?" if close else "") + (
+                f" (known: {', '.join(known)}" if known else " (check the spelling") + (
                 "; `benchbackcompat describe METHOD` lists a method's hyperparameters, `run --dry-run` the resolved values)")
         elif item["type"] == "literal_error":
             message = message.replace("Input should be", "allowed:")
@@ -584,14 +591,22 @@ def validate_model(model: type[BaseModel], data: dict[str, Any], where: str) -> 
         raise BenchError(format_validation_error(error, where, model)) from None
 
 
-def _known_fields(model: Any, loc: tuple[Any, ...]) -> list[str]:
-    """The field names of the (nested) model at ``loc``, or [] where the path is not a plain nested model."""
+def _known_fields(model: Any, loc: tuple[Any, ...]) -> tuple[list[str], list[str]]:
+    """The field names of the (nested) model at ``loc`` and the dotted path to it as a user writes it (a scenario
+    kind's tag in the location picks its class and is not part of the path); [] where the path is not a plain
+    nested model."""
+    path: list[str] = []
     for part in loc:
+        if model == SCENARIOS and str(part) in SCENARIO_CLASSES:  # the discriminated union's tag
+            model = SCENARIO_CLASSES[str(part)]
+            continue
         field = model.model_fields.get(str(part)) if isinstance(model, type) and issubclass(model, BaseModel) else None
         if field is None:
-            return []
+            return [], []
         model = field.annotation
-    return list(model.model_fields) if isinstance(model, type) and issubclass(model, BaseModel) else []
+        if model != SCENARIOS:
+            path.append(str(part))
+    return (list(model.model_fields), path) if isinstance(model, type) and issubclass(model, BaseModel) else ([], [])
 
 
 def config_hash(payload: Any, length: int = 16) -> str:

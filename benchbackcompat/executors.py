@@ -1,12 +1,14 @@
 """Many cells on a cluster: a plan's cells split into shards, one submitit job per shard.
 
 ``--executor slurm`` submits the jobs to Slurm, ``--executor local`` runs the same jobs as local
-processes; every job runs ``benchbackcompat run ... --shard i/n`` on the shared results directory
-(safe for concurrent writers), and the submitting process collects the records when all are done.
+processes; every job runs the same request with ``shard="i/n"`` (:func:`benchbackcompat.runner.run`) on the
+shared results directory (safe for concurrent writers), and the submitting process collects the records when
+all are done.
 """
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -14,24 +16,18 @@ import torch
 from benchbackcompat.errors import BenchError
 from benchbackcompat.logs import log
 from benchbackcompat.engine.cell import cell_fields
-from benchbackcompat.plan import Plan, assign_fingerprints, run_shard
+from benchbackcompat.plan import Plan, assign_fingerprints
 from benchbackcompat.record import CellRecord, parse_record
+from benchbackcompat.request import RunRequest
+
+Runner = Callable[[RunRequest], Any]  # benchbackcompat.runner.run
 
 
-def parse_parameters(pairs: list[str]) -> dict[str, Any]:
-    """``KEY=VALUE`` executor parameters (``timeout_min=600``, ``slurm_partition=gpu``); integers are converted."""
-    parameters: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise BenchError(f"--executor-param {pair!r}: expected KEY=VALUE, e.g. --executor-param slurm_partition=gpu")
-        parameters[key] = int(value) if value.lstrip("-").isdigit() else value
-    return parameters
-
-
-def submit(plan: Plan, executor_name: str, jobs: int | None = None, parameters: list[str] = ()) -> list[CellRecord]:
-    """Run ``plan`` as ``jobs`` jobs (default: one per cell) on ``executor_name`` (``local`` or ``slurm``) with
-    submitit ``parameters`` (``KEY=VALUE``); returns every cell's record."""
+def submit(plan: Plan, request: RunRequest, run: Runner) -> list[CellRecord]:
+    """Run ``plan`` as ``request.jobs`` jobs (default: one per cell) on ``request.executor`` (``local`` or
+    ``slurm``) with submitit parameters ``request.executor_params``; each job calls ``run`` with its shard of the
+    request. Returns every cell's record."""
+    executor_name = request.executor
     try:
         import submitit
     except ImportError:
@@ -40,14 +36,15 @@ def submit(plan: Plan, executor_name: str, jobs: int | None = None, parameters: 
         raise BenchError("--executor slurm: sbatch not found; run on a Slurm login node, or use --executor local or --shard I/N")
     from benchbackcompat.store import ResultStore
 
-    count = min(jobs or len(plan.cells), len(plan.cells))
+    count = min(request.jobs or len(plan.cells), len(plan.cells))
     executor = submitit.AutoExecutor(folder=plan.run.out / "jobs" / "%j", cluster=executor_name)
     try:
-        executor.update_parameters(name="benchbackcompat", **parse_parameters(list(parameters)))
+        executor.update_parameters(name="benchbackcompat", **request.executor_params)
     except (ValueError, TypeError) as error:
         raise BenchError(f"--executor-param: {error}".splitlines()[0]) from None
     shards = [f"{i}/{count}" for i in range(count)]
-    submitted = executor.map_array(run_shard, [plan.run] * count, shards, [plan.rerun] * count)
+    parts = [request.model_copy(update={"executor": "inline", "jobs": None, "shard": shard}) for shard in shards]
+    submitted = executor.map_array(_job, [run] * count, parts)
     log.info(f"submitted {len(submitted)} {executor_name} jobs (logs in {plan.run.out / 'jobs'}); waiting for them")
     problems = {}
     for job, shard in zip(submitted, shards):
@@ -66,3 +63,12 @@ def submit(plan: Plan, executor_name: str, jobs: int | None = None, parameters: 
                                    "reason": reason})
         records.append(record)
     return records
+
+
+def _job(run: Runner, request: RunRequest) -> int:
+    """The body of one job: its shard of the request, computed in the job's process (its log is a file: no
+    bars). Returns the number of records (they are read back from the store)."""
+    from benchbackcompat.logs import configure
+
+    configure(0, None, progress=False)
+    return len(run(request).records)

@@ -16,8 +16,6 @@ import logging
 import os
 import signal
 
-import torch
-
 from benchbackcompat.errors import BenchError
 
 ENV = "BENCHBACKCOMPAT_FAULT"
@@ -56,6 +54,8 @@ def _trigger(name: str) -> None:
         if action == "kill":
             os.kill(os.getpid(), signal.SIGKILL)
         if action == "oom":
+            import torch  # here and below: torch is loaded by the code that reaches a fault point
+
             raise torch.OutOfMemoryError(f"injected out of memory at {name}")
         if action == "full":
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
@@ -64,6 +64,8 @@ def _trigger(name: str) -> None:
 
 def is_out_of_memory(error: BaseException) -> bool:
     """True for CUDA/MPS/CPU allocation failures (the caller may retry with less memory)."""
+    import torch
+
     if isinstance(error, torch.OutOfMemoryError):
         return True
     text = str(error)
@@ -75,6 +77,8 @@ def halve_on_oom(error: BaseException, size: int, what: str) -> int:
     out-of-memory error, and out of memory at size 1."""
     if not is_out_of_memory(error) or size <= 1:
         raise error
+    import torch
+
     if torch.cuda.is_available():
         torch.cuda.empty_cache()
     logging.getLogger("benchbackcompat").warning(f"out of memory in {what} with chunks of {size}; retrying with {size // 2}")

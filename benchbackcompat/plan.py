@@ -1,7 +1,6 @@
 """Plan and execute a run: every (scenario, seed, method) cell, skipping finished ones."""
 from __future__ import annotations
 
-import functools
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -14,11 +13,9 @@ from benchbackcompat.config import NamedScenario, RunConfig, ScenarioBase
 from benchbackcompat.data.registry import get_dataset
 from benchbackcompat.engine import distributed
 from benchbackcompat.engine.device import availability_line, resolve_device
-from benchbackcompat.engine.cell import Cell, device_name, run_cell, unsupported, worker_name
-from benchbackcompat.engine.train import Acceleration
+from benchbackcompat.engine.cell import Cell, device_name, unsupported, worker_name
 from benchbackcompat.errors import BenchError, UnknownNameError
 from benchbackcompat.identity import code_identity
-from benchbackcompat import logs
 from benchbackcompat.logs import log, progress_bar
 from benchbackcompat.method import Method
 from benchbackcompat.models.registry import BACKBONES, TIMM_PREFIX, list_backbones
@@ -29,6 +26,7 @@ from benchbackcompat.selection import grid_points
 from benchbackcompat.scenarios.steps import build_steps
 from benchbackcompat.store import ResultStore
 from benchbackcompat.record import CellRecord, FailedRecord, FinishedRecord
+from benchbackcompat.watchdog import CellJob, run_watched
 
 # Training-pool sizes of the built-in datasets, to plan steps without loading images.
 DEFAULT_CLASSES = {"embedded": 100, "cifar10": 10, "cifar100": 100, "tinyimagenet": 200, "cifar10-jpeg": 10, "fashion-mnist": 10}
@@ -118,28 +116,14 @@ def seeded(named: NamedScenario, seed: int) -> NamedScenario:
     return named.model_copy(update={"config": config})
 
 
-def rerun_methods(plan: Plan, force: bool, rerun: list[str]) -> frozenset[str]:
-    """The methods to recompute: all with ``--force``, else those of ``--rerun`` (which must be in the plan)."""
-    unknown = [name for name in rerun if name not in plan.methods]
+def rerun_methods(methods: list[str], force: bool, rerun: list[str]) -> frozenset[str]:
+    """The methods to recompute: all of the plan's ``methods`` with ``--force``, else those of ``--rerun`` (which
+    must be among them)."""
+    unknown = [name for name in rerun if name not in methods]
     if unknown:
-        raise BenchError(f"--rerun {','.join(unknown)}: not among --methods ({', '.join(plan.methods)}); "
+        raise BenchError(f"--rerun {','.join(unknown)}: not among --methods ({', '.join(methods)}); "
                          "add it to --methods or drop it from --rerun")
-    return frozenset(plan.methods) if force else frozenset(rerun)
-
-
-def run_shard(run: RunConfig, shard: str, rerun: frozenset[str] = frozenset()) -> list[CellRecord]:
-    """The body of one job of an executor: shard ``I/N`` of the run's cells, computed in this process
-    (the methods in ``rerun`` recomputed, as ``--force``/``--rerun`` asked). A job's log is a file: no bars."""
-    logs.configure(0, None, progress=False)
-    distributed.initialise_from_environment(run.device)
-    host = PluginHost()
-    plan = make_plan(run, host)
-    plan.rerun = rerun
-    plan.cells = select_shard(plan.cells, shard)
-    host.register_extensions()
-    records = execute(plan, host)
-    finals, _ = selected_cells(plan)  # grids: the selected settings, once their selection is complete
-    return records + (execute(plan, host, finals) if finals else [])
+    return frozenset(methods) if force else frozenset(rerun)
 
 
 def check_names(scenario: ScenarioBase) -> None:
@@ -174,13 +158,14 @@ def run_summary(records: list[CellRecord], seconds: float, out: Path) -> tuple[s
 
 def execute(plan: Plan, host: PluginHost, cells: list[Cell] | None = None) -> list[CellRecord]:
     """Run every unfinished cell of ``cells`` (default: the plan's); returns all records (finished ones read
-    back from the store).
+    back from the store). With ``run.cell_timeout`` each cell runs in a child process that is stopped when the
+    time is up (:mod:`benchbackcompat.watchdog`).
 
     Several processes may execute plans on one results directory: a cell that another process is
     running (its lock is held) is put off to the end, then waited for and its record taken, so
     nothing is run twice or lost."""
     run = plan.run
-    store = open_store(run)
+    store = open_store(run.out, run.lock_timeout)
     if distributed.is_main():
         store.remove_orphan_temporaries()  # from writes that a kill cut short
     host.load_observers(run.out)  # loggers (TensorBoard, ...) of entry point group benchbackcompat.observers
@@ -198,14 +183,12 @@ def execute(plan: Plan, host: PluginHost, cells: list[Cell] | None = None) -> li
         log.info(f"cell {cell.label} (key {cell.key}): started")
         started = time.perf_counter()
         progress.set_postfix_str(cell.label)
-        kind = type(plan.methods[cell.method])
-        method = kind(kind.Params.model_validate(cell.params))  # fresh state per cell, the cell's (grid point's) params
-        record = run_cell(cell, method, data_of(cell), store, device, observer=functools.partial(host.notify, "bbc_on_log") if distributed.is_main() else None,
-                          plugin_versions=plugin_versions, share_models=run.share_models,
-                          acceleration=Acceleration.resolve(run.channels_last, run.compile, device),
-                          borrow_steps=run.share_models and cell.method not in plan.rerun)
-        if isinstance(record, FinishedRecord):
-            host.notify("bbc_on_cell_finished", record=record.to_json())
+        job = CellJob(cell, type(plan.methods[cell.method]), run, plugin_versions, borrow_steps=cell.method not in plan.rerun)
+        data = data_of(cell.scenario.config)
+        if run.cell_timeout is None:
+            record = job.compute(data, store, device, host)
+        else:
+            record = run_watched(job, run.cell_timeout, store, steps=len(build_steps(cell.scenario.config, data.num_classes)))
         reason = "" if isinstance(record, FinishedRecord) else f" ({record.reason})"
         log.info(f"cell {cell.label}: {record.status}{reason} in {time.perf_counter() - started:.1f} s")
         return record
@@ -243,23 +226,23 @@ def execute(plan: Plan, host: PluginHost, cells: list[Cell] | None = None) -> li
     return list({cell.key: records[cell.key] for cell in cells}.values())
 
 
-def open_store(run: RunConfig) -> ResultStore:
+def open_store(out: Path, lock_timeout: float | None) -> ResultStore:
     """The results store of this process (under torchrun: the rank's view, rank 0 reading and writing)."""
-    return distributed.RankStore(run.out, run.lock_timeout) if distributed.active() else ResultStore(run.out, run.lock_timeout)
+    return distributed.RankStore(out, lock_timeout) if distributed.active() else ResultStore(out, lock_timeout)
 
 
-def assign_fingerprints(plan: Plan, device: torch.device, cells: list[Cell] | None = None) -> Callable[[Cell], ScenarioData]:
+def assign_fingerprints(plan: Plan, device: torch.device, cells: list[Cell] | None = None) -> Callable[[ScenarioBase], ScenarioData]:
     """Load each scenario's data once per plan and give every cell of ``cells`` (default: the plan's) its data
-    fingerprints (parts of its keys); returns the loader (cell -> its ScenarioData, on ``device``)."""
-    def data_of(cell: Cell) -> ScenarioData:
-        config = cell.scenario.config
+    fingerprints (parts of its keys); returns the loader (a cell's scenario configuration -> its ScenarioData, on
+    ``device``)."""
+    def data_of(config: ScenarioBase) -> ScenarioData:
         data_key = config.data.model_dump_json() + config.protocol + config.eval_split
         if data_key not in plan.loaded:
             plan.loaded[data_key] = load_scenario_data(config, plan.run.cache_dir, device)
         return plan.loaded[data_key]
 
     for cell in plan.cells if cells is None else cells:
-        data = data_of(cell)
+        data = data_of(cell.scenario.config)
         cell.data_fingerprint, cell.training_fingerprint = data.fingerprint, data.training_fingerprint
     return data_of
 
@@ -272,7 +255,7 @@ def selected_cells(plan: Plan) -> tuple[list[Cell], list[str]]:
         return [], []
     device = resolve_device(plan.run.device)
     assign_fingerprints(plan, device, [cell for search in plan.searches for cell in search.cells])
-    cells, waiting = plan.final_cells(open_store(plan.run))
+    cells, waiting = plan.final_cells(open_store(plan.run.out, plan.run.lock_timeout))
     assign_fingerprints(plan, device, cells)
     return cells, waiting
 

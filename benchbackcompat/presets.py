@@ -14,11 +14,12 @@ import tomllib
 from importlib.resources import files
 from importlib.resources.abc import Traversable
 from pathlib import Path
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from benchbackcompat.config import NamedScenario, RunConfig, validate_model
 from benchbackcompat.errors import BenchError, UnknownNameError
-from benchbackcompat.metrics.protocols import metrics_of
+from benchbackcompat.request import SMOKE_DATA, SMOKE_TRAIN, split_list  # noqa: F401  (split_list: benchmarks)
 from benchbackcompat.selection import DEFAULT_GRID, parse_grid_option
 
 PRESET_ENV = "BENCHBACKCOMPAT_PRESETS"
@@ -107,8 +108,8 @@ def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]
     return merged
 
 
-def parse_assignment(text: str) -> tuple[list[str], Any]:
-    """``train.epochs=3`` -> (["train", "epochs"], 3); the value is read as TOML, else kept as a string."""
+def parse_override(text: str) -> tuple[str, Any]:
+    """``train.epochs=3`` -> ("train.epochs", 3): a ``--set`` option as a request's override."""
     if "=" not in text:
         raise BenchError(f"--set {text!r}: expected KEY=VALUE, for example --set train.epochs=3")
     key, raw = text.split("=", 1)
@@ -118,10 +119,15 @@ def parse_assignment(text: str) -> tuple[list[str], Any]:
         value = raw
     except RecursionError:
         value = nested(["x"] * MAX_DEPTH, 0)
-    path = key.strip().split(".")
+    return key.strip(), value
+
+
+def checked_path(key: str, value: Any) -> list[str]:
+    """The dotted ``key`` as a path, refused when the path and the value nest deeper than presets may."""
+    path = key.split(".")
     if len(path) + depth(value) > MAX_DEPTH:
-        raise BenchError(f"--set {text:.60}: nested more than {MAX_DEPTH} deep; a value needs at most 3 levels")
-    return path, value
+        raise BenchError(f"--set {key}={str(value):.60}: nested more than {MAX_DEPTH} deep; a value needs at most 3 levels")
+    return path
 
 
 def nested(path: list[str], value: Any) -> dict[str, Any]:
@@ -131,29 +137,37 @@ def nested(path: list[str], value: Any) -> dict[str, Any]:
     return result
 
 
-def split_list(text: str | None) -> list[str]:
-    return [item.strip() for item in (text or "").split(",") if item.strip()]
-
-
 def check_metrics(scenario: str, protocol: str, metrics: list[str]) -> None:
     """Fail before any training when a metric is not defined for the scenario's protocol."""
+    from benchbackcompat.metrics.protocols import metrics_of  # torch: imported when a run is resolved, not to list
+
     defined = metrics_of(protocol)
     if undefined := [m for m in metrics if m not in defined]:
         raise BenchError(f"scenario {scenario!r}: metric {', '.join(map(repr, undefined))} is not defined for protocol "
                          f"{protocol!r}; set metrics to some of {', '.join(defined)} (e.g. --set metrics=[\"{defined[0]}\"])")
 
 
+def smoke_table(table: dict[str, Any]) -> dict[str, Any]:
+    """What ``--smoke`` sets in a scenario table: tiny data, one epoch of each training it declares."""
+    trainings = [key for key in ("pretrain", "new_train") if isinstance(table.get(key), dict)]
+    if table.get("kind") == "iam-cl2r":
+        trainings.append("pretrain")
+    return {"data": SMOKE_DATA, "train": SMOKE_TRAIN, **{key: SMOKE_TRAIN for key in trainings}}
+
+
 def resolve_scenarios(
-    preset: str, data: dict[str, Any], names: list[str], overrides: dict[str, Any]
+    preset: str, data: dict[str, Any], names: list[str], overrides: dict[str, Any], smoke: bool = False
 ) -> list[tuple[NamedScenario, dict[str, Any]]]:
-    """The named scenarios of a loaded preset, each as (validated scenario, its table: defaults < preset < overrides)."""
+    """The named scenarios of a loaded preset, each as (validated scenario, its table: defaults < preset < smoke
+    < overrides)."""
     known = data["scenarios"]
     if (unknown := next((name for name in names if name not in known), None)) is not None:  # names before values
         raise UnknownNameError(f"scenario (preset {preset!r})", unknown, known)
     resolved = []
     defaults = data.get("defaults", {})
     for name in names:
-        table = deep_merge(deep_merge(defaults, known[name]), overrides)
+        table = deep_merge(defaults, known[name])
+        table = deep_merge(deep_merge(table, smoke_table(table)) if smoke else table, overrides)
         where = f"preset {preset!r}, scenario {name!r}"
         scenario = validate_model(NamedScenario, {"name": name, "config": table}, where)
         if hasattr(scenario.config, "pretrain") and "train" in defaults:  # models pretrained elsewhere: the preset's
@@ -177,16 +191,19 @@ def resolve_run(
     methods: list[str],
     seeds: list[int] | None = None,
     scenario_overrides: dict[str, Any] | None = None,
-    assignments: list[str] = (),
-    grids: list[str] = (),
+    assignments: Iterable[str] | Mapping[str, Any] = (),
+    grids: Iterable[str] | Mapping[str, list[Any] | str] = (),
     out: Path | None = None,
     device: str | None = None,
     cache_dir: Path | None = None,
+    smoke: bool = False,
 ) -> RunConfig:
-    """Build the run configuration: defaults < preset < command line. Fails with one line on any bad value.
+    """Build the run configuration: defaults < preset < (``smoke``) < command line. Fails with one line on any
+    bad value.
 
-    ``grids`` are ``--grid methods.NAME.KEY=V1,V2`` options: each replaces the preset's values of that key;
-    ``--grid methods.NAME`` (no key) searches the default grid that the method declares (its ``Params.grid``)."""
+    ``assignments`` are ``--set KEY=VALUE`` options, or a mapping of dotted keys to values. ``grids`` are ``--grid
+    methods.NAME.KEY=V1,V2`` options (or a mapping ``methods.NAME.KEY -> values``): each replaces the preset's values
+    of that key; ``methods.NAME`` alone searches the default grid that the method declares (its ``Params.grid``)."""
     data = load_preset(preset)
     known = data["scenarios"]
     if scenarios == ["all"]:
@@ -194,11 +211,7 @@ def resolve_run(
     overrides = dict(scenario_overrides or {})
     method_params: dict[str, dict[str, Any]] = {k: dict(v) for k, v in data.get("methods", {}).items()}
     grid_tables: dict[str, Any] = {k: v if v == DEFAULT_GRID else dict(v) for k, v in data.get("grids", {}).items()}
-    for option in grids:
-        if "=" not in option and option.count(".") == 1 and option.startswith("methods."):
-            method, key, values = option.split(".", 1)[1], None, DEFAULT_GRID
-        else:
-            method, key, values = parse_grid_option(option)
+    for option, method, key, values in grid_options(grids):
         if method not in methods:
             raise BenchError(f"--grid {option:.80}: method {method!r} is not among --methods ({', '.join(methods)}); "
                              "add it to --methods or fix the name")
@@ -209,8 +222,9 @@ def resolve_run(
             grid_tables[method] = {}
         grid_tables.setdefault(method, {})[key] = values
     selection: dict[str, Any] = dict(data.get("selection", {}))
-    for assignment in assignments:
-        path, value = parse_assignment(assignment)
+    pairs = assignments.items() if isinstance(assignments, Mapping) else map(parse_override, assignments)
+    for dotted, value in pairs:
+        path, assignment = checked_path(dotted, value), f"{dotted}={value}"
         if path[0] == "selection" and len(path) >= 2:
             selection = deep_merge(selection, nested(path[1:], value))
         elif path[0] == "methods" and len(path) >= 3:
@@ -220,7 +234,7 @@ def resolve_run(
             method_params = deep_merge(method_params, nested(path[1:], value))
         else:
             overrides = deep_merge(overrides, nested(path, value))
-    resolved = [{"name": s.name, "config": table} for s, table in resolve_scenarios(preset, data, scenarios, overrides)]
+    resolved = [{"name": s.name, "config": table} for s, table in resolve_scenarios(preset, data, scenarios, overrides, smoke)]
     run: dict[str, Any] = {
         "preset": preset,
         "scenarios": resolved,
@@ -235,3 +249,17 @@ def resolve_run(
         if value is not None:
             run[key] = value
     return validate_model(RunConfig, run, "the run configuration")
+
+
+def grid_options(grids: Iterable[str] | Mapping[str, list[Any] | str]) -> list[tuple[str, str, str | None, Any]]:
+    """``--grid`` options (or a mapping) as (option, method, key or None, values or DEFAULT_GRID)."""
+    found = []
+    items = grids.items() if isinstance(grids, Mapping) else ((option, None) for option in grids)
+    for option, values in items:
+        if "=" not in option and option.count(".") == 1 and option.startswith("methods.") and values in (None, DEFAULT_GRID):
+            found.append((option, option.split(".", 1)[1], None, DEFAULT_GRID))
+        elif values is None:
+            found.append((option, *parse_grid_option(option)))
+        else:
+            found.append((option, *parse_grid_option(f"{option}=" + ",".join(map(str, values)))[:2], list(values)))
+    return found

@@ -100,7 +100,7 @@ def grid_work(plan) -> dict[str, Work]:
         scenario, method = cell.scenario.config, plan.methods[cell.method]
         if method.unsupported_reason(scenario):
             continue
-        data = data_of(cell)
+        data = data_of(cell.scenario.config)
         w = work[cell.scenario.name]
         steps = build_steps(scenario, data.num_classes)
         size = data.image_size

@@ -81,17 +81,45 @@ def test_compare_means_differences_seeds_and_configuration_flags(tmp_path, capsy
     assert not any("ext-class/hoc/seed0: configuration" in line for line in lines)  # same configuration
 
 
-def test_run_api_takes_the_cli_options_and_rejects_unknown_ones(tmp_path):
-    from benchbackcompat.api import cli_arguments
+def test_run_api_has_typed_keywords_and_rejects_unknown_or_abbreviated_ones(tmp_path):
+    import inspect
 
-    assert cli_arguments({"scenario": "ext-class", "methods": ["l2", "hoc"], "seeds": [0, 1], "no_share": True,
-                          "dry_run": False, "verbose": 2, "set": {"train.epochs": 2, "pretrain_classes": [4, 8]}}) == [
-        "--scenario", "ext-class", "--methods", "l2,hoc", "--seeds", "0,1", "--no-share", "--verbose", "--verbose",
-        "--set", "train.epochs=2", "--set", "pretrain_classes=[4, 8]"]
-    with pytest.raises(BenchError, match="invalid arguments for benchbackcompat.run"):
-        benchbackcompat.run(scenario="ext-class", methods="l2", epochs=3)
-    frame = benchbackcompat.run(scenario="ext-class", methods="l2", dry_run=True, out=tmp_path)
+    parameters = inspect.signature(benchbackcompat.run).parameters
+    assert "options" not in parameters and parameters["seeds"].kind is inspect.Parameter.KEYWORD_ONLY
+    with pytest.raises(TypeError, match="seed"):  # no prefixes: seed= is not seeds=
+        benchbackcompat.run("ext-class", "l2", seed=3)
+    with pytest.raises(BenchError, match="workers: Input should be greater than 0"):
+        benchbackcompat.run("ext-class", "l2", workers=0, dry_run=True)
+    frame = benchbackcompat.run(["ext-class"], "l2", seeds="0-1", overrides={"train.epochs": 2}, dry_run=True, out=tmp_path)
     assert frame.empty and list(frame.columns)[-3:] == ["metric", "statistic", "value"]
+
+
+def test_the_public_names_are_visible_and_importing_the_package_stays_cheap():
+    import subprocess
+    import sys
+
+    public = {"run", "load_results", "load_matrix_entries", "export_results", "RunRequest", "hookimpl", "BenchError"}
+    assert public <= set(dir(benchbackcompat)) and "importlib" not in dir(benchbackcompat)
+    assert public - {"hookimpl"} <= set(benchbackcompat.__all__)
+    code = ("import sys, pydoc, benchbackcompat; text = pydoc.render_doc(benchbackcompat, renderer=pydoc.plaintext); "
+            "assert 'run(scenarios' in text and 'load_results' in text, text; print('torch' in sys.modules)")
+    imported = subprocess.run([sys.executable, "-c", "import sys, benchbackcompat; print('torch' in sys.modules)"],
+                              capture_output=True, text=True, check=True)
+    assert imported.stdout.strip() == "False"  # import benchbackcompat does not import torch
+    helped = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert helped.returncode == 0, helped.stderr
+    assert helped.stdout.strip() == "False"  # nor does help(benchbackcompat)
+
+
+def test_a_request_takes_lists_comma_separated_names_and_seed_ranges():
+    from benchbackcompat.request import RunRequest, parse_seeds
+
+    request = RunRequest(scenarios="ext-class, both", methods=["l2"], seeds="0-2,5")
+    assert request.scenarios == ["ext-class", "both"] and request.seeds == [0, 1, 2, 5]
+    assert parse_seeds("3") == [3] and parse_seeds("1-1") == [1]
+    for bad in ("2-0", "a", "0-", ""):
+        with pytest.raises(ValueError):
+            parse_seeds(bad)
 
 
 def test_show_lists_interrupted_cells_with_their_saved_steps(tmp_path, capsys):
@@ -103,7 +131,8 @@ def test_show_lists_interrupted_cells_with_their_saved_steps(tmp_path, capsys):
     (interrupted / "cell.json").write_text('{"label": "multi-step/hoc/seed0"}')
     assert main(["show", "--results", root]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert any("| feedbeef00000000 | multi-step/hoc/seed0 | partial (steps 0, 1 saved) |" in line for line in lines)
+    assert any("| feedbeef00000000 | multi-step/hoc/seed0 |" in line and "| partial (steps 0, 1 saved) |" in line
+               for line in lines)
     assert any("| ext-class/l2/seed0 " in line and "finished" in line for line in lines)
     assert main(["show", "multi-step/hoc/seed0", "--results", root]) == 0
     assert "steps 0, 1 saved; run the same command again to resume" in capsys.readouterr().out

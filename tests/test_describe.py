@@ -57,4 +57,4 @@ def test_list_methods_params_and_dry_run_show_defaults(capsys):
 def test_a_misspelt_hyperparameter_points_at_describe(capsys):
     assert main(["run", "--scenario", "ext-class", "--methods", "lwf", "--set", "methods.lwf.wieght=3", "--dry-run"]) == 2
     err = capsys.readouterr().err
-    assert "wieght: unknown key (known: weight, target, temperature;" in err and "benchbackcompat describe METHOD" in err
+    assert "wieght: unknown key, did you mean weight? (known: weight, target, temperature;" in err and "benchbackcompat describe METHOD" in err

@@ -57,8 +57,9 @@ def test_workers_split_the_threads():
 
 
 def test_workers_must_be_positive(tmp_path, capsys):
-    assert main(["run", "--out", str(tmp_path), *TINY, "--scenario", "ext-class", "--methods", "l2", "--workers", "0"]) == 2
-    assert "--workers 0" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit:  # refused by the parser, in one line, even with --dry-run
+        main(["run", "--out", str(tmp_path), *TINY, "--scenario", "ext-class", "--methods", "l2", "--workers", "0", "--dry-run"])
+    assert exit.value.code == 2 and "argument --workers: '0': expected a positive integer" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("native", [True, False])

@@ -13,12 +13,13 @@ import os
 import pickle
 import re
 from pathlib import Path
-from typing import Any
-
-import torch
+from typing import TYPE_CHECKING, Any
 
 from benchbackcompat.faults import fault_point
 from benchbackcompat.errors import BenchError
+
+if TYPE_CHECKING:
+    import torch
 
 log = logging.getLogger("benchbackcompat")
 
@@ -51,6 +52,8 @@ def save_checkpoint(path: Path, payload: dict[str, Any]) -> str:
     The checksum is written after the file, so a kill in between leaves a file without a
     matching checksum, which :func:`load_checkpoint` recomputes.
     """
+    import torch  # imported when a checkpoint is written or read: reading records needs no torch
+
     buffer = io.BytesIO()
     torch.save(payload, buffer)
     data = buffer.getvalue()
@@ -75,6 +78,8 @@ def load_checkpoint(path: Path, map_location: torch.device | str = "cpu") -> dic
         log.warning(f"checkpoint {path} does not match its checksum (truncated or corrupted); recomputing it")
         return None
     try:
+        import torch
+
         payload = torch.load(io.BytesIO(data), map_location=map_location, weights_only=True)
     except pickle.UnpicklingError as error:
         unsafe = re.search(r"GLOBAL ([\w.]+)", str(error))

@@ -1,0 +1,82 @@
+"""The one way to run a benchmark: :func:`run` takes a :class:`~benchbackcompat.request.RunRequest`.
+
+The command line, the Python API, the ``--workers`` processes and the executors' jobs all call it;
+a worker or a job calls it again with its own part of the request (one worker, one shard).
+"""
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field, replace
+
+from benchbackcompat.engine import distributed
+from benchbackcompat.errors import BenchError
+from benchbackcompat.executors import submit
+from benchbackcompat.logs import log
+from benchbackcompat.plan import Plan, execute, make_plan, rerun_methods, run_summary, select_shard, selected_cells
+from benchbackcompat.plugin_host import PluginHost
+from benchbackcompat.presets import resolve_run
+from benchbackcompat.record import CellRecord
+from benchbackcompat.request import RunRequest
+from benchbackcompat.workers import execute_in_workers
+
+
+@dataclass
+class RunOutcome:
+    """What a run did: its plan, the records of its cells (none for a dry run and on the other ranks of a
+    data-parallel run), its exit code (1 when a cell failed or diverged) and the summary line(s)."""
+
+    plan: Plan
+    records: list[CellRecord] = field(default_factory=list)
+    code: int = 0
+    summary: str = ""
+
+
+def run(request: RunRequest) -> RunOutcome:
+    """Plan ``request``'s cells (its configuration: defaults < preset < (smoke) < the request's values) and compute
+    the unfinished ones (inline, in ``workers`` processes or as executor jobs), then the selected settings of its
+    grids; a dry run stops after planning."""
+    data = {key: value for key, value in (("name", request.dataset), ("root", request.data_root and str(request.data_root)))
+            if value}
+    config = resolve_run(preset=request.preset, scenarios=request.scenarios, methods=request.methods,
+                         seeds=request.seeds, scenario_overrides={"data": data} if data else None,
+                         assignments=request.overrides, grids=request.grids, out=request.out, device=request.device,
+                         smoke=request.smoke).model_copy(update={
+        "share_models": request.share_models, "lock_timeout": request.lock_timeout, "cell_timeout": request.cell_timeout,
+        "compile": request.compile, **({"channels_last": request.channels_last} if request.channels_last else {})})
+    distributed.initialise_from_environment(config.device)  # under torchrun: one rank of a data-parallel cell
+    if request.workers > 1 and (request.executor != "inline" or distributed.active() or request.force or request.rerun):
+        raise BenchError("--workers runs cells in processes on this machine: use it without --executor, torchrun, "
+                         "--force and --rerun")
+    if request.cell_timeout is not None and distributed.active():
+        raise BenchError("--cell-timeout runs each cell in a child process: use it without torchrun")
+    if not distributed.is_main():
+        log.setLevel(max(log.level, logging.WARNING))  # one rank reports the cells
+    host = PluginHost()
+    plan = make_plan(config, host)
+    plan.rerun = rerun_methods(list(plan.methods), request.force, request.rerun)
+    if request.shard:
+        plan.cells = select_shard(plan.cells, request.shard)
+    if request.dry_run:
+        return RunOutcome(plan)
+    started = time.perf_counter()
+    if request.workers > 1:
+        records = execute_in_workers(request, len(plan.cells), run)
+    elif request.executor != "inline":
+        records = submit(plan, request, run)
+    else:
+        records = execute(plan, host)
+    # grids: the selected settings on the full protocol, as soon as their selection is recorded (not sharded: with
+    # shards or jobs, the processes that find a selection complete run its cells, each cell once under its lock)
+    finals, waiting = selected_cells(plan)
+    if finals and request.executor != "inline":
+        records += submit(replace(plan, cells=finals), request, run)
+    elif finals:
+        records += execute(plan, host, finals)
+    if not distributed.is_main():
+        return RunOutcome(plan)
+    for line in waiting:
+        log.info(f"grid {line}")
+    records = list({record.key: record for record in records}.values())  # workers also return the grids' cells
+    summary, code = run_summary(records, time.perf_counter() - started, config.out)
+    return RunOutcome(plan, records, code, summary)
