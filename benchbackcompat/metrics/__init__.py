@@ -1,5 +1,12 @@
-"""Evaluation metrics: compatibility-matrix summaries and retrieval protocols."""
+"""Evaluation metrics: compatibility-matrix summaries and retrieval protocols.
+
+The retrieval protocols (which need torch) are imported on first use, so that reading stored records
+(compatibility summaries on plain matrices) does not import torch.
+"""
 from __future__ import annotations
+
+import importlib
+from typing import Any
 
 from benchbackcompat.metrics.compatibility import (
     average_accuracy,
@@ -15,20 +22,6 @@ from benchbackcompat.metrics.compatibility import (
     p_com,
     p_up,
     update_gain,
-)
-from benchbackcompat.metrics.retrieval import (
-    Similarity,
-    cmc,
-    cosine_similarity,
-    leave_one_out_cmc,
-    leave_one_out_map,
-    mean_average_precision,
-    nearest_neighbour_top1,
-    negative_squared_euclidean,
-    pair_verification,
-    pair_verification_outcomes,
-    sample_verification_pairs,
-    template_top1,
 )
 from benchbackcompat.metrics.summary import summarise
 
@@ -60,3 +53,17 @@ __all__ = [
     "template_top1",
     "update_gain",
 ]
+
+RETRIEVAL = frozenset({"Similarity", "cmc", "cosine_similarity", "leave_one_out_cmc", "leave_one_out_map",
+                       "mean_average_precision", "nearest_neighbour_top1", "negative_squared_euclidean",
+                       "pair_verification", "pair_verification_outcomes", "sample_verification_pairs", "template_top1"})
+
+
+def __getattr__(name: str) -> Any:
+    if name in RETRIEVAL:
+        return getattr(importlib.import_module("benchbackcompat.metrics.retrieval"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | RETRIEVAL)

@@ -9,18 +9,21 @@ Every value in the lower triangle is real: a 0 is an accuracy of 0, not a missin
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Union
 
 import numpy as np
-import torch
 
 from benchbackcompat.errors import BenchError
 
-MatrixLike = np.ndarray | torch.Tensor | Sequence[Sequence[float]]
+if TYPE_CHECKING:  # torch is not imported to read records (show, status, leaderboard stay light)
+    import torch
+
+MatrixLike = Union[np.ndarray, "torch.Tensor", Sequence[Sequence[float]]]
 
 
 def _as_matrix(C: MatrixLike) -> np.ndarray:
-    if isinstance(C, torch.Tensor):
-        C = C.detach().to("cpu", torch.float64).numpy()
+    if type(C).__module__.startswith("torch"):  # a tensor: to a float64 array on the CPU
+        C = C.detach().cpu().double().numpy()
     M = np.asarray(C, dtype=np.float64)
     if M.ndim != 2 or M.shape[0] != M.shape[1] or M.shape[0] == 0:
         raise BenchError(f"compatibility matrix must be a non-empty square T x T matrix, got shape {M.shape}")
