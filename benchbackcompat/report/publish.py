@@ -90,7 +90,9 @@ def training_length(table: Table) -> str:
     epochs, floor = train.get("epochs"), train.get("min_steps")
     if not floor:
         return f"{epochs} epoch{'s' if epochs != 1 else ''} per model"
-    trained = sorted({len(c) for r in table.records if isinstance(r, FinishedRecord) for c in r.curves.values() if c})
+    # curves are stored beside records now (curves.json, not published); older records hold them inline
+    inline = [getattr(r, "curves", None) or {} for r in table.records if isinstance(r, FinishedRecord)]
+    trained = sorted({len(c) for curves in inline for c in curves.values() if c})
     span = (f"{trained[0]}–{trained[-1]}" if trained[0] != trained[-1] else f"{trained[0]}") if trained else f"≥ {epochs}"
     return f"at least {floor:,} SGD steps per model ({span} epochs)"
 
