@@ -224,8 +224,9 @@ def readme_markdown(pages: list[Page], merged: Merged, command: str, date: str, 
         "- Columns and their direction:",
         *(f"  - {s.header}: {escape(s.meaning)}; {'higher' if s.higher_is_better else 'lower'} is better"
           for s in STATISTICS.values()),
-        "- Figures: the mean compatibility matrix of each method (incompatible entries framed in red and marked ×), "
-        "AA_tau over tasks for sequences of models, and for single updates each method's compatibility margin, "
+        "- Figures: the mean compatibility matrix of each method (incompatible entries framed in red, with a red "
+        "corner), AA_tau over tasks for sequences of models (one panel per method, over the others in grey and their "
+        "median), and for single updates each method's compatibility margin, "
         "cross-test minus its own old self-test, with its 95% interval (right of 0: compatible).",
     ]))
     parts.append("## Merging results")
