@@ -15,11 +15,16 @@ from matplotlib.patches import Polygon, Rectangle
 from benchbackcompat.metrics import bootstrap
 from benchbackcompat.report.aggregate import Row, Stat, Table
 from benchbackcompat.report.columns import metric_name
-from benchbackcompat.report.markdown import plain_label
+from benchbackcompat.report.markdown import plain_label, slug
 
 DPI = 100
 METADATA = {"Software": None}  # no matplotlib version in the file: same results, same bytes
 ANNOTATE_UP_TO = 10  # write the values into the cells of matrices up to this size
+
+
+def figure_name(page: str, table: Table, metric: str, what: str) -> str:
+    """The file name (under ``figures/``) of figure ``what`` ("matrices", "aa", "margin") of one table and metric."""
+    return f"{page}-{slug(table.title)}-{slug(metric)}-{what}.png"
 
 
 def mean_matrix(row: Row, metric: str) -> np.ndarray | None:

@@ -9,7 +9,7 @@ import logging
 import re
 import shlex
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +25,7 @@ from benchbackcompat.presets import available_presets, preset_scenarios
 from benchbackcompat.report.claims import PlannedScenario, claims_markdown
 from benchbackcompat.report.exports import csv_export, json_export
 from benchbackcompat.report.markdown import escape, slug
+from benchbackcompat.report.methods import FOLDER as METHODS_FOLDER, MethodInfo, method_pages, methods_index, page_path
 from benchbackcompat.report.merge import Merged
 from benchbackcompat.report.overview import overview_markdown
 from benchbackcompat.report.reproduce import reproductions
@@ -129,14 +130,15 @@ def headline_tables(tables: list[Table]) -> dict[str, tuple[Table, str]]:
 
 def figure_links(table: Table, page: Page, out: Path) -> list[str]:
     lines = []
-    base = f"{page.name}-{slug(table.title)}"
     for metric in table.metrics:
-        name = f"{base}-{slug(metric)}"
-        made = [("compatibility matrices", figures.matrices_figure(table, metric, out / "figures" / f"{name}-matrices.png"))]
+        def path(what: str) -> Path:
+            return out / "figures" / figures.figure_name(page.name, table, metric, what)
+
+        made = [("compatibility matrices", figures.matrices_figure(table, metric, path("matrices")))]
         if table.single_update:
-            made.append(("cross − old self", figures.margin_figure(table, metric, out / "figures" / f"{name}-margin.png")))
+            made.append(("cross − old self", figures.margin_figure(table, metric, path("margin"))))
         else:
-            made.append(("AA_tau over tasks", figures.aa_curve_figure(table, metric, out / "figures" / f"{name}-aa.png")))
+            made.append(("AA_tau over tasks", figures.aa_curve_figure(table, metric, path("aa"))))
         lines += [f"![{escape(table.title)}: {what}, {escape(metric_name(metric))}](figures/{path.name})"
                   for what, path in made if path]
     return lines
@@ -148,6 +150,9 @@ def page_markdown(page: Page, out: Path, date: str) -> str:
              header_markdown(page.records, date), "[Index and how to regenerate](README.md)"]
     headlines = headline_tables(page.tables)
     parts.append(overview_markdown([table for table, _ in headlines.values()]))
+    methods = list(dict.fromkeys(row.method for table in page.tables for row in table.rows))
+    parts.append("Each method's own page (every table it ran in, hyperparameters, paper, cost, matrices): "
+                 + " · ".join(f"[{escape(m)}]({page_path(m)})" for m in sorted(methods)) + ".")
     ordered = sorted(page.tables, key=lambda t: (t.scenario, headlines[t.scenario][0] is not t, t.variant))
     for table in ordered:
         description = table.config.get("description", "")
@@ -185,21 +190,25 @@ def readme_markdown(pages: list[Page], merged: Merged, command: str, date: str, 
                  "ours with 95% intervals and a verdict (reproduced, not reproduced, undecidable) on the tables of "
                  "the protocol each claim needs.")
     parts.append("## Pages")
-    rows = ["| page | dataset | preset | scenarios | cells |", "|---|---|---|---|---|"]
-    rows += [f"| [{page.name}]({page.name}.md) | {escape(page.dataset)} | {escape(page.preset)} | "
-             f"{escape(', '.join(dict.fromkeys(t.title for t in page.tables)))} | {len(page.records)} |" for page in pages]
-    parts.append("\n".join(rows))
+    parts.append("\n".join(
+        f"- [{page.name}]({page.name}.md): dataset {escape(page.dataset)}, preset {escape(page.preset)}, "
+        f"{len(page.records)} cells in {len(page.tables)} tables; scenarios: "
+        f"{escape(', '.join(dict.fromkeys(t.scenario for t in page.tables)))}" for page in pages))
+    parts.append("## Methods")
+    parts.append("Each method's page lists every table it ran in with its primary statistic and rank, its "
+                 "hyperparameters, paper, cost and compatibility matrices.\n\n"
+                 + methods_index([(page.name, page.tables) for page in pages]))
     parts.append("## Scenarios")
-    rows = ["| scenario | kind | setup (from the preset) | what it measures |", "|---|---|---|---|"]
     seen: dict[tuple[str, str], Table] = {}
     for page in pages:
         for table in page.tables:
             seen.setdefault((table.scenario, table.config.get("description", "")), table)
+    items = []
     for (scenario, description), table in sorted(seen.items()):
         measures = SINGLE_MEASURES if table.single_update else MULTI_MEASURES
-        rows.append(f"| {escape(scenario)} | {kind_text(table.kind)} | {escape(description)} | "
-                    f"{kind_class(table.kind).measures or escape(table.kind)}: {measures} |")
-    parts.append("\n".join(rows))
+        items.append(f"- **{escape(scenario)}** ({kind_text(table.kind)}): {escape(description).rstrip('.')}. Measures "
+                     f"{kind_class(table.kind).measures or escape(table.kind)}: {measures}.")
+    parts.append("Each scenario's setup (from its preset) and what it measures:\n\n" + "\n".join(items))
     parts.append("## Reading the tables")
     parts.append("\n".join([
         "- A cell is the mean over the seeds in the `seeds` column with its 95% confidence interval `[low, high]`: "
@@ -239,7 +248,8 @@ def readme_markdown(pages: list[Page], merged: Merged, command: str, date: str, 
     parts.append("## Exports\n\n[leaderboard.csv](leaderboard.csv) and [leaderboard.json](leaderboard.json) hold the "
                  "same numbers at full precision, with per-seed values in the JSON.")
     parts.append("## Files")
-    files = ["- This index, [claims.md](claims.md) and the pages above; `figures/`: the figures the pages show; "
+    files = ["- This index, [claims.md](claims.md), the pages and the method pages (`methods/*.md`) above; `figures/`: "
+             "the figures the pages show; "
              "`leaderboard.csv` and `leaderboard.json`: the exports; `reproduce/*.toml`: the presets of the commands "
              "that recompute the stored results.",
              "- Training curves are not published (no page reads them): a run writes each cell's curves beside its "
@@ -286,17 +296,22 @@ def code_block(text: str) -> str:
 
 
 def write_leaderboard(merged: Merged, out: Path, command: str, date: str,
-                      calibrations: Sequence[Calibration] = ()) -> list[Path]:
-    """Render everything into ``out`` (figures from an earlier rendering are replaced); returns the files written.
-    ``calibrations``: the scale's convergence evidence, named in the claims report."""
+                      calibrations: Sequence[Calibration] = (), methods: Mapping[str, MethodInfo] | None = None
+                      ) -> list[Path]:
+    """Render everything into ``out`` (figures and method pages from an earlier rendering are replaced); returns
+    the files written. ``calibrations``: the scale's convergence evidence, named in the claims report; ``methods``:
+    what each method's class declares (description, paper, hyperparameters), for its page."""
     out = Path(out)
-    for old in [*sorted((out / "figures").glob("*.png")), *sorted((out / "reproduce").glob("*.toml"))]:
+    for old in [*sorted((out / "figures").glob("*.png")), *sorted((out / "reproduce").glob("*.toml")),
+                *sorted((out / METHODS_FOLDER).glob("*.md"))]:
         old.unlink()
     tables = build_tables([r for r in merged.records if not untrained_zoo(r)])
     pages = pages_of(tables)
     written = []
     for page in pages:
         written.append(_write(out / f"{page.name}.md", page_markdown(page, out, date)))
+    for path, text in method_pages([(page.name, page.tables) for page in pages], methods or {}, out, date).items():
+        written.append(_write(out / path, text))
     runs = []
     for path, text, run in reproduction_files(pages, out):
         written.append(_write(path, text))
