@@ -1,7 +1,9 @@
-"""Writes the leaderboard folder: README.md (index), one page per (dataset, preset), figures, CSV and JSON.
+"""Writes the leaderboard folder: README.md (index), one page per (dataset, preset), one per method
+(``methods/``), figures, CSV and JSON.
 
 Everything is a function of the merged records and the command line, except the date in the
-provenance headers: rendering the same results again gives the same bytes apart from that date.
+provenance headers and the method pages' descriptions and papers, which the installed plugins declare:
+rendering the same results again gives the same bytes apart from that date.
 """
 from __future__ import annotations
 
