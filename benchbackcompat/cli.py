@@ -7,9 +7,12 @@ import json
 import logging
 import sys
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from benchbackcompat.errors import BenchError
+
+if TYPE_CHECKING:
+    from benchbackcompat.report.methods import MethodInfo
 
 LISTABLE = ("methods", "scenarios", "datasets", "backbones", "presets")
 SMOKE_HELP = "10 training and 4 test images per class"  # request.SMOKE_DATA, in words
@@ -490,7 +493,7 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
         raise BenchError(f"no results found in {', '.join(map(str, roots))}; run `benchbackcompat run` first")
     if args.out:
         written = write_leaderboard(merged, args.out, command_line(roots, args.out), render_date(),
-                                    read_calibrations(roots))
+                                    read_calibrations(roots), installed_methods({r.method for r in merged.records}))
         print(f"wrote {len(written)} files to {args.out} ({args.out / 'README.md'})")
     else:
         print(leaderboard_tables(merged.records, grids=args.grids))
@@ -501,6 +504,22 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
         print(f"{len(merged.duplicates)} duplicate cells counted once (the first --results directory wins, finished "
               f"records over unfinished ones)", file=sys.stderr)
     return 0
+
+
+def installed_methods(names: set[str]) -> dict[str, MethodInfo]:
+    """What the installed plugins declare about the methods ``names`` (``report.methods.MethodInfo``), for their
+    leaderboard pages; a method whose plugin is missing or broken is left out (its page says so)."""
+    from benchbackcompat.plugin_host import PluginHost
+    from benchbackcompat.report.methods import MethodInfo
+
+    host = PluginHost()
+    found: dict[str, MethodInfo] = {}
+    for name in sorted(names):
+        try:
+            found[name] = MethodInfo.of(host.method_class(name))
+        except BenchError:
+            continue
+    return found
 
 
 def cmd_validate(args: argparse.Namespace) -> int:

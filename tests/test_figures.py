@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from benchbackcompat.report.aggregate import build_tables
-from benchbackcompat.report.figures import margin_plot, margins, method_style
+from benchbackcompat.report.figures import aa_curve_plot, margin_plot, margins, matrices_plot, method_style
 
 FIXTURE = Path(__file__).parent / "fixtures" / "leaderboard_records.json"
 
@@ -29,3 +29,74 @@ def test_margin_is_cross_minus_each_methods_own_old_self_test():
     assert found == {"l2": -1.0, "independent": -19.0, "flat": 1.0}
     fig = margin_plot(table, "cmc@1")
     assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == [row.label for row in table.rows if row.method in found]
+
+
+def sequence_records(methods: int, T: int, seeds: int = 2) -> list[dict]:
+    """Finished cl2r-kind records of ``methods`` methods over ``T`` models: C[t][k] = 20 + 5k + t + m/10 + seed, except
+    that method m's entry (t, k) = (T-1, m % (T-1)) is its gallery's own self-test minus 1 (incompatible); AA_tau
+    of method m is 30 + tau + m + seed."""
+    records = []
+    for m in range(methods):
+        for seed in range(seeds):
+            M = [[20 + 5 * k + t + m / 10 + seed if k <= t else None for k in range(T)] for t in range(T)]
+            M[T - 1][m % (T - 1)] = M[m % (T - 1)][m % (T - 1)] - 1
+            curve = [30.0 + tau + m + seed for tau in range(1, T + 1)]
+            records.append({"key": f"{m:04x}{seed:012x}", "label": f"s/m{m}/seed{seed}", "scenario": "s", "kind": "cl2r",
+                            "method": f"m{m}", "seed": seed, "preset": "p", "dataset": "d", "status": "finished",
+                            "config": {"metrics": ["top1"]}, "matrices": {"top1": M},
+                            "metrics": {"top1": {"AA": curve[-1], "AC": 0.5, "AA_curve": curve}}})
+    return records
+
+
+def rendered(fig):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    return canvas.get_renderer()
+
+
+def smallest_text_points(fig) -> float:
+    from matplotlib.text import Text
+
+    return min(t.get_fontsize() for t in fig.findobj(Text) if t.get_text().strip() and t.get_visible())
+
+
+def test_matrix_numbers_stay_legible_inside_their_cells_up_to_ten_models():
+    from matplotlib.patches import Polygon
+
+    for T, methods, columns in ((2, 5, 4), (5, 18, 4), (10, 18, 3)):
+        table = build_tables(sequence_records(methods, T))[0]
+        fig = matrices_plot(table, "top1")
+        renderer = rendered(fig)
+        panels = [ax for ax in fig.axes if ax.get_images()]
+        assert len(panels) == methods
+        assert len({round(ax.get_position().x0, 3) for ax in panels}) == columns
+        assert smallest_text_points(fig) >= 8, T
+        for ax in panels:
+            corners = [p for p in ax.patches if isinstance(p, Polygon)]
+            assert len(corners) == 1  # the one incompatible entry of each method
+            corner = corners[0].get_window_extent(renderer)
+            numbers = [t for t in ax.texts if t.get_text()]
+            assert len(numbers) == T * (T + 1) // 2
+            for text in numbers:
+                k, t = text.get_position()
+                (x0, y0), (x1, y1) = ax.transData.transform([(k - 0.5, t + 0.5), (k + 0.5, t - 0.5)])
+                box = text.get_window_extent(renderer)
+                assert x0 <= box.x0 and box.x1 <= x1 and y0 <= box.y0 and box.y1 <= y1, (T, text.get_text())
+                assert not box.overlaps(corner), (T, text.get_text())
+
+
+def test_aa_curves_are_one_panel_per_method_with_its_own_mean_over_seeds():
+    table = build_tables(sequence_records(18, 10))[0]
+    fig = aa_curve_plot(table, "top1")
+    rendered(fig)
+    panels = [ax for ax in fig.axes if ax.get_lines()]
+    assert len(panels) == 18 and smallest_text_points(fig) >= 8
+    for ax, row in zip(panels, table.rows):
+        m = int(row.method[1:])
+        own = next(line for line in ax.get_lines() if line.get_label().startswith("this method"))
+        assert list(own.get_ydata()) == [30.0 + tau + m + 0.5 for tau in range(1, 11)]  # mean of seeds 0 and 1
+        assert sum(line.get_color() == "0.8" for line in ax.get_lines()) == 17  # every other method, in grey
+        assert ax.get_title().startswith(f"m{m}: {40.5 + m:.1f} at tau = 10")
+    assert len({ax.get_ylim() for ax in panels}) == 1  # shared axes

@@ -1,6 +1,6 @@
 """The published leaderboard read as a newcomer reads it: rendered from the stored records into a temporary
-folder, every results table fits a screen (160 characters a row) in its default view, the overview names each
-scenario's winners, and the figures are written. One rendering (about 30 s on one core) serves every check."""
+folder, every results table fits a screen (160 characters a row) in its default view, and so do the index and
+the method pages; the overview names each scenario's winners, and the figures are written. One rendering (about 30 s on one core) serves every check."""
 from __future__ import annotations
 
 import re
@@ -32,6 +32,16 @@ def test_every_results_table_row_fits_160_characters_in_the_default_view(publish
     pages = results_pages(published)
     assert pages
     for page in pages:
+        rows = [line for line in page.read_text().splitlines() if line.startswith("|")]
+        wide = [line for line in rows if len(line) > WIDTH]
+        assert rows and not wide, f"{page.name}: {len(wide)} rows wider than {WIDTH}, e.g. {wide[:1]}"
+
+
+def test_index_and_method_pages_rows_fit_160_characters_and_every_method_has_a_page(published):
+    methods = sorted((published / "methods").glob("*.md"))
+    index = (published / "README.md").read_text()
+    assert methods and all(f"(methods/{page.name})" in index for page in methods)
+    for page in [published / "README.md", *methods]:
         rows = [line for line in page.read_text().splitlines() if line.startswith("|")]
         wide = [line for line in rows if len(line) > WIDTH]
         assert rows and not wide, f"{page.name}: {len(wide)} rows wider than {WIDTH}, e.g. {wide[:1]}"

@@ -10,16 +10,21 @@ from pathlib import Path
 
 import numpy as np
 from matplotlib.figure import Figure
-from matplotlib.patches import Rectangle
+from matplotlib.patches import Polygon, Rectangle
 
 from benchbackcompat.metrics import bootstrap
 from benchbackcompat.report.aggregate import Row, Stat, Table
 from benchbackcompat.report.columns import metric_name
-from benchbackcompat.report.markdown import plain_label
+from benchbackcompat.report.markdown import plain_label, slug
 
 DPI = 100
 METADATA = {"Software": None}  # no matplotlib version in the file: same results, same bytes
 ANNOTATE_UP_TO = 10  # write the values into the cells of matrices up to this size
+
+
+def figure_name(page: str, table: Table, metric: str, what: str) -> str:
+    """The file name (under ``figures/``) of figure ``what`` ("matrices", "aa", "margin") of one table and metric."""
+    return f"{page}-{slug(table.title)}-{slug(metric)}-{what}.png"
 
 
 def mean_matrix(row: Row, metric: str) -> np.ndarray | None:
@@ -43,27 +48,47 @@ def incompatible(M: np.ndarray) -> np.ndarray:
     return (k < t) & ~(ok & np.isfinite(M))
 
 
+CELL_IN = 0.44  # inches per matrix entry: room for "100.0" at FONT_PT points beside the corner mark
+MATRIX_MIN_IN, MATRIX_MAX_IN = 2.2, 5.0  # a panel's matrix side, however few or many models
+FONT_PT = 9  # numbers in the cells, panel titles; tick and axis labels are 8 pt (nothing smaller)
+CORNER = 0.3  # the side of the red corner mark of an incompatible entry, in entries
+
+
 def matrices_figure(table: Table, metric: str, path: Path) -> Path | None:
+    """Every method's mean compatibility matrix, one panel each, written to ``path``; see :func:`matrices_plot`."""
+    fig = matrices_plot(table, metric)
+    return None if fig is None else _save(fig, path)
+
+
+def matrices_plot(table: Table, metric: str) -> Figure | None:
+    """One heatmap panel per method on a shared colour scale. Every entry is CELL_IN wide, so the values written in
+    the cells keep their FONT_PT size up to T = 10 (three panels a row from T = 6 on); an incompatible entry is
+    framed in red with a red triangle in its top-right corner, beside its number, not over it."""
     entries = [(row, M) for row in table.rows if (M := mean_matrix(row, metric)) is not None]
     if not entries:
         return None
     lower = np.concatenate([M[np.tril_indices(len(M))] for _, M in entries])
     lower = lower[np.isfinite(lower)]
     vmin, vmax = (float(lower.min()), float(lower.max())) if lower.size else (0.0, 100.0)
-    cols = min(4, len(entries))
+    T = max(len(M) for _, M in entries)
+    side = min(MATRIX_MAX_IN, max(MATRIX_MIN_IN, CELL_IN * T))
+    cols = min(4 if T <= 5 else 3, len(entries))
     rows = math.ceil(len(entries) / cols)
-    fig = Figure(figsize=(2.9 * cols + 0.9, 3.0 * rows + 0.6), dpi=DPI, layout="constrained")
+    fig = Figure(figsize=((side + 0.8) * cols + 1.0, (side + 0.85) * rows + 0.7), dpi=DPI, layout="constrained")
     axes = fig.subplots(rows, cols, squeeze=False)
     image = None
     for ax, (row, M) in zip(axes.flat, entries):
         image = _heatmap(ax, M, vmin, vmax)
-        ax.set_title(plain_label(row.label), fontsize=9)
+        ax.set_title(plain_label(row.label), fontsize=FONT_PT + 1)
     for ax in list(axes.flat)[len(entries):]:
         ax.set_axis_off()
-    fig.colorbar(image, ax=axes, shrink=0.8, label=f"{metric_name(metric)} (%)")
+    bar = fig.colorbar(image, ax=axes, shrink=0.8 if rows > 1 else 1.0)
+    bar.set_label(f"{metric_name(metric)} (%)", fontsize=FONT_PT)
+    bar.ax.tick_params(labelsize=8)
     fig.suptitle(f"{plain_label(table.title)}: {metric_name(metric)} compatibility matrices, mean over seeds\n"
-                 f"row t = query model, column k = gallery model; red × = incompatible (C[t][k] <= C[k][k])", fontsize=9)
-    return _save(fig, path)
+                 f"row t = query model, column k = gallery model; red frame and corner = incompatible "
+                 f"(C[t][k] <= C[k][k])", fontsize=FONT_PT + 1)
+    return fig
 
 
 def _heatmap(ax, M: np.ndarray, vmin: float, vmax: float):
@@ -72,58 +97,95 @@ def _heatmap(ax, M: np.ndarray, vmin: float, vmax: float):
     image = ax.imshow(shown, cmap="YlGnBu", vmin=vmin, vmax=vmax)
     ax.set_facecolor("white")
     bad = incompatible(M)
-    size = 9 if T <= 3 else 7 if T <= 5 else 5
+    numbers = T <= ANNOTATE_UP_TO
+    size = FONT_PT + 1 if T <= 3 else FONT_PT
     for t in range(T):
         for k in range(t + 1):
             if not np.isfinite(M[t][k]):
                 ax.add_patch(Rectangle((k - 0.5, t - 0.5), 1, 1, facecolor="0.85", edgecolor="none"))
-                if T <= ANNOTATE_UP_TO:
+                if numbers:
                     ax.text(k, t, "n/a", ha="center", va="center", fontsize=size, color="0.3")
                 continue
             if bad[t][k]:
-                ax.add_patch(Rectangle((k - 0.46, t - 0.46), 0.92, 0.92, fill=False, edgecolor="red",
-                                       linewidth=2 if T <= ANNOTATE_UP_TO else 0.8))
-            if T <= ANNOTATE_UP_TO:
+                ax.add_patch(Rectangle((k - 0.45, t - 0.45), 0.9, 0.9, fill=False, edgecolor="red",
+                                       linewidth=2 if numbers else 0.8))
+                if numbers:  # top-right corner (row t is drawn downwards): clear of the centred number
+                    ax.add_patch(Polygon([(k + 0.5, t - 0.5), (k + 0.5 - CORNER, t - 0.5), (k + 0.5, t - 0.5 + CORNER)],
+                                         closed=True, facecolor="red", edgecolor="none", label="incompatible"))
+            if numbers:
                 dark = M[t][k] > vmin + 0.6 * (vmax - vmin)
                 ax.text(k, t, f"{M[t][k]:.1f}", ha="center", va="center", fontsize=size,
                         color="white" if dark else "black")
-            if bad[t][k] and T <= ANNOTATE_UP_TO:
-                ax.text(k + 0.3, t - 0.28, "×", ha="center", va="center", fontsize=size + 2, color="red",
-                        fontweight="bold", bbox={"boxstyle": "circle,pad=0.05", "facecolor": "white", "edgecolor": "none"})
     ticks = range(T) if T <= 12 else range(0, T, max(1, T // 8))
-    ax.set_xticks(list(ticks), [str(i + 1) for i in ticks], fontsize=7)
-    ax.set_yticks(list(ticks), [str(i + 1) for i in ticks], fontsize=7)
+    ax.set_xticks(list(ticks), [str(i + 1) for i in ticks], fontsize=8)
+    ax.set_yticks(list(ticks), [str(i + 1) for i in ticks], fontsize=8)
     ax.set_xlabel("gallery model k", fontsize=8)
     ax.set_ylabel("query model t", fontsize=8)
     return image
 
 
 def aa_curve_figure(table: Table, metric: str, path: Path) -> Path | None:
-    """AA_tau (IAM-CL2R Fig. 4): the average accuracy of the leading tau x tau block, tau = 1..T."""
-    curves = []
+    """AA_tau of every method, one small panel each, written to ``path``; see :func:`aa_curve_plot`."""
+    fig = aa_curve_plot(table, metric)
+    return None if fig is None else _save(fig, path)
+
+
+def aa_curves(table: Table, metric: str) -> list[tuple[Row, np.ndarray]]:
+    """(row, seeds x T array of AA_tau) for every row whose finished seeds stored the curve."""
+    found = []
     for row in table.rows:
         stacked = [m.AA_curve for r in row.finished if (m := r.metrics.get(metric)) and m.AA_curve]
         if stacked:
-            curves.append((row, np.array(stacked, dtype=float)))
+            found.append((row, np.array(stacked, dtype=float)))
+    return found
+
+
+def aa_curve_plot(table: Table, metric: str) -> Figure | None:
+    """AA_tau (IAM-CL2R Fig. 4), the average accuracy of the leading tau x tau block, tau = 1..T, as small multiples:
+    one panel per method in the table's order (best rank first) with its mean and ± std band over seeds, over the
+    other methods in light grey and their median (dashed), on shared axes."""
+    curves = aa_curves(table, metric)
     if not curves:
         return None
-    fig = Figure(figsize=(8.5, 4.6), dpi=DPI, layout="constrained")
-    ax = fig.subplots()
-    for i, (row, values) in enumerate(curves):
-        x = np.arange(1, values.shape[1] + 1)
-        mean = np.nanmean(values, axis=0)
-        color, marker, style = method_style(i, len(curves))
-        ax.plot(x, mean, color=color, linestyle=style, marker=marker, markersize=3, label=plain_label(row.label))
+    length = max(values.shape[1] for _, values in curves)
+    means = np.array([np.pad(np.nanmean(v, axis=0), (0, length - v.shape[1]), constant_values=np.nan)
+                      for _, v in curves])
+    x = np.arange(1, length + 1)
+    with np.errstate(all="ignore"):
+        median = np.nanmedian(means, axis=0)
+    cols = min(4, len(curves))
+    rows = math.ceil(len(curves) / cols)
+    fig = Figure(figsize=(2.6 * cols + 0.6, 2.0 * rows + 1.1), dpi=DPI, layout="constrained")
+    axes = fig.subplots(rows, cols, squeeze=False, sharex=True, sharey=True)
+    for i, (ax, (row, values)) in enumerate(zip(axes.flat, curves)):
+        for j, other in enumerate(means):
+            if j != i:
+                ax.plot(x, other, color="0.8", linewidth=0.8, label="other methods" if (i, j) == (0, 1) else None)
+        ax.plot(x, median, color="0.25", linestyle="--", linewidth=1, label="median of all methods")
+        own = x[: values.shape[1]]
+        ax.plot(own, means[i][: len(own)], color="tab:blue", marker="o", markersize=3, linewidth=1.8,
+                label="this method (mean ± std over seeds)")
         if len(values) > 1:
             std = np.nanstd(values, axis=0, ddof=1)
-            ax.fill_between(x, mean - std, mean + std, color=color, alpha=0.12, linewidth=0)
-    ax.set_xlabel("tau (models so far)")
-    ax.set_ylabel(f"AA_tau, {metric_name(metric)} (%)")
-    ax.set_xticks(list(range(1, curves[0][1].shape[1] + 1)) if curves[0][1].shape[1] <= 20 else ax.get_xticks())
-    ax.grid(alpha=0.3)
-    ax.set_title(f"{plain_label(table.title)}: AA_tau over tasks (mean ± std over seeds)", fontsize=10)
-    ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=8, frameon=False)
-    return _save(fig, path)
+            ax.fill_between(own, means[i][: len(own)] - std, means[i][: len(own)] + std, color="tab:blue", alpha=0.2,
+                            linewidth=0)
+        ax.set_title(f"{plain_label(row.label)}: {means[i][len(own) - 1]:.1f} at tau = {len(own)}", fontsize=FONT_PT)
+        ax.grid(alpha=0.3)
+        ax.tick_params(labelsize=8)
+    for ax in list(axes.flat)[len(curves):]:
+        ax.set_axis_off()
+    if length <= 12:
+        axes.flat[0].set_xticks(list(x))
+    for col in range(cols):  # the lowest panel of each column carries the x axis (the last row may be short)
+        ax = axes[(len(curves) - 1 - col) // cols, col]
+        ax.set_xlabel("tau (models so far)", fontsize=8)
+        ax.xaxis.set_tick_params(labelbottom=True)
+    for ax in axes[:, 0]:
+        ax.set_ylabel(f"AA_tau, {metric_name(metric)} (%)", fontsize=8)
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncols=3, fontsize=8, frameon=False)
+    fig.suptitle(f"{plain_label(table.title)}: AA_tau over tasks, each method against the others", fontsize=FONT_PT + 1)
+    return fig
 
 
 def margin_figure(table: Table, metric: str, path: Path) -> Path | None:

@@ -1,7 +1,9 @@
-"""Writes the leaderboard folder: README.md (index), one page per (dataset, preset), figures, CSV and JSON.
+"""Writes the leaderboard folder: README.md (index), one page per (dataset, preset), one per method
+(``methods/``), figures, CSV and JSON.
 
 Everything is a function of the merged records and the command line, except the date in the
-provenance headers: rendering the same results again gives the same bytes apart from that date.
+provenance headers and the method pages' descriptions and papers, which the installed plugins declare:
+rendering the same results again gives the same bytes apart from that date.
 """
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ import re
 import shlex
 import shutil
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,6 +32,7 @@ from benchbackcompat.presets import available_presets, preset_scenarios
 from benchbackcompat.report.claims import PlannedScenario, claims_markdown
 from benchbackcompat.report.exports import csv_export, json_export
 from benchbackcompat.report.markdown import escape, slug
+from benchbackcompat.report.methods import FOLDER as METHODS_FOLDER, MethodInfo, method_pages, methods_index, page_path
 from benchbackcompat.report.merge import Merged
 from benchbackcompat.report.overview import overview_markdown
 from benchbackcompat.report.reproduce import reproductions
@@ -95,7 +98,9 @@ def training_length(table: Table) -> str:
     epochs, floor = train.get("epochs"), train.get("min_steps")
     if not floor:
         return f"{epochs} epoch{'s' if epochs != 1 else ''} per model"
-    trained = sorted({len(c) for r in table.records if isinstance(r, FinishedRecord) for c in r.curves.values() if c})
+    # curves are stored beside records now (curves.json, not published); older records hold them inline
+    inline = [getattr(r, "curves", None) or {} for r in table.records if isinstance(r, FinishedRecord)]
+    trained = sorted({len(c) for curves in inline for c in curves.values() if c})
     span = (f"{trained[0]}–{trained[-1]}" if trained[0] != trained[-1] else f"{trained[0]}") if trained else f"≥ {epochs}"
     return f"at least {floor:,} SGD steps per model ({span} epochs)"
 
@@ -132,14 +137,15 @@ def headline_tables(tables: list[Table]) -> dict[str, tuple[Table, str]]:
 
 def figure_links(table: Table, page: Page, out: Path) -> list[str]:
     lines = []
-    base = f"{page.name}-{slug(table.title)}"
     for metric in table.metrics:
-        name = f"{base}-{slug(metric)}"
-        made = [("compatibility matrices", figures.matrices_figure(table, metric, out / "figures" / f"{name}-matrices.png"))]
+        def path(what: str) -> Path:
+            return out / "figures" / figures.figure_name(page.name, table, metric, what)
+
+        made = [("compatibility matrices", figures.matrices_figure(table, metric, path("matrices")))]
         if table.single_update:
-            made.append(("cross − old self", figures.margin_figure(table, metric, out / "figures" / f"{name}-margin.png")))
+            made.append(("cross − old self", figures.margin_figure(table, metric, path("margin"))))
         else:
-            made.append(("AA_tau over tasks", figures.aa_curve_figure(table, metric, out / "figures" / f"{name}-aa.png")))
+            made.append(("AA_tau over tasks", figures.aa_curve_figure(table, metric, path("aa"))))
         lines += [f"![{escape(table.title)}: {what}, {escape(metric_name(metric))}](figures/{path.name})"
                   for what, path in made if path]
     return lines
@@ -151,6 +157,9 @@ def page_markdown(page: Page, out: Path, date: str) -> str:
              header_markdown(page.records, date), "[Index and how to regenerate](README.md)"]
     headlines = headline_tables(page.tables)
     parts.append(overview_markdown([table for table, _ in headlines.values()]))
+    methods = list(dict.fromkeys(row.method for table in page.tables for row in table.rows))
+    parts.append("Each method's own page (every table it ran in, hyperparameters, paper, cost, matrices): "
+                 + " · ".join(f"[{escape(m)}]({page_path(m)})" for m in sorted(methods)) + ".")
     ordered = sorted(page.tables, key=lambda t: (t.scenario, headlines[t.scenario][0] is not t, t.variant))
     for table in ordered:
         description = table.config.get("description", "")
@@ -188,21 +197,25 @@ def readme_markdown(pages: list[Page], merged: Merged, command: str, date: str, 
                  "ours with 95% intervals and a verdict (reproduced, not reproduced, undecidable) on the tables of "
                  "the protocol each claim needs.")
     parts.append("## Pages")
-    rows = ["| page | dataset | preset | scenarios | cells |", "|---|---|---|---|---|"]
-    rows += [f"| [{page.name}]({page.name}.md) | {escape(page.dataset)} | {escape(page.preset)} | "
-             f"{escape(', '.join(dict.fromkeys(t.title for t in page.tables)))} | {len(page.records)} |" for page in pages]
-    parts.append("\n".join(rows))
+    parts.append("\n".join(
+        f"- [{page.name}]({page.name}.md): dataset {escape(page.dataset)}, preset {escape(page.preset)}, "
+        f"{len(page.records)} cells in {len(page.tables)} tables; scenarios: "
+        f"{escape(', '.join(dict.fromkeys(t.scenario for t in page.tables)))}" for page in pages))
+    parts.append("## Methods")
+    parts.append("Each method's page lists every table it ran in with its primary statistic and rank, its "
+                 "hyperparameters, paper, cost and compatibility matrices.\n\n"
+                 + methods_index([(page.name, page.tables) for page in pages]))
     parts.append("## Scenarios")
-    rows = ["| scenario | kind | setup (from the preset) | what it measures |", "|---|---|---|---|"]
     seen: dict[tuple[str, str], Table] = {}
     for page in pages:
         for table in page.tables:
             seen.setdefault((table.scenario, table.config.get("description", "")), table)
+    items = []
     for (scenario, description), table in sorted(seen.items()):
         measures = SINGLE_MEASURES if table.single_update else MULTI_MEASURES
-        rows.append(f"| {escape(scenario)} | {kind_text(table.kind)} | {escape(description)} | "
-                    f"{kind_class(table.kind).measures or escape(table.kind)}: {measures} |")
-    parts.append("\n".join(rows))
+        items.append(f"- **{escape(scenario)}** ({kind_text(table.kind)}): {escape(description).rstrip('.')}. Measures "
+                     f"{kind_class(table.kind).measures or escape(table.kind)}: {measures}.")
+    parts.append("Each scenario's setup (from its preset) and what it measures:\n\n" + "\n".join(items))
     parts.append("## Reading the tables")
     parts.append("\n".join([
         "- A cell is the mean over the seeds in the `seeds` column with its 95% confidence interval `[low, high]`: "
@@ -227,8 +240,9 @@ def readme_markdown(pages: list[Page], merged: Merged, command: str, date: str, 
         "- Columns and their direction:",
         *(f"  - {s.header}: {escape(s.meaning)}; {'higher' if s.higher_is_better else 'lower'} is better"
           for s in STATISTICS.values()),
-        "- Figures: the mean compatibility matrix of each method (incompatible entries framed in red and marked ×), "
-        "AA_tau over tasks for sequences of models, and for single updates each method's compatibility margin, "
+        "- Figures: the mean compatibility matrix of each method (incompatible entries framed in red, with a red "
+        "corner), AA_tau over tasks for sequences of models (one panel per method, over the others in grey and their "
+        "median), and for single updates each method's compatibility margin, "
         "cross-test minus its own old self-test, with its 95% interval (right of 0: compatible).",
     ]))
     parts.append("## Merging results")
@@ -241,7 +255,8 @@ def readme_markdown(pages: list[Page], merged: Merged, command: str, date: str, 
     parts.append("## Exports\n\n[leaderboard.csv](leaderboard.csv) and [leaderboard.json](leaderboard.json) hold the "
                  "same numbers at full precision, with per-seed values in the JSON.")
     parts.append("## Files")
-    files = ["- This index, [claims.md](claims.md) and the pages above; `figures/`: the figures the pages show; "
+    files = ["- This index, [claims.md](claims.md), the pages and the method pages (`methods/*.md`) above; `figures/`: "
+             "the figures the pages show; "
              "`leaderboard.csv` and `leaderboard.json`: the exports; `reproduce/*.toml`: the presets of the commands "
              "that recompute the stored results.",
              "- Training curves are not published (no page reads them): a run writes each cell's curves beside its "
@@ -288,21 +303,24 @@ def code_block(text: str) -> str:
 
 
 def write_leaderboard(merged: Merged, out: Path, command: str, date: str,
-                      calibrations: Sequence[Calibration] = ()) -> list[Path]:
+                      calibrations: Sequence[Calibration] = (), methods: Mapping[str, MethodInfo] | None = None
+                      ) -> list[Path]:
     """Render everything into ``out``; returns the files written. ``calibrations``: the scale's convergence evidence,
-    named in the claims report.
+    named in the claims report; ``methods``: what each method's class declares (description, paper,
+    hyperparameters), for its page.
 
     The files are rendered into a folder beside ``out`` and then moved in (``swap_in``), so that a kill or an error
     while rendering leaves the previous rendering as it was. ``out`` may hold files the renderer does not own (stored
     records, archives): only the rendered files are replaced, and of the earlier rendering only its figures
-    (``figures/*.png``) and reproduction presets (``reproduce/*.toml``) that this one does not write are removed."""
+    (``figures/*.png``), reproduction presets (``reproduce/*.toml``) and method pages that this one does not write are
+    removed."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     remove_orphan_stages(out)
     stage = out.parent / f"{STAGE_PREFIX.format(name=out.name)}{os.getpid()}"
     shutil.rmtree(stage, ignore_errors=True)
     try:
-        rendered = render(merged, out, stage, command, date, calibrations)
+        rendered = render(merged, out, stage, command, date, calibrations, methods or {})
         swap_in(stage, out, rendered)
     finally:
         shutil.rmtree(stage, ignore_errors=True)
@@ -313,7 +331,7 @@ STAGE_PREFIX = ".{name}.rendering-"  # + the pid of the rendering process
 
 
 def render(merged: Merged, out: Path, stage: Path, command: str, date: str,
-           calibrations: Sequence[Calibration]) -> list[Path]:
+           calibrations: Sequence[Calibration], methods: Mapping[str, MethodInfo]) -> list[Path]:
     """Write the leaderboard of ``out`` into ``stage`` (text that names a file names it under ``out``); returns the
     files written, relative to ``stage``: figures and presets first, the pages that link to them after."""
     tables = build_tables([r for r in merged.records if not untrained_zoo(r)])
@@ -321,6 +339,8 @@ def render(merged: Merged, out: Path, stage: Path, command: str, date: str,
     written = []
     for page in pages:
         written.append(_write(stage / f"{page.name}.md", page_markdown(page, stage, date)))
+    for path, text in method_pages([(page.name, page.tables) for page in pages], methods, out, date).items():
+        written.append(_write(stage / path, text))
     runs = []
     for path, text, run in reproduction_files(pages, out):
         written.append(_write(stage / path.relative_to(out), text))
@@ -344,7 +364,8 @@ def swap_in(stage: Path, out: Path, rendered: list[Path]) -> None:
         fault_point(f"swap:{name}")
         os.replace(stage / name, out / name)
     kept = set(rendered)
-    for old in [*sorted((out / "figures").glob("*.png")), *sorted((out / "reproduce").glob("*.toml"))]:
+    for old in [*sorted((out / "figures").glob("*.png")), *sorted((out / "reproduce").glob("*.toml")),
+                *sorted((out / METHODS_FOLDER).glob("*.md"))]:
         if old.relative_to(out) not in kept:
             old.unlink()
 
