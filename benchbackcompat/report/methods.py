@@ -186,7 +186,8 @@ def method_markdown(method: str, entries: list[Entry], info: MethodInfo | None, 
 
 def method_pages(pages: Sequence[tuple[str, Sequence[Table]]], info: Mapping[str, MethodInfo], out: Path,
                  date: str) -> dict[str, str]:
-    """Page path (relative to ``out``) -> Markdown, one per method with a row in ``pages`` ((page name, tables))."""
+    """Page path (relative to ``out``, the folder the figures are rendered into) -> Markdown, one per method with a
+    row in ``pages`` ((page name, tables))."""
     return {page_path(method): method_markdown(method, entries, info.get(method), out, date)
             for method, entries in entries_of(pages).items()}
 

@@ -339,7 +339,7 @@ def render(merged: Merged, out: Path, stage: Path, command: str, date: str,
     written = []
     for page in pages:
         written.append(_write(stage / f"{page.name}.md", page_markdown(page, stage, date)))
-    for path, text in method_pages([(page.name, page.tables) for page in pages], methods, out, date).items():
+    for path, text in method_pages([(page.name, page.tables) for page in pages], methods, stage, date).items():
         written.append(_write(stage / path, text))
     runs = []
     for path, text, run in reproduction_files(pages, out):
