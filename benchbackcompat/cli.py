@@ -324,25 +324,33 @@ def cmd_list(args: argparse.Namespace) -> int:
 
     from benchbackcompat.logs import log
 
-    if args.what in ("methods", "datasets", "backbones"):  # plugins: importing them imports torch
-        from benchbackcompat.plugin_host import PluginHost
+    if args.what == "methods":  # importing the plugins imports torch: their table is kept between calls
+        from benchbackcompat.answer_cache import cached_answer, default_cache_dir
 
-        host = PluginHost()
-    if args.what == "methods":
-        host.load_all()
-        rows = [[name, "available", cls.description] for name, cls in sorted(host.methods().items())]
-        rows += [[name, "unavailable", failure.error] for name, failure in sorted(host.failures.items())]
-        rows += [[name, "conflict", why] for name, why in sorted(host.conflicts.items())]
-        if args.params:
-            from benchbackcompat.describe import parameter_rows
+        conflicts: list[str] = []
 
-            rows = [[name, status, "; ".join(f"{p['name']}={p['default']}" for p in parameter_rows(host.methods()[name].Params))
-                     if status == "available" else text] for name, status, text in rows]
-        print(tabulate(rows, headers=["method", "status", "hyperparameters (defaults; `describe METHOD` for more)"
-                                      if args.params else "description"], tablefmt="github"))
-        for why in host.conflicts.values():
+        def methods_table() -> tuple[str, bool]:
+            from benchbackcompat.plugin_host import PluginHost
+
+            host = PluginHost()
+            host.load_all()
+            rows = [[name, "available", cls.description] for name, cls in sorted(host.methods().items())]
+            rows += [[name, "unavailable", failure.error] for name, failure in sorted(host.failures.items())]
+            rows += [[name, "conflict", why] for name, why in sorted(host.conflicts.items())]
+            if args.params:
+                from benchbackcompat.describe import parameter_rows
+
+                rows = [[name, status, "; ".join(f"{p['name']}={p['default']}" for p in parameter_rows(host.methods()[name].Params))
+                         if status == "available" else text] for name, status, text in rows]
+            conflicts.extend(host.conflicts.values())
+            table = tabulate(rows, headers=["method", "status", "hyperparameters (defaults; `describe METHOD` for more)"
+                                            if args.params else "description"], tablefmt="github")
+            return table, not (host.failures or host.conflicts)  # a broken plugin is asked again next time
+
+        print(cached_answer(default_cache_dir(), ["list", "methods", str(args.params)], methods_table))
+        for why in conflicts:
             log.error(why)
-        if host.conflicts:
+        if conflicts:
             return 2
     elif args.what == "scenarios":
         from benchbackcompat.presets import load_preset
@@ -356,6 +364,9 @@ def cmd_list(args: argparse.Namespace) -> int:
         rows = [[name, str(path), load_preset(name).get("description", "")] for name, path in available_presets().items()]
         print(tabulate(rows, headers=["preset", "file", "description"], tablefmt="github"))
     else:
+        from benchbackcompat.plugin_host import PluginHost
+
+        host = PluginHost()
         host.load_all()
         host.register_extensions()
         if args.what == "datasets":
@@ -370,14 +381,21 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_describe(args: argparse.Namespace) -> int:
-    from benchbackcompat.describe import describe_method
-    from benchbackcompat.plugin_host import PluginHost
-    from benchbackcompat.presets import load_preset, resolve_run
+    from benchbackcompat.answer_cache import cached_answer, default_cache_dir
+    from benchbackcompat.presets import preset_path
 
-    method = PluginHost().method_class(args.method)
-    scenarios = resolve_run(preset=args.preset, scenarios=list(load_preset(args.preset)["scenarios"]),
-                            methods=[args.method]).scenarios
-    print(describe_method(args.method, method, scenarios, args.preset))
+    def description() -> tuple[str, bool]:  # importing the plugins imports torch: the answer is kept between calls
+        from benchbackcompat.describe import describe_method
+        from benchbackcompat.plugin_host import PluginHost
+        from benchbackcompat.presets import load_preset, resolve_run
+
+        method = PluginHost().method_class(args.method)
+        scenarios = resolve_run(preset=args.preset, scenarios=list(load_preset(args.preset)["scenarios"]),
+                                methods=[args.method]).scenarios
+        return describe_method(args.method, method, scenarios, args.preset), True
+
+    preset = Path(str(preset_path(args.preset)))
+    print(cached_answer(default_cache_dir(), ["describe", args.method, args.preset], description, inputs=[preset]))
     return 0
 
 
