@@ -13,6 +13,7 @@ from benchbackcompat.errors import BenchError
 
 if TYPE_CHECKING:
     from benchbackcompat.report.methods import MethodInfo
+    from benchbackcompat.report.provenance import Verification
 
 LISTABLE = ("methods", "scenarios", "datasets", "backbones", "presets")
 SMOKE_HELP = "10 training and 4 test images per class"  # request.SMOKE_DATA, in words
@@ -499,6 +500,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_leaderboard(args: argparse.Namespace) -> int:
+    from benchbackcompat.logs import log
     from benchbackcompat.report import leaderboard_tables
     from benchbackcompat.report.calibration import read_calibrations
     from benchbackcompat.report.merge import read_results
@@ -510,6 +512,10 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     if not merged.records:
         raise BenchError(f"no results found in {', '.join(map(str, roots))}; run `benchbackcompat run` first")
     if args.out:
+        merged.verification = verification(merged.records)
+        if merged.verification.stale:
+            log.warning(f"{len(merged.verification.stale)} cells were computed by other code than this commit's "
+                        "(`benchbackcompat status` says why); the page headers say so")
         written = write_leaderboard(merged, args.out, command_line(roots, args.out), render_date(),
                                     read_calibrations(roots), installed_methods({r.method for r in merged.records}))
         print(f"wrote {len(written)} files to {args.out} ({args.out / 'README.md'})")
@@ -522,6 +528,18 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
         print(f"{len(merged.duplicates)} duplicate cells counted once (the first --results directory wins, finished "
               f"records over unfinished ones)", file=sys.stderr)
     return 0
+
+
+def verification(records: list) -> Verification:
+    """The commit rendering the pages and the records its code would not compute again (``status``'s staleness)."""
+    from benchbackcompat.plugin_host import PluginHost
+    from benchbackcompat.report.provenance import Verification
+    from benchbackcompat.status import staleness
+    from benchbackcompat.store.provenance import project_commit
+
+    host, current = PluginHost(), {}
+    stale = {record.key: why for record in records if (why := staleness(record, current, host))}
+    return Verification(project_commit(), stale)
 
 
 def installed_methods(names: set[str]) -> dict[str, MethodInfo]:

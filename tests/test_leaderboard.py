@@ -258,3 +258,14 @@ def test_reproduce_commands_recompute_the_same_cells_whatever_the_presets_say_no
     assert argv[:2] == ["run", "--preset"] and Path(argv[2]).parent == board / "reproduce"
     assert main([*argv, "--out", str(results)]) == 0
     assert sorted(p.name for p in (results / "cells").iterdir()) == keys  # the same keys: nothing new was computed
+
+
+def test_page_headers_name_the_rendering_commit_and_whether_each_cell_holds_there(two_dirs, tmp_path):
+    from benchbackcompat.report.provenance import Verification, header_markdown
+
+    a, _ = two_dirs
+    records = list(ResultStore(a).records())
+    held = header_markdown(records, "2000-01-01", Verification("abc123"))
+    assert "project commit: abc123 (every cell's code identity verified at this commit; computed at" in held
+    stale = header_markdown(records, "2000-01-01", Verification("abc123", {records[0].key: "method source changed"}))
+    assert f"1 of {len(records)} cells were computed by other code" in stale and records[0].label in stale

@@ -20,6 +20,7 @@ from typing import Any
 
 from benchbackcompat.errors import BenchError
 from benchbackcompat.record import CellRecord, parse_record
+from benchbackcompat.report.provenance import Verification
 from benchbackcompat.store import ResultStore
 
 SELECTION_OUTCOME = ("selected", "note", "grid_size", "points", "grid_seconds")  # what a grid search saw, not how it ran
@@ -40,6 +41,7 @@ class Merged:
     records: list[CellRecord]
     duplicates: list[Duplicate] = field(default_factory=list)
     superseded: list[CellRecord] = field(default_factory=list)  # older records of the same cell (other code/data)
+    verification: Verification | None = None  # the rendering commit and which records its code would not compute
 
 
 def slot(record: CellRecord) -> str:

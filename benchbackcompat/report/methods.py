@@ -24,7 +24,7 @@ from benchbackcompat.report.aggregate import Missing, Row, Stat, Table
 from benchbackcompat.report.columns import metric_name
 from benchbackcompat.report.markdown import escape, slug
 from benchbackcompat.report.overview import primary_column
-from benchbackcompat.report.provenance import header_markdown
+from benchbackcompat.report.provenance import Verification, header_markdown
 from benchbackcompat.report.tables import Footnotes, format_stat
 
 FOLDER = "methods"
@@ -159,11 +159,12 @@ def matrices_markdown(entries: list[Entry], out: Path) -> str:
             "(strict criterion).\n\n" + "\n\n".join(parts))
 
 
-def method_markdown(method: str, entries: list[Entry], info: MethodInfo | None, out: Path, date: str) -> str:
+def method_markdown(method: str, entries: list[Entry], info: MethodInfo | None, out: Path, date: str,
+                    verification: Verification | None = None) -> str:
     notes = Footnotes()
     records = [r for entry in entries for r in entry.row.records]
     pages = list(dict.fromkeys(entry.page for entry in entries))
-    parts = [f"# Method: {escape(method)}", header_markdown(records, date),
+    parts = [f"# Method: {escape(method)}", header_markdown(records, date, verification),
              "[Index](../README.md) · pages: " + " · ".join(f"[{escape(p)}](../{p}.md)" for p in pages)]
     if info is None:
         parts.append("Its plugin was not installed where these pages were rendered: no description or paper.")
@@ -185,10 +186,10 @@ def method_markdown(method: str, entries: list[Entry], info: MethodInfo | None, 
 
 
 def method_pages(pages: Sequence[tuple[str, Sequence[Table]]], info: Mapping[str, MethodInfo], out: Path,
-                 date: str) -> dict[str, str]:
+                 date: str, verification: Verification | None = None) -> dict[str, str]:
     """Page path (relative to ``out``, the folder the figures are rendered into) -> Markdown, one per method with a
     row in ``pages`` ((page name, tables))."""
-    return {page_path(method): method_markdown(method, entries, info.get(method), out, date)
+    return {page_path(method): method_markdown(method, entries, info.get(method), out, date, verification)
             for method, entries in entries_of(pages).items()}
 
 

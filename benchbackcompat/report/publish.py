@@ -36,7 +36,7 @@ from benchbackcompat.report.methods import FOLDER as METHODS_FOLDER, MethodInfo,
 from benchbackcompat.report.merge import Merged
 from benchbackcompat.report.overview import overview_markdown
 from benchbackcompat.report.reproduce import reproductions
-from benchbackcompat.report.provenance import header_markdown, provenance
+from benchbackcompat.report.provenance import Verification, header_markdown, provenance
 from benchbackcompat.report.selection import selection_markdown
 from benchbackcompat.report.tables import Footnotes, views_markdown
 
@@ -151,10 +151,10 @@ def figure_links(table: Table, page: Page, out: Path) -> list[str]:
     return lines
 
 
-def page_markdown(page: Page, out: Path, date: str) -> str:
+def page_markdown(page: Page, out: Path, date: str, verification: Verification | None = None) -> str:
     notes = Footnotes()
     parts = [f"# Leaderboard: {escape(page.dataset)} · preset {escape(page.preset)}",
-             header_markdown(page.records, date), "[Index and how to regenerate](README.md)"]
+             header_markdown(page.records, date, verification), "[Index and how to regenerate](README.md)"]
     headlines = headline_tables(page.tables)
     parts.append(overview_markdown([table for table, _ in headlines.values()]))
     methods = list(dict.fromkeys(row.method for table in page.tables for row in table.rows))
@@ -182,7 +182,7 @@ def readme_markdown(pages: list[Page], merged: Merged, command: str, date: str, 
     """The index. ``stored``: (folder relative to the index, its own README's body) for every results folder kept
     inside the leaderboard folder."""
     records = [r for page in pages for r in page.records]
-    parts = ["# Leaderboard", header_markdown(records, date),
+    parts = ["# Leaderboard", header_markdown(records, date, merged.verification),
              "Backward-compatible representation learning: after a model update, can queries embedded by the new "
              "model be searched against the gallery that an old model indexed? Every number below is computed by "
              "`benchbackcompat` from stored results; no number is copied from the papers.",
@@ -338,14 +338,15 @@ def render(merged: Merged, out: Path, stage: Path, command: str, date: str,
     pages = pages_of(tables)
     written = []
     for page in pages:
-        written.append(_write(stage / f"{page.name}.md", page_markdown(page, stage, date)))
-    for path, text in method_pages([(page.name, page.tables) for page in pages], methods, stage, date).items():
+        written.append(_write(stage / f"{page.name}.md", page_markdown(page, stage, date, merged.verification)))
+    for path, text in method_pages([(page.name, page.tables) for page in pages], methods, stage, date,
+                                   merged.verification).items():
         written.append(_write(stage / path, text))
     runs = []
     for path, text, run in reproduction_files(pages, out):
         written.append(_write(stage / path.relative_to(out), text))
         runs.append(run)
-    written.append(_write(stage / "claims.md", claims_markdown(tables, header_markdown(merged.records, date), calibrations,
+    written.append(_write(stage / "claims.md", claims_markdown(tables, header_markdown(merged.records, date, merged.verification), calibrations,
                                                                planned_scenarios({t.preset for t in tables}))))
     written.append(_write(stage / "leaderboard.csv", csv_export(tables)))
     written.append(_write(stage / "leaderboard.json", json_export(tables, provenance(merged.records, date))))
