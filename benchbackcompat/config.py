@@ -73,6 +73,9 @@ class DataConfig(StrictModel):
     pretrain_classes: int | None = Field(None, ge=2, le=CLASSES_MAX)
     pretrain_per_class: int | None = Field(
         None, ge=1, le=IMAGES_MAX, description="embedded: images per class of the pretraining pool (None: train_per_class)")
+    pretrain_resolution: int | None = Field(
+        None, ge=2, le=PIXELS_MAX, description="embedded: the pretraining pool seen at this resolution, then resized to "
+        "image_size (another image source, as ImageNet32 is for CIFAR; None: rendered like the training images)")
     seed: int = Field(0, ge=0, le=SEED_MAX, description="rendering seed of the embedded dataset")
     class_order_seed: int | None = Field(None, ge=0, le=SEED_MAX,
                                          description="shuffle the class order with this seed; None keeps label order")
@@ -100,7 +103,7 @@ class DataConfig(StrictModel):
         """Without a validation split (or pretrain_per_class, or order_by_seed) the dump, and so every key hashed from it, is what it was
         before the field existed."""
         data = handler(self)
-        for optional in ("validation", "pretrain_per_class"):
+        for optional in ("validation", "pretrain_per_class", "pretrain_resolution"):
             if data.get(optional) is None:
                 data.pop(optional, None)
         if not data.get("order_by_seed", True):

@@ -144,3 +144,19 @@ def test_the_pretraining_pool_renders_its_own_number_of_images_per_class(tmp_pat
     assert torch.bincount(default.labels).tolist() == [5] * 4 and torch.bincount(more.labels).tolist() == [12] * 4
     first = torch.cat([torch.nonzero(more.labels == c).flatten()[:5] for c in range(4)])
     assert torch.equal(more.images[first], default.images)  # the first 5 of each class are the same images
+
+
+def test_the_pretraining_pool_can_come_from_a_lower_resolution_source(tmp_path):
+    from benchbackcompat.data.embedded import load_embedded
+    from benchbackcompat.data.request import DatasetRequest
+
+    request = dict(cache_dir=tmp_path, num_classes=3, open_classes=2, pretrain_classes=2, train_per_class=4,
+                   test_per_class=2, image_size=8)
+    sharp = load_embedded(DatasetRequest(**request))
+    coarse = load_embedded(DatasetRequest(**request, pretrain_resolution=4))
+    assert torch.equal(sharp.splits["train"].images, coarse.splits["train"].images)  # only the pretraining pool
+    image = sharp.splits["pretrain"].images[:1].float()
+    blocks = image.reshape(1, 3, 4, 2, 4, 2).mean(dim=(3, 5))  # 2 x 2 averages by hand: the 4 x 4 camera
+    expected = torch.nn.functional.interpolate(blocks, size=(8, 8), mode="bilinear", align_corners=False)
+    assert torch.equal(coarse.splits["pretrain"].images[:1], expected.round().clamp(0, 255).to(torch.uint8))
+    assert not torch.equal(coarse.splits["pretrain"].images, sharp.splits["pretrain"].images)

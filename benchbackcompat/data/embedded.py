@@ -85,12 +85,24 @@ def _layout(class_ids: Tensor, per_class: int, split: str) -> tuple[Tensor, Tens
             torch.arange(per_class).repeat(count), torch.arange(count).repeat_interleave(per_class))
 
 
+POOL_OPTIONS = ("pretrain_per_class", "pretrain_resolution")  # the pretraining pool's own size and source
+
+
 def _settings(request: DatasetRequest) -> dict[str, int]:
-    """The rendering settings (also the cache key): ``pretrain_per_class`` only when set, so that the settings of
-    a pool rendered with ``train_per_class`` images per class are what they were before it existed."""
+    """The rendering settings (also the cache key): the pretraining pool's options only when set, so that the
+    settings of a pool rendered like the training images are what they were before the options existed."""
     fields = {name: getattr(request, name) for name in DEFAULTS}
     settings = {name: DEFAULTS[name] if value is None else value for name, value in fields.items()} | {"seed": request.seed}
-    return settings if request.pretrain_per_class is None else settings | {"pretrain_per_class": request.pretrain_per_class}
+    return settings | {name: getattr(request, name) for name in POOL_OPTIONS if getattr(request, name) is not None}
+
+
+def resampled(images: Tensor, resolution: int) -> Tensor:
+    """``images`` (uint8, N x 3 x S x S) seen through a ``resolution`` x ``resolution`` camera: averaged down to that
+    size and brought back to S x S bilinearly, so finer detail is lost (ImageNet32 is ImageNet downsampled)."""
+    size = images.shape[-1]
+    small = torch.nn.functional.interpolate(images.float(), size=(resolution, resolution), mode="area")
+    back = torch.nn.functional.interpolate(small, size=(size, size), mode="bilinear", align_corners=False)
+    return back.round().clamp(0, 255).to(torch.uint8)
 
 
 def _build(s: dict[str, int]) -> DatasetBundle:
@@ -103,6 +115,9 @@ def _build(s: dict[str, int]) -> DatasetBundle:
     ids, codes, index, _ = (torch.cat(column) for column in zip(*layouts.values()))
     images = torch.split(_render(s["seed"], ids, codes, index, s["image_size"]), [len(v[0]) for v in layouts.values()])
     splits = {name: ImageArrays(part, layout[3]) for (name, layout), part in zip(layouts.items(), images)}
+    if "pretrain_resolution" in s and "pretrain" in splits:  # models pretrained elsewhere: another image source
+        splits["pretrain"] = ImageArrays(resampled(splits["pretrain"].images, s["pretrain_resolution"]),
+                                         splits["pretrain"].labels)
     mean, std = channel_stats(splits["train"].images)
     return DatasetBundle("embedded", [class_name(int(c)) for c in train_ids], mean, std, splits)
 

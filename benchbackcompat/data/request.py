@@ -21,6 +21,7 @@ class DatasetRequest:
     open_classes: int | None = None  # embedded: size of the open-set pool
     pretrain_classes: int | None = None  # embedded: size of the pretraining pool
     pretrain_per_class: int | None = None  # embedded: images per pretraining class (None: train_per_class)
+    pretrain_resolution: int | None = None  # embedded: the pretraining images seen at this resolution (None: full)
     download: bool = True  # torchvision datasets may download when online
 
     def __post_init__(self) -> None:
@@ -28,7 +29,8 @@ class DatasetRequest:
         if self.root is not None:
             object.__setattr__(self, "root", Path(self.root))
         minimum = {"num_classes": 1, "train_per_class": 1, "test_per_class": 1, "image_size": 1,
-                   "open_classes": 0, "pretrain_classes": 0, "pretrain_per_class": 1}
+                   "open_classes": 0, "pretrain_classes": 0, "pretrain_per_class": 1,
+                   "pretrain_resolution": 2}
         for name, least in minimum.items():
             value = getattr(self, name)
             if value is not None and value < least:

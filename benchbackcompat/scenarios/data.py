@@ -118,6 +118,7 @@ def _request(cfg: DataConfig, cache_dir: Path) -> DatasetRequest:
         open_classes=cfg.open_classes,
         pretrain_classes=cfg.pretrain_classes,
         pretrain_per_class=cfg.pretrain_per_class,
+        pretrain_resolution=cfg.pretrain_resolution,
     )
 
 
