@@ -39,9 +39,9 @@ from benchbackcompat.engine.cell import PRETRAIN_SEED, standard_recipe
 from benchbackcompat.engine.train import Acceleration, batches_per_epoch, train_model
 from benchbackcompat.errors import BenchError
 from benchbackcompat.method import Method, StandardMethod, StepContext
-from benchbackcompat.plugin_host import PluginHost
-from benchbackcompat.presets import resolve_run, split_list
-from benchbackcompat.plan import assign_fingerprints, make_plan
+from benchbackcompat.execution.plugin_host import PluginHost
+from benchbackcompat.execution.presets import resolve_run, split_list
+from benchbackcompat.execution.plan import assign_fingerprints, make_plan
 from benchbackcompat.scenarios.data import ScenarioData
 from benchbackcompat.scenarios.steps import Step, build_steps
 

@@ -39,9 +39,9 @@ from benchbackcompat.engine.evaluate import (
 from benchbackcompat.engine.features import FeatureBank
 from benchbackcompat.engine.timing import PhaseTimer
 from benchbackcompat.engine.train import Acceleration, DivergedError, train_model
-from benchbackcompat.logs import log
+from benchbackcompat.runtime.logs import log
 from benchbackcompat.identity import RESULTS_VERSION, source_hash, source_packages
-from benchbackcompat.interrupts import describe, must_propagate
+from benchbackcompat.runtime.interrupts import describe, must_propagate
 from benchbackcompat.method import Method, StandardRecipe, StepContext, batches_per_epoch, frozen_copy
 from benchbackcompat.metrics import compatibility as cm
 from benchbackcompat.metrics.summary import summarise
@@ -49,7 +49,7 @@ from benchbackcompat.models.network import Network
 from benchbackcompat.models.zoo import create_zoo_model
 from benchbackcompat.scenarios.data import ScenarioData, select_memory
 from benchbackcompat.scenarios.steps import Step, build_steps
-from benchbackcompat.seeds import derive_seed, seed_everything
+from benchbackcompat.runtime.seeds import derive_seed, seed_everything
 from benchbackcompat.store import ResultStore
 from benchbackcompat.record import CellRecord, parse_record
 
