@@ -21,17 +21,17 @@ __version__ = "0.1.0"
 hookimpl = pluggy.HookimplMarker("benchbackcompat")
 """Marker for plugin hook implementations: ``@benchbackcompat.hookimpl``."""
 
-_LAZY = {"run": "benchbackcompat.api", "load_results": "benchbackcompat.frames",
-         "load_matrix_entries": "benchbackcompat.frames", "export_results": "benchbackcompat.frames",
-         "RunRequest": "benchbackcompat.request", "BenchError": "benchbackcompat.errors"}
+_LAZY = {"run": "benchbackcompat.api", "load_results": "benchbackcompat.results.frames",
+         "load_matrix_entries": "benchbackcompat.results.frames", "export_results": "benchbackcompat.results.frames",
+         "RunRequest": "benchbackcompat.execution.request", "BenchError": "benchbackcompat.errors"}
 __all__ = ["BenchError", "RunRequest", "__version__", "export_results", "hookimpl", "load_matrix_entries",
            "load_results", "run"]
 
 if TYPE_CHECKING:
     from benchbackcompat.api import run
     from benchbackcompat.errors import BenchError
-    from benchbackcompat.frames import export_results, load_matrix_entries, load_results
-    from benchbackcompat.request import RunRequest
+    from benchbackcompat.results.frames import export_results, load_matrix_entries, load_results
+    from benchbackcompat.execution.request import RunRequest
 
 
 def __getattr__(name: str):

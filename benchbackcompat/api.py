@@ -13,14 +13,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from benchbackcompat.frames import (  # noqa: F401  (the public API)
+from benchbackcompat.results.frames import (  # noqa: F401  (the public API)
     export_results,
     load_matrix_entries,
     load_results,
     read_records,
     results_frame,
 )
-from benchbackcompat.request import RunRequest
+from benchbackcompat.execution.request import RunRequest
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -66,9 +66,9 @@ def run(
     search (``methods.NAME``: ``"default"``). The other keywords are those of ``benchbackcompat run --help``;
     ``verbose``/``quiet``/``log_file``/``progress`` set up the log as on the command line. Bad input raises
     :class:`~benchbackcompat.errors.BenchError` with one line."""
-    from benchbackcompat import logs
+    from benchbackcompat.runtime import logs
     from benchbackcompat.config import validate_model
-    from benchbackcompat.runner import run as run_request
+    from benchbackcompat.execution.runner import run as run_request
 
     request = validate_model(RunRequest, {
         "scenarios": scenarios, "methods": methods, "preset": preset, "seeds": seeds, "dataset": dataset,

@@ -249,7 +249,7 @@ class ScenarioBase(StrictModel):
 
     @property
     def selection_rule(self) -> SelectionRule:
-        """How a grid point is chosen on the validation split for this kind (benchbackcompat.selection)."""
+        """How a grid point is chosen on the validation split for this kind (benchbackcompat.execution.selection)."""
         return "ac-then-aa"
 
     def train_config(self, step: int) -> TrainConfig:

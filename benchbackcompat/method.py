@@ -19,7 +19,7 @@ from torch import Tensor, nn
 
 from benchbackcompat.metrics.retrieval import Templates, cosine_similarity, normalised_templates
 from benchbackcompat.models.network import Network, build_network
-from benchbackcompat.seeds import derive_seed
+from benchbackcompat.runtime.seeds import derive_seed
 
 if TYPE_CHECKING:
     from benchbackcompat.config import ScenarioBase, TrainConfig, Trait

@@ -31,9 +31,9 @@ from benchbackcompat.data.augment import normalise
 from benchbackcompat.engine.cell import CellRunner
 from benchbackcompat.errors import BenchError
 from benchbackcompat.models.network import Network
-from benchbackcompat.plan import make_plan
-from benchbackcompat.plugin_host import PluginHost
-from benchbackcompat.presets import resolve_run, split_list
+from benchbackcompat.execution.plan import make_plan
+from benchbackcompat.execution.plugin_host import PluginHost
+from benchbackcompat.execution.presets import resolve_run, split_list
 from benchbackcompat.scenarios.data import load_scenario_data
 from benchbackcompat.store import ResultStore
 

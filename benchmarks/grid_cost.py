@@ -1,7 +1,8 @@
 """Estimated and measured time of a preset's whole grid (methods x scenarios x seeds) on this machine.
 
-Estimate: every model the grid trains is counted once (a shared model, reference or model
-pretrained elsewhere is keyed as the runner keys it, so it is trained once for the whole grid),
+Estimate: every model the grid trains is counted once (the shared models, references and models
+pretrained elsewhere are the runner's own list, ``engine.cell.shared_models``, with their keys, so each is
+trained once for the whole grid),
 its training images (batches per epoch x batch size x epochs) divided by the training throughput
 of its backbone, plus one forward of the frozen reference per batch for a step that has one; the
 evaluation counts one extraction pass per model (and per reference) over the query and gallery
@@ -35,13 +36,13 @@ from tabulate import tabulate
 from benchbackcompat.config import config_hash
 from benchbackcompat.data.arrays import ImageArrays
 from benchbackcompat.engine.evaluate import extract_features
-from benchbackcompat.engine.cell import PRETRAIN_SEED, standard_recipe
+from benchbackcompat.engine.cell import PRETRAIN_SEED, is_standard, shared_models
 from benchbackcompat.engine.train import Acceleration, batches_per_epoch, train_model
 from benchbackcompat.errors import BenchError
 from benchbackcompat.method import Method, StandardMethod, StepContext
-from benchbackcompat.plugin_host import PluginHost
-from benchbackcompat.presets import resolve_run, split_list
-from benchbackcompat.plan import assign_fingerprints, make_plan
+from benchbackcompat.execution.plugin_host import PluginHost
+from benchbackcompat.execution.presets import resolve_run, split_list
+from benchbackcompat.execution.plan import assign_fingerprints, make_plan
 from benchbackcompat.scenarios.data import ScenarioData
 from benchbackcompat.scenarios.steps import Step, build_steps
 
@@ -110,37 +111,27 @@ def grid_work(plan) -> dict[str, Work]:
             w.extract[step.backbone, size] += eval_images
         if not once({"trained alike": cell.training_key}):
             continue
+        for shared in shared_models(method, steps, scenario, data, cell.seed):
+            if not once({"shared": shared.key}):
+                continue
+            if shared.label.startswith("pretrained-"):
+                pretrain = scenario.model_copy(update={"train": scenario.pretrain})
+                w.train[shared.step.backbone, size] += trained_images(data, pretrain, shared.step, PRETRAIN_SEED, 0)
+            else:  # trained alone: no old model, no memory
+                w.train[shared.step.backbone, size] += trained_images(data, scenario, shared.step, cell.seed, 0)
+            w.models += 1
         memory = 0
         for step in steps:
             if step.init == "zoo":
                 w.zoo_models += 1
                 continue
-            standard = step.init != "pretrained" and (method.standard_steps == "all" or
-                                                      (method.standard_steps == "first" and step.index == 0))
-            recipe = standard_recipe(method) if standard else method
-            fresh = not standard or once({"standard": recipe.model_key(), "step": step.to_dict(), "seed": cell.seed,
-                                          "train": scenario.train_config(step.index).model_dump(mode="json")})
-            if step.pretrained is not None and once({"pretrained": method.reference().model_key(),
-                                                      "spec": step.pretrained.__dict__, "seed": PRETRAIN_SEED}):
-                spec = step.pretrained
-                pre = Step(spec.index, (0, spec.num_classes), spec.num_classes, 1.0, spec.backbone, "scratch")
-                pretrain = scenario.model_copy(update={"train": scenario.pretrain})
-                w.train[spec.backbone, size] += trained_images(data, pretrain, pre, PRETRAIN_SEED, 0)
-                w.models += 1
-            if fresh:
+            if not is_standard(method, step):  # the method's own model, with the frozen previous one beside it
                 images = trained_images(data, scenario, step, cell.seed, memory)
                 w.train[step.backbone, size] += images
                 if step.index > 0 or step.pretrained is not None:
                     w.with_reference[steps[step.index - 1].backbone if step.index else step.backbone, size] += images
                 w.models += 1
             memory += getattr(scenario, "memory_per_class", 0) * (step.classes[1] - step.classes[0])
-        if scenario.single_update:
-            reference = standard_recipe(method.reference())
-            for step in steps:
-                if once({"standard": reference.model_key(), "step": step.to_dict(), "seed": cell.seed,
-                         "train": scenario.train_config(step.index).model_dump(mode="json")}):
-                    w.train[step.backbone, size] += trained_images(data, scenario, step, cell.seed, 0)
-                    w.models += 1
     return work
 
 

@@ -38,7 +38,7 @@ from benchbackcompat.config import CL2R
 from benchbackcompat.data.arrays import ImageArrays
 from benchbackcompat.engine.train import Acceleration, make_optimizer, train_model
 from benchbackcompat.method import Batch, StepContext, frozen_copy
-from benchbackcompat.plugin_host import PluginHost
+from benchbackcompat.execution.plugin_host import PluginHost
 from benchbackcompat.scenarios.steps import build_steps
 
 MEAN, STD = (0.5071, 0.4867, 0.4408), (0.2675, 0.2565, 0.2761)  # the iamcl2r code's CIFAR statistics

@@ -7,7 +7,7 @@ import subprocess
 import sys
 import time
 
-from benchbackcompat.answer_cache import cached_answer, stamp
+from benchbackcompat.cli.answer_cache import cached_answer, stamp
 
 
 def test_an_answer_is_computed_once_and_asked_again_when_an_input_changes(tmp_path):

@@ -112,7 +112,7 @@ def test_the_public_names_are_visible_and_importing_the_package_stays_cheap():
 
 
 def test_a_request_takes_lists_comma_separated_names_and_seed_ranges():
-    from benchbackcompat.request import RunRequest, parse_seeds
+    from benchbackcompat.execution.request import RunRequest, parse_seeds
 
     request = RunRequest(scenarios="ext-class, both", methods=["l2"], seeds="0-2,5")
     assert request.scenarios == ["ext-class", "both"] and request.seeds == [0, 1, 2, 5]

@@ -23,9 +23,9 @@ from benchbackcompat.data.registry import DatasetRequest, load_dataset
 from benchbackcompat.data.sources import check_member
 from benchbackcompat.store.checkpoint import checksum_path, load_checkpoint, save_checkpoint
 from benchbackcompat.errors import BenchError, UnknownNameError
-from benchbackcompat.plugin_host import PluginHost
-from benchbackcompat.presets import load_preset, resolve_run
-from benchbackcompat.plan import check_names, make_plan
+from benchbackcompat.execution.plugin_host import PluginHost
+from benchbackcompat.execution.presets import load_preset, resolve_run
+from benchbackcompat.execution.plan import check_names, make_plan
 
 FAST = settings(max_examples=150, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 SLOW = settings(max_examples=40, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
@@ -86,7 +86,7 @@ def validated(table: dict):
 
 
 def plan_from_preset(preset: dict, methods=("l2",), assignments=()) -> object:
-    with mock.patch("benchbackcompat.presets.load_preset", return_value=preset):
+    with mock.patch("benchbackcompat.execution.presets.load_preset", return_value=preset):
         run = resolve_run(preset="generated", scenarios=list(preset["scenarios"])[:1], methods=list(methods),
                           assignments=list(assignments))
     return make_plan(run, PluginHost())

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import torch
 
-from benchbackcompat.plugin_host import PluginHost
+from benchbackcompat.execution.plugin_host import PluginHost
 from benchbackcompat.record import FinishedRecord
 from benchbackcompat.scenarios.data import load_scenario_data
 
@@ -61,8 +61,8 @@ def test_feature_drift_measures_saved_models_and_never_trains(tmp_path):
 
     from benchbackcompat.engine.cell import CellRunner
     from benchbackcompat.errors import BenchError
-    from benchbackcompat.plan import make_plan
-    from benchbackcompat.presets import resolve_run
+    from benchbackcompat.execution.plan import make_plan
+    from benchbackcompat.execution.presets import resolve_run
     from benchbackcompat.store import ResultStore
 
     drift = script("feature_drift")

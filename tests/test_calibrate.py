@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from benchbackcompat.calibrate import CalibrationOptions, calibrate, paired, self_tests
+from benchbackcompat.results.calibrate import CalibrationOptions, calibrate, paired, self_tests
 from benchbackcompat.cli import main
 from benchbackcompat.errors import BenchError
 from benchbackcompat.metrics import outcomes

@@ -5,7 +5,7 @@ import pytest
 
 from benchbackcompat.cli import main
 from benchbackcompat.errors import BenchError, UnknownNameError
-from benchbackcompat.presets import available_presets, resolve_run
+from benchbackcompat.execution.presets import available_presets, resolve_run
 
 
 def test_precedence_defaults_then_preset_then_command_line():
@@ -26,7 +26,7 @@ def test_precedence_defaults_then_preset_then_command_line():
 def test_presets_quick_and_paper_validate_every_scenario():
     assert {"quick", "paper"} <= set(available_presets())
     for preset in ("quick", "paper"):
-        from benchbackcompat.presets import load_preset
+        from benchbackcompat.execution.presets import load_preset
 
         names = list(load_preset(preset)["scenarios"])
         run = resolve_run(preset=preset, scenarios=names, methods=["independent"])
@@ -82,9 +82,9 @@ def test_dry_run_prints_configuration_and_steps(capsys, tmp_path):
 
 
 def test_cpu_preset_is_the_published_scale_and_its_seeds_vary_the_class_order():
-    from benchbackcompat.plugin_host import PluginHost
-    from benchbackcompat.presets import load_preset
-    from benchbackcompat.plan import make_plan
+    from benchbackcompat.execution.plugin_host import PluginHost
+    from benchbackcompat.execution.presets import load_preset
+    from benchbackcompat.execution.plan import make_plan
 
     names = list(load_preset("cpu")["scenarios"])
     run = resolve_run(preset="cpu", scenarios=names, methods=["independent"], seeds=[0, 1])

@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import Field
 
 from benchbackcompat.cli import main
-from benchbackcompat.describe import parameter_rows
+from benchbackcompat.report.describe import parameter_rows
 from benchbackcompat.method import MethodParams
 
 

@@ -14,7 +14,7 @@ from benchbackcompat.engine.features import ModelFeatures
 from benchbackcompat.method import Method, StandardMethod
 from benchbackcompat.metrics import outcomes, retrieval
 from benchbackcompat.scenarios import data as scenario_data
-from benchbackcompat.seeds import derive_seed, generator
+from benchbackcompat.runtime.seeds import derive_seed, generator
 
 
 def arrays(value: int, n: int, classes: int) -> ImageArrays:

@@ -1,7 +1,7 @@
 """Fault injection: SIGKILL at many points, divergence, plugin bugs, corrupt files, out of memory.
 
 Runs go through a fork server: one subprocess imports the harness once, then forks a child per
-``benchbackcompat run``; ``BENCHBACKCOMPAT_FAULT`` points (engine/faults.py) make the child
+``benchbackcompat run``; ``BENCHBACKCOMPAT_FAULT`` points (runtime/faults.py) make the child
 SIGKILL itself at an exact place (a real kill: no cleanup, no ``finally``), and the test checks
 that re-running the same command gives the record of an uninterrupted run.
 """
@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from benchbackcompat import faults
+from benchbackcompat.runtime import faults
 from benchbackcompat.store.checkpoint import checksum_path, load_checkpoint, save_checkpoint
 from benchbackcompat.engine.evaluate import extract_features, score
 from benchbackcompat.errors import BenchError
@@ -38,9 +38,9 @@ MULTI = ["--scenario", "multi-step", "--methods", "l2", "--set", "num_models=3"]
 
 SERVER = r"""
 import json, os, sys, traceback
-import benchbackcompat.plan  # everything is imported once, before forking; the children compute
+import benchbackcompat.execution.plan  # everything is imported once, before forking; the children compute
 from benchbackcompat.cli import main
-from benchbackcompat import faults
+from benchbackcompat.runtime import faults
 
 for line in sys.stdin:
     job = json.loads(line)

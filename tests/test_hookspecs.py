@@ -8,9 +8,9 @@ import pytest
 
 import benchbackcompat
 from benchbackcompat import hookspecs
-from benchbackcompat.guide import GUIDE, hook_reference, hookspec_functions, markdown, update
+from benchbackcompat.cli.guide import GUIDE, hook_reference, hookspec_functions, markdown, update
 from benchbackcompat.method import Method
-from benchbackcompat.plugin_host import GROUP, PluginHost
+from benchbackcompat.execution.plugin_host import GROUP, PluginHost
 
 hookspec = pluggy.HookspecMarker(GROUP)
 
@@ -25,7 +25,7 @@ def test_every_hook_is_documented_and_has_a_version():
 
 def test_the_committed_guide_matches_the_code():
     text = GUIDE.read_text()
-    assert update(text) == text, "docs/writing-a-method.md is stale: run `python -m benchbackcompat.guide`"
+    assert update(text) == text, "docs/writing-a-method.md is stale: run `python -m benchbackcompat.cli.guide`"
     assert hook_reference() in text
     for function in hookspec_functions():
         assert f"### `{function.__name__}(" in text

@@ -12,9 +12,9 @@ import torch
 import benchbackcompat
 from benchbackcompat.method import Method
 from benchbackcompat.metrics.summary import summarise
-from benchbackcompat.plugin_host import PluginHost
-from benchbackcompat.presets import resolve_run
-from benchbackcompat.plan import execute, make_plan
+from benchbackcompat.execution.plugin_host import PluginHost
+from benchbackcompat.execution.presets import resolve_run
+from benchbackcompat.execution.plan import execute, make_plan
 
 NAN = math.nan
 
@@ -41,7 +41,7 @@ TINY = {
 
 
 def run(tmp_path, methods: list[str], seeds=(0,), **overrides):
-    from benchbackcompat.presets import deep_merge
+    from benchbackcompat.execution.presets import deep_merge
 
     config = resolve_run(scenarios=["iam-cl2r"], methods=methods, seeds=list(seeds), out=tmp_path,
                          scenario_overrides=deep_merge(TINY, overrides), device="cpu")

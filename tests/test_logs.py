@@ -21,7 +21,7 @@ CONTROL = re.compile(r"[\r\x1b]")  # carriage returns (bars redrawn in place) an
 
 @pytest.mark.slow
 def test_redirected_run_logs_plain_lines_with_cells_data_steps_and_resume(tmp_path):
-    command = [sys.executable, "-m", "benchbackcompat.cli", "run", "--scenario", "ext-class", "--methods", "l2",
+    command = [sys.executable, "-m", "benchbackcompat", "run", "--scenario", "ext-class", "--methods", "l2",
                "--out", str(tmp_path), *TINY]
     done = subprocess.run(command, capture_output=True, text=True, check=True)
     log = done.stderr
@@ -56,7 +56,7 @@ def test_errors_are_one_line_each_and_bars_follow_one_switch(tmp_path, capsys):
     assert capsys.readouterr().err.splitlines() == [
         "error: unknown scenario (preset 'quick') 'nope'. Known: both, cl2r, ext-class, ext-data, iam-cl2r, model-zoo, "
         "multi-step, new-arch."]
-    from benchbackcompat import logs
+    from benchbackcompat.runtime import logs
 
     logs.configure(progress=True)
     with logs.progress_bar(range(2), desc="outer") as outer:

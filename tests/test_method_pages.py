@@ -83,8 +83,8 @@ def test_method_page_rows_fit_160_characters(rendered):
 
 def test_installed_methods_reads_what_the_plugin_declares():
     from benchbackcompat.cli import installed_methods
-    from benchbackcompat.describe import paper
-    from benchbackcompat.plugin_host import PluginHost
+    from benchbackcompat.report.describe import paper
+    from benchbackcompat.execution.plugin_host import PluginHost
 
     found = installed_methods({"l2", "no-such-method"})
     assert set(found) == {"l2"}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from benchbackcompat.models.registry import create_backbone
-from benchbackcompat.presets import load_preset, resolve_run
+from benchbackcompat.execution.presets import load_preset, resolve_run
 
 VIT = "timm:vit_base_patch16_224.augreg_in21k"
 HBCT = dict(dataset="cifar100", backbone="resnet18", feature=128, epochs=200, lr=0.1, schedule=("cosine", []), batch=128,

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from benchbackcompat.engine.cell import Cell, CellRunner
-from benchbackcompat.plugin_host import PluginHost
+from benchbackcompat.execution.plugin_host import PluginHost
 from benchbackcompat.scenarios.data import load_scenario_data
 from benchbackcompat.store import ResultStore
 from benchbackcompat.testing import installed_methods

@@ -8,7 +8,7 @@ import textwrap
 import pytest
 
 from benchbackcompat.errors import BenchError, UnknownNameError
-from benchbackcompat.plugin_host import PluginHost
+from benchbackcompat.execution.plugin_host import PluginHost
 
 
 def test_first_party_methods_come_from_installed_entry_points():
@@ -22,7 +22,7 @@ def test_first_party_methods_come_from_installed_entry_points():
 def test_only_requested_plugins_are_imported():
     code = textwrap.dedent("""
         import sys
-        from benchbackcompat.plugin_host import PluginHost
+        from benchbackcompat.execution.plugin_host import PluginHost
         PluginHost().method_class("l2")
         print(sorted(m for m in sys.modules if m.startswith("bbc_baselines.")))
     """)

@@ -73,7 +73,7 @@ def test_not_applicable_cells_are_recorded_not_fatal(tmp_path, capsys):
 
 
 def _cli(out: Path) -> list[str]:
-    return [sys.executable, "-m", "benchbackcompat.cli", "run", "--out", str(out), *TINY,
+    return [sys.executable, "-m", "benchbackcompat", "run", "--out", str(out), *TINY,
             "--scenario", "multi-step", "--methods", "l2", "--set", "num_models=3", "--set", "train.epochs=3"]
 
 

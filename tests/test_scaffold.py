@@ -16,7 +16,7 @@ import pytest
 
 from benchbackcompat.cli import main
 from benchbackcompat.errors import BenchError
-from benchbackcompat.scaffold import Names, create_plugin, render
+from benchbackcompat.cli.scaffold import Names, create_plugin, render
 
 TINY = ["--set", "data.num_classes=6", "--set", "data.train_per_class=16", "--set", "data.test_per_class=6",
         "--set", "data.image_size=8", "--set", "train.epochs=1", "--set", "train.batch_size=16",

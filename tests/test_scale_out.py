@@ -9,9 +9,9 @@ import pytest
 
 from benchbackcompat.cli import main
 from benchbackcompat.errors import BenchError
-from benchbackcompat.plugin_host import PluginHost
-from benchbackcompat.presets import resolve_run
-from benchbackcompat.plan import make_plan, select_shard
+from benchbackcompat.execution.plugin_host import PluginHost
+from benchbackcompat.execution.presets import resolve_run
+from benchbackcompat.execution.plan import make_plan, select_shard
 from benchbackcompat.store import ResultStore
 
 TINY = [f"--set={assignment}" for assignment in (
@@ -33,7 +33,7 @@ def test_shards_partition_the_plan():
 
 @pytest.mark.slow
 def test_two_concurrent_runs_on_one_directory_lose_and_duplicate_nothing(tmp_path):
-    command = [sys.executable, "-m", "benchbackcompat.cli", "run", "--out", str(tmp_path), *RUN]
+    command = [sys.executable, "-m", "benchbackcompat", "run", "--out", str(tmp_path), *RUN]
     processes = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
     outputs = [p.communicate(timeout=600) for p in processes]
     assert [p.returncode for p in processes] == [0, 0], outputs

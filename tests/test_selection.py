@@ -10,13 +10,13 @@ import torch
 from benchbackcompat.config import DataConfig, ValidationSplit
 from benchbackcompat.data.arrays import ImageArrays
 from benchbackcompat.errors import BenchError
-from benchbackcompat.plugin_host import PluginHost
-from benchbackcompat.presets import load_preset, resolve_run
+from benchbackcompat.execution.plugin_host import PluginHost
+from benchbackcompat.execution.presets import load_preset, resolve_run
 from benchbackcompat.record import parse_record
 from benchbackcompat.report import leaderboard_tables
-from benchbackcompat.plan import make_plan
+from benchbackcompat.execution.plan import make_plan
 from benchbackcompat.scenarios.data import per_class_sample, validation_sets
-from benchbackcompat.selection import choose, grid_points, parse_grid_option, validation_scores
+from benchbackcompat.execution.selection import choose, grid_points, parse_grid_option, validation_scores
 
 
 def test_grid_option_values_are_read_as_toml():

@@ -6,7 +6,7 @@ import pytest
 from benchbackcompat.cli import main
 from benchbackcompat.store import ResultStore
 from benchbackcompat.testing.scenarios import tiny_run_args
-from benchbackcompat.workers import threads_per_worker
+from benchbackcompat.execution.workers import threads_per_worker
 
 pytestmark = pytest.mark.slow
 

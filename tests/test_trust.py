@@ -176,7 +176,7 @@ def test_status_lists_finished_partial_failed_and_pending_cells(tmp_path, capsys
 
 
 def test_status_prices_the_cells_left_at_their_scenarios_mean_recorded_time():
-    from benchbackcompat.status import cost_by_scenario
+    from benchbackcompat.results.status import cost_by_scenario
 
     def row(label, state, seconds=None):
         return {"cell": label, "state": state, "seconds": seconds}

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 import benchbackcompat
-from benchbackcompat.compare import compare_results, render
+from benchbackcompat.results.compare import compare_results, render
 from benchbackcompat.report.aggregate import build_tables
 from benchbackcompat.report.exports import csv_export
 from benchbackcompat.report.tables import Footnotes, table_markdown

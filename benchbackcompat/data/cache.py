@@ -17,7 +17,7 @@ import torch
 
 from benchbackcompat.data.arrays import DatasetBundle, ImageArrays
 from benchbackcompat.errors import BenchError
-from benchbackcompat.logs import log
+from benchbackcompat.runtime.logs import log
 
 FORMAT_VERSION = 2  # 2: a .sha256 checksum beside each file
 

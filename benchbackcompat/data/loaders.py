@@ -20,7 +20,7 @@ from benchbackcompat.data.cache import cached, file_fingerprint
 from benchbackcompat.data.decode import decode_images, resize_images
 from benchbackcompat.data.sources import FileTree, find_prefix, is_image, locate, open_tree
 from benchbackcompat.errors import BenchError
-from benchbackcompat.logs import log
+from benchbackcompat.runtime.logs import log
 
 if TYPE_CHECKING:
     from benchbackcompat.data.request import DatasetRequest

@@ -39,9 +39,9 @@ from benchbackcompat.engine.evaluate import (
 from benchbackcompat.engine.features import FeatureBank
 from benchbackcompat.engine.timing import PhaseTimer
 from benchbackcompat.engine.train import Acceleration, DivergedError, train_model
-from benchbackcompat.logs import log
+from benchbackcompat.runtime.logs import log
 from benchbackcompat.identity import RESULTS_VERSION, source_hash, source_packages
-from benchbackcompat.interrupts import describe, must_propagate
+from benchbackcompat.runtime.interrupts import describe, must_propagate
 from benchbackcompat.method import Method, StandardRecipe, StepContext, batches_per_epoch, frozen_copy
 from benchbackcompat.metrics import compatibility as cm
 from benchbackcompat.metrics.summary import summarise
@@ -49,7 +49,7 @@ from benchbackcompat.models.network import Network
 from benchbackcompat.models.zoo import create_zoo_model
 from benchbackcompat.scenarios.data import ScenarioData, select_memory
 from benchbackcompat.scenarios.steps import Step, build_steps
-from benchbackcompat.seeds import derive_seed, seed_everything
+from benchbackcompat.runtime.seeds import derive_seed, seed_everything
 from benchbackcompat.store import ResultStore
 from benchbackcompat.record import CellRecord, parse_record
 
@@ -219,27 +219,20 @@ class CellRunner:
         method.after_step(model, ctx)
         return history
 
-    def shared_model(self, recipe: Method, step: Step, kind: str, train_cfg=None, train_data=None,
-                     num_classes: int | None = None, label: str | None = None) -> Network:
-        """A model that does not depend on the method under test: trained once, then loaded from the store;
-        its time is recorded under ``label`` (default ``kind-step``)."""
-        train_cfg = train_cfg or self.scenario.train_config(step.index)
-        key = config_hash({
-            "kind": kind, "recipe": recipe.model_key(), "step": step.to_dict(),
-            "train": train_cfg.model_dump(mode="json"), "model": self.scenario.model.model_dump(mode="json"),
-            **self.data_and_code(recipe), "seed": self.cell.seed, "classes": num_classes,
-            "cell": None if self.share_models else self.cell.key,
-        })
-        ctx = self.context(step, None, None, train_cfg, train_data)
-        classes = num_classes or step.seen_classes
-        model = self.fresh_model(recipe, ctx, step.backbone, classes, init_index=step.index)
-        return self.stored_or_trained(key, model, lambda: self.train(recipe, model, ctx, tag=f"{kind}-{step.index}"),
-                                      label or f"{kind}-{step.index}")
+    def shared_model(self, shared: SharedModel) -> Network:
+        """A model that does not depend on the method under test (``standard_model``, ``reference_models``):
+        trained once, then loaded from the store; its time is recorded under its label."""
+        step, recipe = shared.step, shared.recipe
+        ctx = self.context(step, None, None)
+        model = self.fresh_model(recipe, ctx, step.backbone, step.seen_classes, init_index=step.index)
+        return self.stored_or_trained(shared.key, model,
+                                      lambda: self.train(recipe, model, ctx, tag=f"standard-{step.index}"), shared.label)
 
-    def data_and_code(self, recipe: Method) -> dict[str, Any]:
-        """The parts of a shared model's key that stand for its training data (content, not path) and its code."""
-        return {"data": keyed_config(self.scenario.as_trained())["data"], "data_sha256": self.data.training_fingerprint,
-                "results_version": RESULTS_VERSION, "build_code": build_code_hash(getattr(recipe, "code_owner", recipe))}
+    @property
+    def sharing(self) -> dict[str, Any]:
+        """The cell's part of its shared models' keys (``shared_models``' keywords)."""
+        return {"scenario": self.scenario, "data": self.data, "seed": self.cell.seed,
+                "cell_key": None if self.share_models else self.cell.key}
 
     def stored_or_trained(self, key: str, model: Network, train: Callable[[], object], label: str) -> Network:
         """Shared model ``key``: loaded from the store, or trained by ``train()`` and stored; under the
@@ -269,14 +262,8 @@ class CellRunner:
         checkpoints it is one artefact for every method with that recipe and every seed: trained once under
         PRETRAIN_SEED, then loaded from the store."""
         spec = step.pretrained
-        recipe = self.method.reference()
-        cfg = self.scenario.pretrain
-        pretrain_step = Step(spec.index, (0, spec.num_classes), spec.num_classes, 1.0, spec.backbone, "scratch")
-        key = config_hash({
-            "kind": "pretrained", "recipe": recipe.model_key(), "step": pretrain_step.to_dict(),
-            "train": cfg.model_dump(mode="json"), "model": self.scenario.model.model_dump(mode="json"),
-            **self.data_and_code(recipe), "seed": PRETRAIN_SEED,
-        })
+        shared = pretrained_elsewhere(self.method, step, self.scenario, self.data)
+        recipe, pretrain_step, cfg = shared.recipe, shared.step, self.scenario.pretrain
         ctx = self.context(pretrain_step, None, None, cfg, self.data.pretrain_data(spec.num_classes))
         seed_everything(derive_seed(PRETRAIN_SEED, "pretrained-init", spec.index))
         model = recipe.build_model(ctx, spec.backbone, spec.num_classes).to(self.device)
@@ -286,13 +273,9 @@ class CellRunner:
             seed_everything(seed)
             train_model(model, recipe, ctx, seed=seed, desc=f"{self.cell.label} pretrained-{spec.index}")
 
-        return self.stored_or_trained(key, model, pretrain, f"pretrained-{spec.index}")
+        return self.stored_or_trained(shared.key, model, pretrain, shared.label)
 
     # --- the steps -------------------------------------------------------------------------
-    def is_standard(self, step: Step) -> bool:
-        kind = self.method.standard_steps
-        return step.init != "pretrained" and (kind == "all" or (kind == "first" and step.index == 0))
-
     def run_steps(self) -> tuple[list[Network], dict[int, list[dict[str, float]]], list[float]]:
         models: list[Network] = []
         curves: dict[int, list[dict[str, float]]] = {}
@@ -323,8 +306,8 @@ class CellRunner:
                 log.info(f"resuming {self.cell.label} at step {step.index} of {len(self.steps)} "
                          f"({saved} finished steps loaded from {self.store.cell_dir(self.cell.key)})")
                 saved = 0
-            if self.is_standard(step):
-                model, history = self.shared_model(standard_recipe(self.method), step, "standard"), []
+            if is_standard(self.method, step):
+                model, history = self.shared_model(standard_model(self.method, step, **self.sharing)), []
             else:
                 model = self.fresh_model(self.method, ctx, step.backbone, step.seen_classes,
                                          0 if step.init == "same-as-first" else step.index)
@@ -465,18 +448,10 @@ class CellRunner:
             "extract_s": extract, "score_s": score, "eval_s": extract + score, "total_s": total,
         }
 
-    def reference_recipe(self) -> Method:
-        """The recipe of the independently trained new model of P_com/P_up: the one that trained the
-        method's old model (its standard recipe), or for a method that trains its own old model
-        (``standard_steps = "none"``) ``method.reference()``, which must be its step-0 objective."""
-        if self.method.standard_steps == "none":
-            return self.method.reference()
-        return standard_recipe(self.method)
-
     def reference_model(self) -> tuple[Method, Network]:
         """The recipe of the references and its independently trained new model (shared)."""
-        recipe = self.reference_recipe()
-        return recipe, self.shared_model(recipe, self.steps[1], "standard", label="reference-1")
+        [reference] = reference_models(self.method, self.steps, **self.sharing)
+        return reference.recipe, self.shared_model(reference)
 
     def add_update_metrics(self, metrics: dict[str, dict[str, float]], outcomes: dict[str, dict[str, Any]],
                            recipe: Method, reference: Network) -> None:
@@ -498,11 +473,10 @@ class CellRunner:
         """The update gain of every pair k < t (CoReS Eq. 3, Tables 5, 6, 12): G[t][k] = (C[t][k] - C[k][k]) /
         (U[t] - C[k][k]), U[t] the self-test of step t's upper bound, the model trained alone on step t's data
         with the recipe of the method's first model (shared); NaN on and above the diagonal."""
-        recipe = self.reference_recipe()
         uppers = []
-        for step in self.steps[1:]:
-            upper = self.shared_model(recipe, step, "standard", label=f"upper-{step.index}")
-            uppers.append(self.evaluate(recipe, [self.features(recipe, upper, step.index)]).matrices)
+        for shared in reference_models(self.method, self.steps, **self.sharing):
+            upper = self.shared_model(shared)
+            uppers.append(self.evaluate(shared.recipe, [self.features(shared.recipe, upper, shared.step.index)]).matrices)
         gains = {}
         for metric, C in matrices.items():
             T = len(C)
@@ -552,6 +526,96 @@ def step_summary(history: list[dict[str, float]]) -> str:
 def standard_recipe(method: Method) -> StandardRecipe:
     """Plain cross-entropy training with ``method``'s model, head and retrieval: its shared models."""
     return StandardRecipe(method)
+
+
+# --- shared models: which a cell trains once for every cell alike (or loads), and their keys -------------------
+@dataclass(frozen=True)
+class SharedModel:
+    """A model that does not depend on the method under test, trained by ``recipe`` for ``step`` and stored under
+    ``key``; its time is recorded under ``label`` (standard-0, pretrained-0, reference-1, upper-2)."""
+
+    label: str
+    recipe: Method
+    step: Step
+    key: str
+
+
+def is_standard(method: Method, step: Step) -> bool:
+    """Whether ``method`` trains ``step`` with its standard recipe, as a shared model (``Method.standard_steps``)."""
+    kind = method.standard_steps
+    return step.init != "pretrained" and (kind == "all" or (kind == "first" and step.index == 0))
+
+
+def reference_recipe(method: Method) -> Method:
+    """The recipe of the independently trained new model of P_com/P_up: the one that trained the
+    method's old model (its standard recipe), or for a method that trains its own old model
+    (``standard_steps = "none"``) ``method.reference()``, which must be its step-0 objective."""
+    if method.standard_steps == "none":
+        return method.reference()
+    return standard_recipe(method)
+
+
+def shared_key(kind: str, recipe: Method, step: Step, train_cfg, scenario: ScenarioBase, data: ScenarioData,
+               **fields: Any) -> str:
+    """A shared model's key: what its training reads (recipe, step, training and model configuration, the training
+    data's configuration and content, not its path), the core's results version and the code behind
+    ``build_model``, plus ``fields`` (seed, ...)."""
+    return config_hash({
+        "kind": kind, "recipe": recipe.model_key(), "step": step.to_dict(),
+        "train": train_cfg.model_dump(mode="json"), "model": scenario.model.model_dump(mode="json"),
+        "data": keyed_config(scenario.as_trained())["data"], "data_sha256": data.training_fingerprint,
+        "results_version": RESULTS_VERSION, "build_code": build_code_hash(getattr(recipe, "code_owner", recipe)),
+        **fields,
+    })
+
+
+def standard_model(method: Method, step: Step, scenario: ScenarioBase, data: ScenarioData, seed: int,
+                   cell_key: str | None = None, recipe: Method | None = None, label: str | None = None) -> SharedModel:
+    """Step ``step`` trained alone with ``recipe`` (default: ``method``'s standard recipe), seed ``seed``; keyed to
+    the cell ``cell_key`` alone when given (sharing off)."""
+    recipe = recipe or standard_recipe(method)
+    key = shared_key("standard", recipe, step, scenario.train_config(step.index), scenario, data,
+                     seed=seed, classes=None, cell=cell_key)
+    return SharedModel(label or f"standard-{step.index}", recipe, step, key)
+
+
+def pretrained_elsewhere(method: Method, step: Step, scenario: ScenarioBase, data: ScenarioData) -> SharedModel:
+    """The model "pretrained elsewhere" that step ``step`` starts from: ``method.reference()`` on the first classes
+    of the pretraining pool, one for every seed (PRETRAIN_SEED) and every cell."""
+    spec, recipe = step.pretrained, method.reference()
+    pretrain_step = Step(spec.index, (0, spec.num_classes), spec.num_classes, 1.0, spec.backbone, "scratch")
+    key = shared_key("pretrained", recipe, pretrain_step, scenario.pretrain, scenario, data, seed=PRETRAIN_SEED)
+    return SharedModel(f"pretrained-{spec.index}", recipe, pretrain_step, key)
+
+
+def reference_models(method: Method, steps: list[Step], scenario: ScenarioBase, data: ScenarioData, seed: int,
+                     cell_key: str | None = None) -> list[SharedModel]:
+    """The models trained alone with ``reference_recipe`` that the cell's metrics divide by: a single update's
+    reference (the new model of P_com/P_up), a sequence's upper bounds of its update gains (one per later step)."""
+    recipe = reference_recipe(method)
+    if scenario.single_update:
+        chosen, name = steps[1:2], "reference"
+    elif getattr(scenario, "update_gain", False):
+        chosen, name = steps[1:], "upper"
+    else:
+        return []
+    return [standard_model(method, step, scenario, data, seed, cell_key, recipe, f"{name}-{step.index}")
+            for step in chosen]
+
+
+def shared_models(method: Method, steps: list[Step], scenario: ScenarioBase, data: ScenarioData, seed: int,
+                  cell_key: str | None = None) -> list[SharedModel]:
+    """Every shared model a cell of ``method`` trains or loads, in the order it needs them: its standard steps, the
+    models pretrained elsewhere that its steps start from, then the references of its metrics."""
+    models = []
+    for step in steps:
+        if step.init == "zoo":
+            continue
+        if is_standard(method, step):
+            models.append(standard_model(method, step, scenario, data, seed, cell_key))
+        elif step.init == "pretrained":
+            models.append(pretrained_elsewhere(method, step, scenario, data))
+    return models + reference_models(method, steps, scenario, data, seed, cell_key)
 
 
 def unsupported(method: Method, scenario: ScenarioBase) -> str | None:

@@ -1,4 +1,4 @@
-"""Device selection and mixed precision (seeds: :mod:`benchbackcompat.seeds`)."""
+"""Device selection and mixed precision (seeds: :mod:`benchbackcompat.runtime.seeds`)."""
 from __future__ import annotations
 
 import contextlib

@@ -17,8 +17,8 @@ from benchbackcompat.data.arrays import ImageArrays
 from benchbackcompat.data.augment import normalise
 from benchbackcompat.engine.device import autocast
 from benchbackcompat.engine.features import FeatureBank, ModelFeatures
-from benchbackcompat.faults import fault_point, halve_on_oom
-from benchbackcompat.seeds import derive_seed, generator
+from benchbackcompat.runtime.faults import fault_point, halve_on_oom
+from benchbackcompat.runtime.seeds import derive_seed, generator
 from benchbackcompat.method import Method
 from benchbackcompat.metrics import outcomes, protocols, retrieval
 from benchbackcompat.scenarios.data import ScenarioData

@@ -13,10 +13,10 @@ from benchbackcompat.config import TrainConfig
 from benchbackcompat.data.augment import augment
 from benchbackcompat.engine import distributed
 from benchbackcompat.engine.device import autocast
-from benchbackcompat.seeds import generator
-from benchbackcompat.faults import fault_point, is_out_of_memory
+from benchbackcompat.runtime.seeds import generator
+from benchbackcompat.runtime.faults import fault_point, is_out_of_memory
 from benchbackcompat.errors import BenchError
-from benchbackcompat.logs import log, progress_bar
+from benchbackcompat.runtime.logs import log, progress_bar
 from benchbackcompat.method import Batch, Method, StepContext, batches_per_epoch
 
 EpochObserver = Callable[[int, dict[str, float]], None]

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 from tabulate import tabulate
 
-from benchbackcompat.describe import paper, parameter_rows
+from benchbackcompat.report.describe import paper, parameter_rows
 from benchbackcompat.method import Method
 from benchbackcompat.record import CellRecord
 from benchbackcompat.report import figures

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchbackcompat.errors import BenchError
-from benchbackcompat.faults import fault_point
+from benchbackcompat.runtime.faults import fault_point
 from benchbackcompat.store.checkpoint import atomic_write_bytes
 from benchbackcompat.store.locks import process_running
 from benchbackcompat.report import figures
@@ -28,7 +28,7 @@ from benchbackcompat.record import CellRecord, FinishedRecord
 from benchbackcompat.report.aggregate import CHANCE_FACTOR, CHANCE_SHARE, MIN_UPDATE_GAIN, Table, build_tables
 from benchbackcompat.report.calibration import Calibration
 from benchbackcompat.report.columns import STATISTICS, metric_name
-from benchbackcompat.presets import available_presets, preset_scenarios
+from benchbackcompat.execution.presets import available_presets, preset_scenarios
 from benchbackcompat.report.claims import PlannedScenario, claims_markdown
 from benchbackcompat.report.exports import csv_export, json_export
 from benchbackcompat.report.markdown import escape, slug

@@ -11,10 +11,10 @@ from benchbackcompat.config import DataConfig, ScenarioBase, ValidationSplit
 from benchbackcompat.data.arrays import DatasetBundle, ImageArrays
 from benchbackcompat.data.registry import DatasetRequest, check_not_degenerate, load_dataset
 from benchbackcompat.errors import BenchError
-from benchbackcompat.logs import log
+from benchbackcompat.runtime.logs import log
 from benchbackcompat.identity import tensor_fingerprint
 from benchbackcompat.scenarios.steps import Step
-from benchbackcompat.seeds import derive_seed, generator
+from benchbackcompat.runtime.seeds import derive_seed, generator
 
 SINGLE_SET_PROTOCOLS = ("loo", "verification")  # one evaluation set, encoded by both models
 

@@ -15,7 +15,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from benchbackcompat.faults import fault_point
+from benchbackcompat.runtime.faults import fault_point
 from benchbackcompat.errors import BenchError
 
 if TYPE_CHECKING:

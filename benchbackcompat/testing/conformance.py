@@ -38,7 +38,7 @@ from benchbackcompat.engine.cell import Cell, CellRunner
 from benchbackcompat.errors import BenchError
 from benchbackcompat.method import Method
 from benchbackcompat.models.network import Network
-from benchbackcompat.plugin_host import PluginHost
+from benchbackcompat.execution.plugin_host import PluginHost
 from benchbackcompat.scenarios.data import ScenarioData, load_scenario_data
 from benchbackcompat.store import ResultStore
 from benchbackcompat.testing.scenarios import representative_kinds, tiny_scenario

@@ -22,7 +22,7 @@ import pluggy
 
 from benchbackcompat import hookspecs
 from benchbackcompat.errors import BenchError, UnknownNameError
-from benchbackcompat.interrupts import describe, must_propagate
+from benchbackcompat.runtime.interrupts import describe, must_propagate
 from benchbackcompat.method import Method
 
 GROUP = "benchbackcompat"

@@ -10,7 +10,7 @@ from benchbackcompat.engine.cell import Cell
 from benchbackcompat.errors import BenchError
 from benchbackcompat.method import Method
 from benchbackcompat.record import CellRecord, FinishedRecord
-from benchbackcompat.selection import DEFAULT_GRID, choose, selection_scenario, validation_scores
+from benchbackcompat.execution.selection import DEFAULT_GRID, choose, selection_scenario, validation_scores
 from benchbackcompat.store import ResultStore
 
 

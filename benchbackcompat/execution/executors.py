@@ -1,7 +1,7 @@
 """Many cells on a cluster: a plan's cells split into shards, one submitit job per shard.
 
 ``--executor slurm`` submits the jobs to Slurm, ``--executor local`` runs the same jobs as local
-processes; every job runs the same request with ``shard="i/n"`` (:func:`benchbackcompat.runner.run`) on the
+processes; every job runs the same request with ``shard="i/n"`` (:func:`benchbackcompat.execution.runner.run`) on the
 shared results directory (safe for concurrent writers), and the submitting process collects the records when
 all are done.
 """
@@ -14,13 +14,13 @@ from typing import Any
 import torch
 
 from benchbackcompat.errors import BenchError
-from benchbackcompat.logs import log
+from benchbackcompat.runtime.logs import log
 from benchbackcompat.engine.cell import cell_fields
-from benchbackcompat.plan import Plan, assign_fingerprints
+from benchbackcompat.execution.plan import Plan, assign_fingerprints
 from benchbackcompat.record import CellRecord, parse_record
-from benchbackcompat.request import RunRequest
+from benchbackcompat.execution.request import RunRequest
 
-Runner = Callable[[RunRequest], Any]  # benchbackcompat.runner.run
+Runner = Callable[[RunRequest], Any]  # benchbackcompat.execution.runner.run
 
 
 def submit(plan: Plan, request: RunRequest, run: Runner) -> list[CellRecord]:
@@ -68,7 +68,7 @@ def submit(plan: Plan, request: RunRequest, run: Runner) -> list[CellRecord]:
 def _job(run: Runner, request: RunRequest) -> int:
     """The body of one job: its shard of the request, computed in the job's process (its log is a file: no
     bars). Returns the number of records (they are read back from the store)."""
-    from benchbackcompat.logs import configure
+    from benchbackcompat.runtime.logs import configure
 
     configure(0, None, progress=False)
     return len(run(request).records)

@@ -19,7 +19,7 @@ from typing import Any
 from benchbackcompat.errors import BenchError
 from benchbackcompat.identity import RESULTS_VERSION, code_identity
 from benchbackcompat.method import Method
-from benchbackcompat.plugin_host import PluginHost
+from benchbackcompat.execution.plugin_host import PluginHost
 from benchbackcompat.store import ResultStore
 from benchbackcompat.record import CellRecord, FinishedRecord
 

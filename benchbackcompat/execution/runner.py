@@ -1,4 +1,4 @@
-"""The one way to run a benchmark: :func:`run` takes a :class:`~benchbackcompat.request.RunRequest`.
+"""The one way to run a benchmark: :func:`run` takes a :class:`~benchbackcompat.execution.request.RunRequest`.
 
 The command line, the Python API, the ``--workers`` processes and the executors' jobs all call it;
 a worker or a job calls it again with its own part of the request (one worker, one shard).
@@ -11,14 +11,14 @@ from dataclasses import dataclass, field, replace
 
 from benchbackcompat.engine import distributed
 from benchbackcompat.errors import BenchError
-from benchbackcompat.executors import submit
-from benchbackcompat.logs import log
-from benchbackcompat.plan import Plan, execute, make_plan, rerun_methods, run_summary, select_shard, selected_cells
-from benchbackcompat.plugin_host import PluginHost
-from benchbackcompat.presets import resolve_run
+from benchbackcompat.execution.executors import submit
+from benchbackcompat.runtime.logs import log
+from benchbackcompat.execution.plan import Plan, execute, make_plan, rerun_methods, run_summary, select_shard, selected_cells
+from benchbackcompat.execution.plugin_host import PluginHost
+from benchbackcompat.execution.presets import resolve_run
 from benchbackcompat.record import CellRecord
-from benchbackcompat.request import RunRequest
-from benchbackcompat.workers import execute_in_workers
+from benchbackcompat.execution.request import RunRequest
+from benchbackcompat.execution.workers import execute_in_workers
 
 
 @dataclass

@@ -175,7 +175,7 @@ def render(name: str) -> dict[str, str]:
 
 def create_plugin(name: str, directory: Path | None = None) -> list[Path]:
     """Write the plugin package of ``name`` into ``directory`` (default ``./bbc-NAME``); returns the files."""
-    from benchbackcompat.plugin_host import PluginHost
+    from benchbackcompat.execution.plugin_host import PluginHost
 
     names = Names.of(name)
     if name in PluginHost.entry_points():

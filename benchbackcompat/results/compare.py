@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from benchbackcompat.frames import Paths, read_records, results_frame
+from benchbackcompat.results.frames import Paths, read_records, results_frame
 from benchbackcompat.record import CellRecord
 from benchbackcompat.report.aggregate import configuration_labels
 

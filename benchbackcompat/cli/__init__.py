@@ -35,7 +35,7 @@ class Parser(argparse.ArgumentParser):
 
 
 def _seeds(text: str) -> list[int]:
-    from benchbackcompat.request import parse_seeds
+    from benchbackcompat.execution.request import parse_seeds
 
     try:
         return parse_seeds(text)
@@ -194,8 +194,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        from benchbackcompat import logs
-        from benchbackcompat.interrupts import watching
+        from benchbackcompat.runtime import logs
+        from benchbackcompat.runtime.interrupts import watching
 
         logs.configure(-1 if args.quiet else args.verbose, args.log_file, args.progress)
         with watching():  # a real Ctrl-C stops the run; a KeyboardInterrupt raised by plugin code fails its cell
@@ -227,10 +227,10 @@ def _silence_stdout() -> None:
 
 
 def run_request(args: argparse.Namespace):
-    """The :class:`~benchbackcompat.request.RunRequest` of ``run``'s arguments."""
+    """The :class:`~benchbackcompat.execution.request.RunRequest` of ``run``'s arguments."""
     from benchbackcompat.config import validate_model
-    from benchbackcompat.presets import grid_options, parse_override
-    from benchbackcompat.request import RunRequest
+    from benchbackcompat.execution.presets import grid_options, parse_override
+    from benchbackcompat.execution.request import RunRequest
 
     grids = {option: values for option, _, key, values in grid_options(args.grids)}
     fields = {
@@ -250,8 +250,8 @@ def _number(text: str) -> int | str:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from benchbackcompat.logs import log
-    from benchbackcompat.runner import run
+    from benchbackcompat.runtime.logs import log
+    from benchbackcompat.execution.runner import run
 
     outcome = run(run_request(args))
     if args.dry_run:
@@ -268,7 +268,7 @@ def print_dry_run(plan) -> None:
     """The resolved configuration, the planned steps and each cell's state in the results directory (the data is
     loaded, so a bad data root fails here)."""
     from benchbackcompat.engine.device import resolve_device
-    from benchbackcompat.plan import assign_fingerprints
+    from benchbackcompat.execution.plan import assign_fingerprints
     from benchbackcompat.store import ResultStore
 
     run = plan.run
@@ -323,15 +323,15 @@ def terminal_tables(records, wide: bool = False) -> str:
 def cmd_list(args: argparse.Namespace) -> int:
     from tabulate import tabulate
 
-    from benchbackcompat.logs import log
+    from benchbackcompat.runtime.logs import log
 
     if args.what == "methods":  # importing the plugins imports torch: their table is kept between calls
-        from benchbackcompat.answer_cache import cached_answer, default_cache_dir
+        from benchbackcompat.cli.answer_cache import cached_answer, default_cache_dir
 
         conflicts: list[str] = []
 
         def methods_table() -> tuple[str, bool]:
-            from benchbackcompat.plugin_host import PluginHost
+            from benchbackcompat.execution.plugin_host import PluginHost
 
             host = PluginHost()
             host.load_all()
@@ -339,7 +339,7 @@ def cmd_list(args: argparse.Namespace) -> int:
             rows += [[name, "unavailable", failure.error] for name, failure in sorted(host.failures.items())]
             rows += [[name, "conflict", why] for name, why in sorted(host.conflicts.items())]
             if args.params:
-                from benchbackcompat.describe import parameter_rows
+                from benchbackcompat.report.describe import parameter_rows
 
                 rows = [[name, status, "; ".join(f"{p['name']}={p['default']}" for p in parameter_rows(host.methods()[name].Params))
                          if status == "available" else text] for name, status, text in rows]
@@ -354,18 +354,18 @@ def cmd_list(args: argparse.Namespace) -> int:
         if conflicts:
             return 2
     elif args.what == "scenarios":
-        from benchbackcompat.presets import load_preset
+        from benchbackcompat.execution.presets import load_preset
 
         preset = load_preset(args.preset)
         rows = [[name, table.get("kind", "?"), table.get("description", "")] for name, table in preset["scenarios"].items()]
         print(tabulate(rows, headers=["scenario", "kind", f"description (preset {args.preset})"], tablefmt="github"))
     elif args.what == "presets":
-        from benchbackcompat.presets import available_presets, load_preset
+        from benchbackcompat.execution.presets import available_presets, load_preset
 
         rows = [[name, str(path), load_preset(name).get("description", "")] for name, path in available_presets().items()]
         print(tabulate(rows, headers=["preset", "file", "description"], tablefmt="github"))
     else:
-        from benchbackcompat.plugin_host import PluginHost
+        from benchbackcompat.execution.plugin_host import PluginHost
 
         host = PluginHost()
         host.load_all()
@@ -382,13 +382,13 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_describe(args: argparse.Namespace) -> int:
-    from benchbackcompat.answer_cache import cached_answer, default_cache_dir
-    from benchbackcompat.presets import preset_path
+    from benchbackcompat.cli.answer_cache import cached_answer, default_cache_dir
+    from benchbackcompat.execution.presets import preset_path
 
     def description() -> tuple[str, bool]:  # importing the plugins imports torch: the answer is kept between calls
-        from benchbackcompat.describe import describe_method
-        from benchbackcompat.plugin_host import PluginHost
-        from benchbackcompat.presets import load_preset, resolve_run
+        from benchbackcompat.report.describe import describe_method
+        from benchbackcompat.execution.plugin_host import PluginHost
+        from benchbackcompat.execution.presets import load_preset, resolve_run
 
         method = PluginHost().method_class(args.method)
         scenarios = resolve_run(preset=args.preset, scenarios=list(load_preset(args.preset)["scenarios"]),
@@ -401,7 +401,7 @@ def cmd_describe(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from benchbackcompat.status import render_status
+    from benchbackcompat.results.status import render_status
 
     print(render_status(args.results))
     return 0
@@ -466,7 +466,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 @functools.cache
 def _host():
-    from benchbackcompat.plugin_host import PluginHost
+    from benchbackcompat.execution.plugin_host import PluginHost
 
     return PluginHost()
 
@@ -476,15 +476,15 @@ _IDENTITIES: dict[str, Any] = {}  # method -> its installed code identity (statu
 
 def _record_state(record) -> str:
     """A record's status, or ``stale (why)`` when other code computed it (status.staleness)."""
-    from benchbackcompat.status import staleness
+    from benchbackcompat.results.status import staleness
 
     why = staleness(record, _IDENTITIES, _host())
     return f"stale ({why})" if why else record.status
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from benchbackcompat.compare import compare_results, render
-    from benchbackcompat.request import split_list
+    from benchbackcompat.results.compare import compare_results, render
+    from benchbackcompat.execution.request import split_list
 
     table, notes = compare_results(args.a, args.b, tuple(split_list(args.statistics)))
     print(render(table, notes, str(args.a), str(args.b)))
@@ -492,7 +492,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from benchbackcompat.frames import export_results
+    from benchbackcompat.results.frames import export_results
 
     written = export_results(args.results or [Path("results")], args.out)
     print("wrote " + " and ".join(str(path) for path in written))
@@ -500,7 +500,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_leaderboard(args: argparse.Namespace) -> int:
-    from benchbackcompat.logs import log
+    from benchbackcompat.runtime.logs import log
     from benchbackcompat.report import leaderboard_tables
     from benchbackcompat.report.calibration import read_calibrations
     from benchbackcompat.report.merge import read_results
@@ -532,9 +532,9 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
 
 def verification(records: list) -> Verification:
     """The commit rendering the pages and the records its code would not compute again (``status``'s staleness)."""
-    from benchbackcompat.plugin_host import PluginHost
+    from benchbackcompat.execution.plugin_host import PluginHost
     from benchbackcompat.report.provenance import Verification
-    from benchbackcompat.status import staleness
+    from benchbackcompat.results.status import staleness
     from benchbackcompat.store.provenance import project_commit
 
     host, current = PluginHost(), {}
@@ -545,7 +545,7 @@ def verification(records: list) -> Verification:
 def installed_methods(names: set[str]) -> dict[str, MethodInfo]:
     """What the installed plugins declare about the methods ``names`` (``report.methods.MethodInfo``), for their
     leaderboard pages; a method whose plugin is missing or broken is left out (its page says so)."""
-    from benchbackcompat.plugin_host import PluginHost
+    from benchbackcompat.execution.plugin_host import PluginHost
     from benchbackcompat.report.methods import MethodInfo
 
     host = PluginHost()
@@ -559,10 +559,10 @@ def installed_methods(names: set[str]) -> dict[str, MethodInfo]:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from benchbackcompat.plugin_host import PluginHost
-    from benchbackcompat.presets import load_preset, resolve_run
-    from benchbackcompat.plan import make_plan
-    from benchbackcompat.request import split_list
+    from benchbackcompat.execution.plugin_host import PluginHost
+    from benchbackcompat.execution.presets import load_preset, resolve_run
+    from benchbackcompat.execution.plan import make_plan
+    from benchbackcompat.execution.request import split_list
 
     scenarios = list(load_preset(args.preset)["scenarios"])
     methods = split_list(args.methods) or ["independent"]
@@ -572,7 +572,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_new_method(args: argparse.Namespace) -> int:
-    from benchbackcompat.scaffold import create_plugin
+    from benchbackcompat.cli.scaffold import create_plugin
 
     files = create_plugin(args.name, args.dir)
     root = files[0].parent
@@ -583,13 +583,13 @@ def cmd_new_method(args: argparse.Namespace) -> int:
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
-    from benchbackcompat.calibrate import CalibrationOptions, calibrate
+    from benchbackcompat.results.calibrate import CalibrationOptions, calibrate
 
     options = CalibrationOptions(preset=args.preset, scenario=args.scenario, methods=args.methods, seeds=args.seeds,
                                  out=args.out, factor=args.factor, metric=args.metric, tolerance=args.tolerance,
                                  min_gain=args.min_gain, base=args.base, summary=args.summary,
                                  run_args=tuple(a for a in args.run_args if a != "--"))
-    from benchbackcompat.runner import run
+    from benchbackcompat.execution.runner import run
 
     result = calibrate(options, lambda argv: run(run_request(build_parser().parse_args(argv))).records)
     print(result.text)
@@ -599,6 +599,3 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 COMMANDS = {"run": cmd_run, "list": cmd_list, "describe": cmd_describe, "status": cmd_status, "show": cmd_show,
             "compare": cmd_compare, "export": cmd_export, "leaderboard": cmd_leaderboard, "validate": cmd_validate,
             "new-method": cmd_new_method, "calibrate": cmd_calibrate}
-
-if __name__ == "__main__":
-    sys.exit(main())

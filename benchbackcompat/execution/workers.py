@@ -15,9 +15,9 @@ from typing import Any
 import torch
 
 from benchbackcompat.record import CellRecord
-from benchbackcompat.request import RunRequest
+from benchbackcompat.execution.request import RunRequest
 
-Runner = Callable[[RunRequest], Any]  # benchbackcompat.runner.run: returns an outcome with .records
+Runner = Callable[[RunRequest], Any]  # benchbackcompat.execution.runner.run: returns an outcome with .records
 
 
 def threads_per_worker(workers: int, threads: int | None = None) -> int:

@@ -5,7 +5,7 @@ code: the hook reference from the hookspecs' docstrings, the method interface fr
 :class:`benchbackcompat.method.Method`, and the worked example from the scaffold's templates
 (the code that tests/test_scaffold.py installs, runs and checks).
 
-``python -m benchbackcompat.guide`` rewrites the guide; ``--check`` only reports whether it is current.
+``python -m benchbackcompat.cli.guide`` rewrites the guide; ``--check`` only reports whether it is current.
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-GUIDE = Path(__file__).resolve().parents[1] / "docs" / "writing-a-method.md"
+GUIDE = Path(__file__).resolve().parents[2] / "docs" / "writing-a-method.md"
 EXAMPLE_NAME = "my-method"
 REGION = re.compile(r"(<!-- generated:(?P<name>[\w-]+) -->\n).*?(<!-- end:(?P=name) -->)", re.S)
 
@@ -76,7 +76,7 @@ def method_interface() -> str:
 
 
 def example_file(suffix: str) -> str:
-    from benchbackcompat.scaffold import render
+    from benchbackcompat.cli.scaffold import render
 
     (text,) = [text for path, text in render(EXAMPLE_NAME).items() if path.endswith(suffix)]
     return text
@@ -107,14 +107,14 @@ def update(text: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchbackcompat.guide", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m benchbackcompat.cli.guide", description=__doc__.splitlines()[0])
     parser.add_argument("path", nargs="?", type=Path, default=GUIDE)
     parser.add_argument("--check", action="store_true", help="exit 1 if the guide is not current, write nothing")
     args = parser.parse_args(argv)
     text = args.path.read_text()
     current = update(text)
     if args.check:
-        print(f"{args.path}: {'current' if current == text else 'stale; run python -m benchbackcompat.guide'}")
+        print(f"{args.path}: {'current' if current == text else 'stale; run python -m benchbackcompat.cli.guide'}")
         return 0 if current == text else 1
     args.path.write_text(current)
     print(f"wrote {args.path}")

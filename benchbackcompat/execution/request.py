@@ -1,8 +1,8 @@
 """What a run is asked to do: one typed request that the command line, the Python API, the ``--workers``
-processes and the executors' jobs all hand to :func:`benchbackcompat.runner.run`.
+processes and the executors' jobs all hand to :func:`benchbackcompat.execution.runner.run`.
 
 A request holds the choices as given (scenario and method names, the preset, ``--set`` overrides as
-dotted keys); :func:`benchbackcompat.presets.resolve_run` turns it into the validated ``RunConfig``.
+dotted keys); :func:`benchbackcompat.execution.presets.resolve_run` turns it into the validated ``RunConfig``.
 """
 from __future__ import annotations
 

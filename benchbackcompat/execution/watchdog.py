@@ -24,9 +24,9 @@ from benchbackcompat.config import RunConfig
 from benchbackcompat.engine.cell import Cell, cell_fields, run_cell
 from benchbackcompat.engine.device import resolve_device
 from benchbackcompat.engine.train import Acceleration
-from benchbackcompat.logs import configure, log
+from benchbackcompat.runtime.logs import configure, log
 from benchbackcompat.method import Method
-from benchbackcompat.plugin_host import PluginHost
+from benchbackcompat.execution.plugin_host import PluginHost
 from benchbackcompat.record import CellRecord, FinishedRecord, parse_record
 from benchbackcompat.scenarios.data import ScenarioData, load_scenario_data
 from benchbackcompat.store import ResultStore

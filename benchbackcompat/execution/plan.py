@@ -16,17 +16,17 @@ from benchbackcompat.engine.device import availability_line, resolve_device
 from benchbackcompat.engine.cell import Cell, device_name, unsupported, worker_name
 from benchbackcompat.errors import BenchError, UnknownNameError
 from benchbackcompat.identity import code_identity
-from benchbackcompat.logs import log, progress_bar
+from benchbackcompat.runtime.logs import log, progress_bar
 from benchbackcompat.method import Method
 from benchbackcompat.models.registry import BACKBONES, TIMM_PREFIX, list_backbones
-from benchbackcompat.plugin_host import PluginHost
+from benchbackcompat.execution.plugin_host import PluginHost
 from benchbackcompat.scenarios.data import ScenarioData, load_scenario_data
-from benchbackcompat.search import Search, make_search, method_grid
-from benchbackcompat.selection import grid_points
+from benchbackcompat.execution.search import Search, make_search, method_grid
+from benchbackcompat.execution.selection import grid_points
 from benchbackcompat.scenarios.steps import build_steps
 from benchbackcompat.store import ResultStore
 from benchbackcompat.record import CellRecord, FailedRecord, FinishedRecord
-from benchbackcompat.watchdog import CellJob, run_watched
+from benchbackcompat.execution.watchdog import CellJob, run_watched
 
 # Training-pool sizes of the built-in datasets, to plan steps without loading images.
 DEFAULT_CLASSES = {"embedded": 100, "cifar10": 10, "cifar100": 100, "tinyimagenet": 200, "cifar10-jpeg": 10, "fashion-mnist": 10}
@@ -159,7 +159,7 @@ def run_summary(records: list[CellRecord], seconds: float, out: Path) -> tuple[s
 def execute(plan: Plan, host: PluginHost, cells: list[Cell] | None = None) -> list[CellRecord]:
     """Run every unfinished cell of ``cells`` (default: the plan's); returns all records (finished ones read
     back from the store). With ``run.cell_timeout`` each cell runs in a child process that is stopped when the
-    time is up (:mod:`benchbackcompat.watchdog`).
+    time is up (:mod:`benchbackcompat.execution.watchdog`).
 
     Several processes may execute plans on one results directory: a cell that another process is
     running (its lock is held) is put off to the end, then waited for and its record taken, so

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 GROUP = "benchbackcompat"  # the plugins' entry-point group (plugin_host.GROUP, which imports torch)
-CORE = Path(__file__).parent
+CORE = Path(__file__).parents[1]  # the benchbackcompat package
 
 
 def package_files(package: str) -> list[Path]:

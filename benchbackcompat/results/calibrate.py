@@ -28,7 +28,7 @@ from pathlib import Path
 from tabulate import tabulate
 
 from benchbackcompat.errors import BenchError
-from benchbackcompat.logs import log
+from benchbackcompat.runtime.logs import log
 from benchbackcompat.record import CellRecord, FinishedRecord
 from benchbackcompat.report.calibration import BEYOND, UNDECIDED, CalibratedCell, Calibration, change_intervals
 

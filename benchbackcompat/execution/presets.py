@@ -19,11 +19,11 @@ from typing import Any
 
 from benchbackcompat.config import NamedScenario, RunConfig, validate_model
 from benchbackcompat.errors import BenchError, UnknownNameError
-from benchbackcompat.request import SMOKE_DATA, SMOKE_TRAIN, split_list  # noqa: F401  (split_list: benchmarks)
-from benchbackcompat.selection import DEFAULT_GRID, parse_grid_option
+from benchbackcompat.execution.request import SMOKE_DATA, SMOKE_TRAIN, split_list  # noqa: F401  (split_list: benchmarks)
+from benchbackcompat.execution.selection import DEFAULT_GRID, parse_grid_option
 
 PRESET_ENV = "BENCHBACKCOMPAT_PRESETS"
-# The repository's top-level scenarios/, shipped in the wheel as package data (benchbackcompat/preset_files is a
+# The repository's top-level presets/, shipped in the wheel as package data (benchbackcompat/preset_files is a
 # link to it in the checkout; build copies the files).
 BUILTIN_PRESETS = files("benchbackcompat") / "preset_files"
 MAX_DEPTH = 8  # tables nested deeper than this are refused (presets need 3 levels)
