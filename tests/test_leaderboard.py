@@ -268,4 +268,27 @@ def test_page_headers_name_the_rendering_commit_and_whether_each_cell_holds_ther
     held = header_markdown(records, "2000-01-01", Verification("abc123"))
     assert "project commit: abc123 (every cell's code identity verified at this commit; computed at" in held
     stale = header_markdown(records, "2000-01-01", Verification("abc123", {records[0].key: "method source changed"}))
-    assert f"1 of {len(records)} cells were computed by other code" in stale and records[0].label in stale
+    assert f"1 of {len(records)} cells were computed by other code or from an" in stale and records[0].label in stale
+
+
+def test_published_pages_leave_out_cells_computed_by_other_code_and_say_so(two_dirs, tmp_path, capsys):
+    a, _ = two_dirs
+    records = list(ResultStore(a).records())
+    out = tmp_path / "board"
+    # the fixture records name another method code than the installed one: without --verified-only they are
+    # published and the headers name them; with it none can be published, in one line
+    assert main(["leaderboard", "--results", str(a), "--out", str(out)]) == 0
+    assert f"of {len(records)} cells were computed by other code" in (out / "README.md").read_text()
+    assert main(["leaderboard", "--results", str(a), "--out", str(tmp_path / "v"), "--verified-only"]) == 2
+    assert "publish without --verified-only" in capsys.readouterr().err
+
+
+def test_the_left_out_section_counts_cells_by_reason_and_scenario(two_dirs):
+    from benchbackcompat.report.publish import left_out_markdown
+
+    a, _ = two_dirs
+    records = list(ResultStore(a).records())[:3]
+    text = left_out_markdown([(r, "method source_sha256 changed (aa -> bb)") for r in records])
+    scenarios = sorted({r.scenario for r in records})
+    assert text.startswith("## Left out\n\n3 stored cells are not on these pages")
+    assert "- method source\\_sha256 changed: " in text and all(s in text for s in scenarios)

@@ -165,6 +165,10 @@ def build_parser() -> argparse.ArgumentParser:
                             "its calibration/*.json (benchbackcompat calibrate --summary) go into the claims report")
     board.add_argument("--out", type=Path, help="write the leaderboard folder (Markdown pages, figures, CSV, JSON) instead of printing")
     board.add_argument("--grids", action="store_true", help="also print the whole grid of every method whose hyperparameters were selected")
+    board.add_argument("--verified-only", action="store_true",
+                       help="with --out, publish only the cells that this commit's code would compute again and that a "
+                            "committed tree computed (the others are listed under 'Left out'); without it the page "
+                            "headers name the cells that do not hold at this commit")
 
     calibration = sub.add_parser("calibrate", help="train a preset's cells as given and longer: did the self-tests converge?")
     calibration.add_argument("--preset", default="cpu", help="preset name or TOML file (default: cpu)")
@@ -504,7 +508,7 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     from benchbackcompat.report import leaderboard_tables
     from benchbackcompat.report.calibration import read_calibrations
     from benchbackcompat.report.merge import read_results
-    from benchbackcompat.report.provenance import render_date
+    from benchbackcompat.report.provenance import Verification, render_date
     from benchbackcompat.report.publish import command_line, write_leaderboard
 
     roots = args.results or [Path("results")]
@@ -512,11 +516,26 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     if not merged.records:
         raise BenchError(f"no results found in {', '.join(map(str, roots))}; run `benchbackcompat run` first")
     if args.out:
-        merged.verification = verification(merged.records)
-        if merged.verification.stale:
-            log.warning(f"{len(merged.verification.stale)} cells were computed by other code than this commit's "
-                        "(`benchbackcompat status` says why); the page headers say so")
-        written = write_leaderboard(merged, args.out, command_line(roots, args.out), render_date(),
+        check = verification(merged.records)
+        unverified = {r.key: why for r in merged.records
+                      if (why := check.stale.get(r.key) or ("computed from an uncommitted tree"
+                                                             if "+dirty" in str(r.versions.commit) else ""))}
+        if check.commit is None or "+dirty" in check.commit:
+            log.warning(f"rendering from an uncommitted tree ({check.commit or 'no commit'}): publish from a clean "
+                        "commit, so that the pages name the code that verified them")
+        if unverified and args.verified_only:
+            merged.left_out = [(r, unverified[r.key]) for r in merged.records if r.key in unverified]
+            merged.records = [r for r in merged.records if r.key not in unverified]
+            log.warning(f"{len(unverified)} cells left out (computed by other code or from an uncommitted tree; "
+                        "`benchbackcompat status` lists them)")
+            if not merged.records:
+                raise BenchError("every stored cell was computed by other code than this commit's or from an "
+                                 "uncommitted tree; run them again, or publish without --verified-only")
+        elif unverified:
+            log.warning(f"{len(unverified)} cells were computed by other code or from an uncommitted tree; the page "
+                        "headers name them (--verified-only leaves them out)")
+        merged.verification = Verification(check.commit, {} if merged.left_out else unverified)
+        written = write_leaderboard(merged, args.out, command_line(roots, args.out, args.verified_only), render_date(),
                                     read_calibrations(roots), installed_methods({r.method for r in merged.records}))
         print(f"wrote {len(written)} files to {args.out} ({args.out / 'README.md'})")
     else:
@@ -533,11 +552,12 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
 def verification(records: list) -> Verification:
     """The commit rendering the pages and the records its code would not compute again (``status``'s staleness)."""
     from benchbackcompat.execution.plugin_host import PluginHost
-    from benchbackcompat.report.provenance import Verification
     from benchbackcompat.results.status import staleness
     from benchbackcompat.store.provenance import project_commit
 
     host, current = PluginHost(), {}
+    from benchbackcompat.report.provenance import Verification
+
     stale = {record.key: why for record in records if (why := staleness(record, current, host))}
     return Verification(project_commit(), stale)
 

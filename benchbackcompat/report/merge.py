@@ -42,6 +42,7 @@ class Merged:
     duplicates: list[Duplicate] = field(default_factory=list)
     superseded: list[CellRecord] = field(default_factory=list)  # older records of the same cell (other code/data)
     verification: Verification | None = None  # the rendering commit and which records its code would not compute
+    left_out: list[tuple[CellRecord, str]] = field(default_factory=list)  # records not published, and why
 
 
 def slot(record: CellRecord) -> str:

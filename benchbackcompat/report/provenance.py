@@ -73,8 +73,9 @@ def verified_at(records: list[CellRecord], verification: Verification) -> str:
     if not stale:
         return (f"project commit: {commit} (every cell's code identity verified at this commit; computed at "
                 f"{computed})")
-    return (f"project commit: {commit} ({len(stale)} of {len(records)} cells were computed by other code and are not "
-            f"verified at this commit: {', '.join(sorted({r.label for r in stale}))}; computed at {computed})")
+    return (f"project commit: {commit} ({len(stale)} of {len(records)} cells were computed by other code or from an "
+            f"uncommitted tree and are not verified at this commit: {', '.join(sorted({r.label for r in stale}))}; "
+            f"computed at {computed})")
 
 
 def header_markdown(records: list[CellRecord], date: str, verification: Verification | None = None) -> str:

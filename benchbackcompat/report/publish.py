@@ -13,7 +13,7 @@ import os
 import re
 import shlex
 import shutil
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -177,6 +177,20 @@ def page_markdown(page: Page, out: Path, date: str, verification: Verification |
     return "\n\n".join(parts) + "\n"
 
 
+def left_out_markdown(left_out: Sequence[tuple[CellRecord, str]]) -> str:
+    """The index section naming the stored cells that the pages leave out, by reason and scenario."""
+    by_reason: dict[str, Counter[str]] = defaultdict(Counter)
+    for record, why in left_out:
+        by_reason[why.split(" (")[0]][record.scenario] += 1
+    lines = [f"## Left out\n\n{len(left_out)} stored cells are not on these pages: the code of this commit would not "
+             "compute them again (its method's code or the core's results version differ), or they were computed from "
+             "an uncommitted tree. `benchbackcompat status --results DIR` lists them; running their command again "
+             "recomputes them.\n"]
+    for why, scenarios in sorted(by_reason.items()):
+        lines.append(f"- {escape(why)}: " + ", ".join(f"{escape(s)} ({n})" for s, n in sorted(scenarios.items())))
+    return "\n".join(lines)
+
+
 def readme_markdown(pages: list[Page], merged: Merged, command: str, date: str, runs: list[str],
                     stored: Sequence[tuple[str, str]] = ()) -> str:
     """The index. ``stored``: (folder relative to the index, its own README's body) for every results folder kept
@@ -196,6 +210,8 @@ def readme_markdown(pages: list[Page], merged: Merged, command: str, date: str, 
     parts.append("[The papers' claims, tested on these results](claims.md): each claim with the paper's numbers, "
                  "ours with 95% intervals and a verdict (reproduced, not reproduced, undecidable) on the tables of "
                  "the protocol each claim needs.")
+    if merged.left_out:
+        parts.append(left_out_markdown(merged.left_out))
     parts.append("## Pages")
     parts.append("\n".join(
         f"- [{page.name}]({page.name}.md): dataset {escape(page.dataset)}, preset {escape(page.preset)}, "
@@ -408,5 +424,6 @@ def _write(path: Path, text: str) -> Path:
     return path
 
 
-def command_line(results: list[Path], out: Path) -> str:
-    return shlex.join(["benchbackcompat", "leaderboard", *(a for r in results for a in ("--results", str(r))), "--out", str(out)])
+def command_line(results: list[Path], out: Path, verified_only: bool = False) -> str:
+    return shlex.join(["benchbackcompat", "leaderboard", *(a for r in results for a in ("--results", str(r))), "--out",
+                       str(out), *(["--verified-only"] if verified_only else [])])
