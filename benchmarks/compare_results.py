@@ -3,11 +3,14 @@
     python benchmarks/compare_results.py results-before results-after
 
 Cells are matched by label (scenario/method/seedN), so a change of cell key (configuration hashing) is not a
-difference; a NaN equals null (records store a NaN as null since JSON became strict). Reads ``cells/*/record.json`` directly, independent of the store's code. Exit status 1 on any
-difference, with one line per differing field.
+difference; a NaN equals null (records store a NaN as null since JSON became strict). Reads ``cells/*/record.json.gz``
+(and the plain ``record.json`` of older folders) directly, independent of the store's code; curves from
+``curves.json.gz`` or ``curves.json`` beside them, or inline in older records. Exit status 1 on any difference, with
+one line per differing field.
 """
 from __future__ import annotations
 
+import gzip
 import json
 import sys
 from pathlib import Path
@@ -16,11 +19,19 @@ from typing import Any
 COMPARED = ("status", "reason", "steps", "matrices", "metrics", "curves", "notes")
 
 
+def read(folder: Path, name: str) -> Any:
+    """JSON file ``name`` of a cell folder, compressed or plain (None when neither exists)."""
+    if (folder / f"{name}.gz").is_file():
+        return json.loads(gzip.decompress((folder / f"{name}.gz").read_bytes()))
+    return json.loads((folder / name).read_text()) if (folder / name).is_file() else None
+
+
 def load(root: Path) -> dict[str, dict[str, Any]]:
     records = {}
-    for path in sorted(root.glob("cells/*/record.json")):
-        record = json.loads(path.read_text())
-        records[record["label"]] = record
+    for folder in sorted(p for p in root.glob("cells/*") if p.is_dir()):
+        record = read(folder, "record.json")
+        if record is not None:
+            records[record["label"]] = {**record, "curves": read(folder, "curves.json") or record.get("curves")}
     return records
 
 

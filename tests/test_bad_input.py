@@ -392,7 +392,7 @@ def test_a_one_class_dataset_is_refused_before_training(tmp_path, monkeypatch, c
                  "--data-root", str(root)])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and err[-1].startswith("error: dataset 'imagefolder' has 1 class(es)"), err
-    assert not list((tmp_path / "run").glob("cells/*/record.json"))
+    assert not list((tmp_path / "run").glob("cells/*/record.json*"))
 
 
 def test_tinyimagenet_with_bad_annotations_names_the_line(tmp_path):

@@ -2,6 +2,7 @@
 first with a runner that returns hand-made records, then end to end on tiny data."""
 from __future__ import annotations
 
+import gzip
 import json
 
 import numpy as np
@@ -114,5 +115,5 @@ def test_calibrate_command_trains_both_lengths_and_writes_the_summary(tmp_path, 
     stored = json.loads(summary.read_text())
     assert stored["epochs"] == [2, 3] and stored["preset"] == "quick" and len(stored["cells"]) == 1
     assert {change["queries"] for change in stored["changes"]} == {6 * 12}  # 6 classes x 12 test images, not 6 x 6
-    records = [json.loads(p.read_text()) for p in (tmp_path / "longer").glob("cells/*/record.json")]
+    records = [json.loads(gzip.decompress(p.read_bytes())) for p in (tmp_path / "longer").glob("cells/*/record.json.gz")]
     assert records and all(r["config"]["train"]["epochs"] == 3 for r in records)

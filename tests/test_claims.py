@@ -2,6 +2,7 @@
 protocol), and the verdict rule on synthetic replicates."""
 from __future__ import annotations
 
+import gzip
 import json
 import math
 
@@ -193,7 +194,7 @@ def test_claims_are_judged_only_on_tables_of_their_protocol():
 def test_the_published_tables_are_judged_only_under_their_declared_protocol():
     from pathlib import Path
     root = Path(__file__).resolve().parent.parent / "leaderboard" / "records" / "cells"
-    records = [r for r in (json.loads(f.read_text()) for f in root.glob("*/record.json"))
+    records = [r for r in (json.loads(gzip.decompress(f.read_bytes())) for f in root.glob("*/record.json.gz"))
                if r.get("scenario") in ("iam-cl2r", "cl2r", "multi-step", "multi-step-seen")]
     assert records
     for claim, findings in judgements(build_tables(records)):

@@ -1,6 +1,7 @@
 """A larger test set evaluates the models already trained: training keys depend on the training images alone."""
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 
@@ -19,8 +20,8 @@ ARGS = ["--scenario", "ext-class", "--methods", "l2", "-q", *tiny_run_args(1)]
 def run(out: Path, *extra: str) -> dict:
     """Run the tiny ext-class cell of l2 into ``out``; its record (the last one written)."""
     assert main(["run", "--out", str(out), *ARGS, *extra]) == 0
-    newest = max(out.glob("cells/*/record.json"), key=lambda p: p.stat().st_mtime_ns)
-    return json.loads(newest.read_text())
+    newest = max(out.glob("cells/*/record.json.gz"), key=lambda p: p.stat().st_mtime_ns)
+    return json.loads(gzip.decompress(newest.read_bytes()))
 
 
 def trained_files(out: Path) -> dict[str, int]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import errno
 import fractions
+import gzip
 import json
 import os
 import re
@@ -122,7 +123,7 @@ KILLS = {
     "writing the shared model": ("write:*.pt@1:kill", []),
     "writing a step checkpoint": ("write:step-1.pt:kill", ["step-0.pt"]),
     "between a checkpoint and its checksum": ("write:step-1.pt.sha256:kill", ["step-0.pt"]),
-    "writing the result": ("write:record.json:kill", ["step-0.pt", "step-1.pt", "step-2.pt"]),
+    "writing the result": ("write:record.json.gz:kill", ["step-0.pt", "step-1.pt", "step-2.pt"]),
 }
 
 
@@ -133,7 +134,7 @@ def test_sigkill_then_resume_gives_the_uninterrupted_record(where, runner, refer
     out = tmp_path / "run"
     signal, rc, log = runner.run(out, fault=fault)
     assert signal == 9, log
-    assert not list(out.glob("cells/*/record.json"))
+    assert not list(out.glob("cells/*/record.json*"))
     verified = sorted(p.name for p in out.glob("cells/*/step-*.pt") if checksum_path(p).is_file())
     assert verified == finished_steps  # every finished step survived, nothing else claims to have
     signal, rc, log = runner.run(out)
@@ -147,7 +148,7 @@ def test_sigkill_then_resume_gives_the_uninterrupted_record(where, runner, refer
 def test_repeated_kills_in_one_lineage(runner, reference, tmp_path):
     """Killed in step 0, then in step 1, then while writing the result: each run resumes the last."""
     out = tmp_path / "run"
-    for fault in ("train-batch@2:kill", "train-batch@5:kill", "write:record.json:kill"):
+    for fault in ("train-batch@2:kill", "train-batch@5:kill", "write:record.json.gz:kill"):
         signal, _, log = runner.run(out, fault=fault)
         assert signal == 9, log
     assert runner.run(out)[:2] == (None, 0)
@@ -168,8 +169,9 @@ def test_corrupt_checkpoints_and_results_are_reported_and_recomputed(runner, ref
         data = bytearray(path.read_bytes())
         data[len(data) // 2] ^= 0xFF
         path.write_bytes(bytes(data))
-    record = cell / "record.json"
-    record.write_text(record.read_text().replace('"AA": ', '"AA": 1', 1))  # a tampered number, still valid JSON
+    record = cell / "record.json.gz"
+    tampered = gzip.decompress(record.read_bytes()).decode().replace('"AA": ', '"AA": 1', 1)  # still valid JSON
+    record.write_bytes(gzip.compress(tampered.encode()))
     signal, rc, log = runner.run(out)
     assert (signal, rc) == (None, 0), log
     assert f"result {record} does not match its checksum" in log
@@ -189,7 +191,7 @@ def test_a_checkpoint_copied_over_another_step_is_set_aside_and_the_step_recompu
     out = tmp_path / "run"
     shutil.copytree(reference["out"], out)
     cell = next(out.glob("cells/*"))
-    (cell / "record.json").unlink()
+    (cell / "record.json.gz").unlink()
     step0, step2 = cell / "step-0.pt", cell / "step-2.pt"
     if written == "now":  # step 0 and its checksum copied over step 2's: intact, but another step's
         shutil.copy(step0, step2)
@@ -213,7 +215,7 @@ def test_a_shared_model_overwritten_by_another_model_is_set_aside_and_retrained(
     out = tmp_path / "run"
     shutil.copytree(reference["out"], out)
     cell = next(out.glob("cells/*"))
-    for name in ("record.json", "step-0.pt"):  # step 0 is the shared standard model: it is loaded from models/
+    for name in ("record.json.gz", "step-0.pt"):  # step 0 is the shared standard model: it is loaded from models/
         (cell / name).unlink()
     (shared,) = out.glob("models/*.pt")
     shutil.copy(cell / "step-2.pt", shared)  # 6 classes over the 2-class standard model, checksum and all
@@ -226,21 +228,22 @@ def test_a_shared_model_overwritten_by_another_model_is_set_aside_and_retrained(
     assert outcome(out) == outcome(reference["out"])
 
 
-@pytest.mark.parametrize("damage", ["truncate", "edit", "drop-checksum", "not-json"])
+@pytest.mark.parametrize("damage", ["truncate", "edit", "drop-checksum", "not-json", "not-gzip"])
 def test_damaged_record_is_not_used(damage, tmp_path, caplog):
     store = ResultStore(tmp_path)
     cell = {"key": "abc", "label": "s/m/seed0", "scenario": "s", "kind": "ext-class", "method": "m", "seed": 0}
     path = store.write_record("abc", {**cell, "status": "finished", "metrics": {"cmc@1": {"AA": 12.5}},
                                       "matrices": {"cmc@1": [[10.0, None], [15.0, 12.5]]}})  # AA = 37.5 / 3
     assert store.record("abc").metrics["cmc@1"].AA == 12.5
-    text = path.read_text()
+    text = gzip.decompress(path.read_bytes()).decode()
     damaged = {
-        "truncate": text[: len(text) // 2],
-        "edit": text.replace("12.5", "13.5"),
-        "drop-checksum": json.dumps({k: v for k, v in json.loads(text).items() if k != "sha256"}),
-        "not-json": "\x00\xff",
+        "truncate": path.read_bytes()[: path.stat().st_size // 2],
+        "edit": gzip.compress(text.replace("12.5", "13.5").encode()),
+        "drop-checksum": gzip.compress(json.dumps({k: v for k, v in json.loads(text).items() if k != "sha256"}).encode()),
+        "not-json": gzip.compress(b"\x00\xff"),
+        "not-gzip": text.encode(),
     }[damage]
-    path.write_text(damaged)
+    path.write_bytes(damaged)
     assert ResultStore(tmp_path).record("abc") is None
     assert list(ResultStore(tmp_path).records()) == []
     assert f"result {path}" in caplog.text
@@ -350,7 +353,7 @@ def test_oom_in_training_fails_the_cell_naming_the_batch_size(runner, tmp_path):
 def test_oom_in_evaluation_retries_with_smaller_chunks(runner, reference, tmp_path):
     out = tmp_path / "run"
     shutil.copytree(reference["out"], out)
-    next(out.glob("cells/*/record.json")).unlink()  # evaluate again from the stored steps
+    next(out.glob("cells/*/record.json.gz")).unlink()  # evaluate again from the stored steps
     signal, rc, log = runner.run(out, fault="extract-batch@1:oom")
     assert (signal, rc) == (None, 0), log
     assert "out of memory in feature extraction with chunks of 512; retrying with 256" in log
@@ -412,7 +415,7 @@ def test_oom_at_chunk_size_one_and_other_errors_are_not_retried():
 # --- a full disk names the file it could not write ------------------------------------------------------------------
 
 @pytest.mark.slow
-@pytest.mark.parametrize("file", ["cell.json", "record.json", "step-1.pt"])
+@pytest.mark.parametrize("file", ["cell.json", "record.json.gz", "step-1.pt"])
 def test_a_full_disk_names_the_file_it_could_not_write(file, runner, tmp_path):
     out = tmp_path / "run"
     signal, rc, log = runner.run(out, fault=f"write:{file}:full")
@@ -435,7 +438,7 @@ def test_a_write_that_fails_in_the_middle_names_its_file_and_leaves_no_partial_f
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))  # as the kernel reports it: no file name
 
     monkeypatch.setattr(os, "fsync", full)
-    path = tmp_path / "cells" / "abc" / "record.json"
+    path = tmp_path / "cells" / "abc" / "record.json.gz"
     with pytest.raises(OSError) as info:
         atomic_write_bytes(path, b"{}")
     assert info.value.errno == errno.ENOSPC and info.value.filename == str(path)
@@ -471,7 +474,7 @@ def test_records_are_strict_json_with_nan_as_null(tmp_path):
     def refuse(constant):
         raise ValueError(f"not strict JSON: {constant}")
 
-    record = json.loads(path.read_text(), parse_constant=refuse)
+    record = json.loads(gzip.decompress(path.read_bytes()), parse_constant=refuse)
     assert record["matrices"]["m"] == [[1.0, None], [None, 2.0]]
     assert store.record("a" * 16).matrices["m"] == [[1.0, None], [None, 2.0]]
 
@@ -481,8 +484,8 @@ def test_temporary_files_of_killed_writers_are_removed_on_the_next_run(tmp_path)
     folder = store.cell_dir("a" * 16)
     folder.mkdir(parents=True)
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
-    orphan = folder / f".record.json.{int(dead.stdout)}.tmp"
-    live = folder / f".record.json.{os.getpid()}.tmp"
+    orphan = folder / f".record.json.gz.{int(dead.stdout)}.tmp"
+    live = folder / f".record.json.gz.{os.getpid()}.tmp"
     young = folder / f".step-0.pt.{int(dead.stdout)}.tmp"
     for path in (orphan, live, young):
         path.write_text("partial")

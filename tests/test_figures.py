@@ -100,3 +100,26 @@ def test_aa_curves_are_one_panel_per_method_with_its_own_mean_over_seeds():
         assert sum(line.get_color() == "0.8" for line in ax.get_lines()) == 17  # every other method, in grey
         assert ax.get_title().startswith(f"m{m}: {40.5 + m:.1f} at tau = 10")
     assert len({ax.get_ylim() for ax in panels}) == 1  # shared axes
+
+
+def test_a_stored_figure_is_a_palette_png_close_to_matplotlibs_render_and_reproducible(tmp_path):
+    """The PNG keeps at most 256 colours; against matplotlib's full-colour render of the same figure, all but a few
+    anti-aliased edge pixels (of text on a coloured fill) stay within a small step, and the average moves by far less;
+    the same table gives the same bytes."""
+    import io
+
+    from PIL import Image
+
+    from benchbackcompat.report.figures import matrices_figure
+
+    table = build_tables(sequence_records(18, 10))[0]
+    path = matrices_figure(table, "top1", tmp_path / "a.png")
+    stored = Image.open(path)
+    assert stored.format == "PNG" and stored.mode == "P" and stored.info.keys() <= {"transparency", "dpi"}
+    full = io.BytesIO()
+    matrices_plot(table, "top1").savefig(full, format="png")
+    reference = np.asarray(Image.open(full).convert("RGB"), dtype=int)
+    difference = np.abs(np.asarray(stored.convert("RGB"), dtype=int) - reference).max(axis=2)  # per pixel, of 255
+    assert difference.shape == reference.shape[:2] and np.percentile(difference, 99.9) <= 32 and difference.mean() < 1
+    assert len(np.unique(reference.reshape(-1, 3), axis=0)) > 256  # so the palette did have to choose
+    assert matrices_figure(table, "top1", tmp_path / "b.png").read_bytes() == path.read_bytes()

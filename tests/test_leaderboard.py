@@ -3,6 +3,7 @@ and observer plugins (TensorBoard) loaded through the entry point group ``benchb
 from __future__ import annotations
 
 import copy
+import gzip
 import json
 import re
 import shlex
@@ -133,13 +134,13 @@ def test_curves_are_stored_beside_the_record_and_read_from_either_place(tmp_path
     (record,) = [r for r in fixture_records() if r["label"] == "ext-class/independent/seed0"]
     new = ResultStore(tmp_path / "new")
     folder = new.write_record(record["key"], record).parent
-    stored = json.loads((folder / "record.json").read_text())
-    assert "curves" not in stored and json.loads((folder / "curves.json").read_text()) == record["curves"]
+    stored = json.loads(gzip.decompress((folder / "record.json.gz").read_bytes()))
+    assert "curves" not in stored and json.loads(gzip.decompress((folder / "curves.json.gz").read_bytes())) == record["curves"]
     content = {k: v for k, v in stored.items() if k != "sha256"}  # the checksum, written out: sorted compact JSON
     assert stored["sha256"] == hashlib.sha256(json.dumps(content, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
     assert new.record(record["key"]) is not None and new.curves(record["key"]) == record["curves"]
     new.clear_cell(record["key"])
-    assert not (folder / "curves.json").exists() and new.curves(record["key"]) == {}
+    assert not (folder / "curves.json.gz").exists() and new.curves(record["key"]) == {}
     old = tmp_path / "old" / "cells" / record["key"]  # a record written when the curves were inside it
     old.mkdir(parents=True)
     inline = {"format": 1, **record}

@@ -37,11 +37,11 @@ def test_redirected_run_logs_plain_lines_with_cells_data_steps_and_resume(tmp_pa
 
     # an interrupted cell: the record and the last step are gone, the first step's checkpoint is kept
     cell = ResultStore(tmp_path).cell_dir(record.key)
-    (cell / "record.json").unlink()
+    (cell / "record.json.gz").unlink()
     (cell / "step-1.pt").unlink()
     again = subprocess.run([*command, "-q"], capture_output=True, text=True, check=True)
     assert again.stderr == ""  # -q: warnings and errors only
-    (cell / "record.json").unlink()
+    (cell / "record.json.gz").unlink()
     (cell / "step-1.pt").unlink()
     log_file = tmp_path / "run.log"
     assert main(["run", "--scenario", "ext-class", "--methods", "l2", "--out", str(tmp_path), *TINY,

@@ -1,6 +1,7 @@
 """``train.min_steps``: a floor on SGD steps for models whose data gives few batches an epoch."""
 from __future__ import annotations
 
+import gzip
 import json
 import math
 
@@ -35,9 +36,9 @@ def test_a_run_trains_the_small_model_more_epochs_on_a_cosine_over_all_of_them(t
     args = ["run", "--preset", "quick", "--scenario", "multi-step", "--methods", "l2", "--out", str(tmp_path), "-q",
             *tiny_run_args(1), "--set", "num_models=2", "--set", "train.min_steps=20"]
     assert main(args) == 0
-    (record_path,) = tmp_path.glob("cells/*/record.json")
-    record = json.loads(record_path.read_text())
-    curve = json.loads((record_path.parent / "curves.json").read_text())["1"]  # l2's own model (model 0 is the shared cross-entropy one: no curve stored)
+    (record_path,) = tmp_path.glob("cells/*/record.json.gz")
+    record = json.loads(gzip.decompress(record_path.read_bytes()))
+    curve = json.loads(gzip.decompress((record_path.parent / "curves.json.gz").read_bytes()))["1"]  # l2's own model (model 0 is the shared cross-entropy one: no curve stored)
     assert len(curve) == 3  # ceil(20 / 7)
     lr = record["config"]["train"]["lr"]
     cosine = [lr * 0.5 * (1 + math.cos(math.pi * i / 21)) for i in range(21)]  # 3 epochs x 7 batches

@@ -5,6 +5,7 @@ guide's example working.
 """
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import subprocess
@@ -83,10 +84,10 @@ def test_scaffolded_plugin_installs_lists_runs_and_passes_its_conformance_tests(
     cli = _cli("-c", f"from benchbackcompat.cli import main; raise SystemExit(max(main(c) for c in {commands!r}))")
     assert cli.returncode == 0, cli.stderr
     assert any(line.startswith(f"| {name} ") and "available" in line for line in cli.stdout.splitlines())
-    (record,) = [json.loads(p.read_text()) for p in out.glob("cells/*/record.json")]
+    (record,) = [json.loads(gzip.decompress(p.read_bytes())) for p in out.glob("cells/*/record.json.gz")]
     assert record["status"] == "finished" and record["method"] == name
     assert record["versions"]["plugins"][name] == f"{Names.of(name).dist} 0.1.0"
-    (curves,) = [json.loads(p.read_text()) for p in out.glob("cells/*/curves.json")]
+    (curves,) = [json.loads(gzip.decompress(p.read_bytes())) for p in out.glob("cells/*/curves.json.gz")]
     assert "compat" in curves["1"][0]  # the new model trained with the compatibility term
 
     tests = _cli("-m", "pytest", "-q", "-p", "no:cacheprovider", str(root / "tests"), cwd=root)

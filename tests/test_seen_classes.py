@@ -1,6 +1,7 @@
 """multi-step's ``eval_classes = "seen"``: C[t][k] scored on the classes gallery model k was trained on."""
 from __future__ import annotations
 
+import gzip
 import json
 import math
 
@@ -80,7 +81,8 @@ def test_the_seen_variant_evaluates_the_models_multi_step_trained(tmp_path):
     trained = sorted(p.stat().st_mtime_ns for p in tmp_path.glob("cells/*/step-*.pt"))
     assert len(trained) == 2
     assert main([*base, "--scenario", "multi-step-seen"]) == 0
-    records = {json.loads(p.read_text())["scenario"]: json.loads(p.read_text()) for p in tmp_path.glob("cells/*/record.json")}
+    stored = [json.loads(gzip.decompress(p.read_bytes())) for p in tmp_path.glob("cells/*/record.json.gz")]
+    records = {record["scenario"]: record for record in stored}
     assert set(records) == {"multi-step", "multi-step-seen"} and records["multi-step"]["key"] != records["multi-step-seen"]["key"]
     assert sorted(p.stat().st_mtime_ns for p in tmp_path.glob("cells/*/step-*.pt")) == trained  # none trained again
     all_classes, seen = (records[name]["matrices"]["cmc@1"] for name in ("multi-step", "multi-step-seen"))

@@ -54,7 +54,7 @@ def run(out: Path, root: Path, methods: str, *extra: str) -> tuple[int, str, int
 
 
 def records_bytes(out: Path) -> dict[Path, bytes]:
-    return {path: path.read_bytes() for path in out.glob("cells/*/record.json")}
+    return {path: path.read_bytes() for path in out.glob("cells/*/record.json.gz")}
 
 
 def computed(result: tuple[int, str, int]) -> int:
@@ -192,7 +192,7 @@ def test_a_record_copied_into_another_cells_folder_is_not_served(tmp_path, caplo
     store.write_record("a" * 16, {"key": "a" * 16, "label": "s/m/seed0", "scenario": "s", "kind": "ext-class",
                                   "method": "m", "seed": 0, "status": "finished"})
     (store.cell_dir("b" * 16)).mkdir(parents=True)
-    (store.cell_dir("b" * 16) / "record.json").write_bytes((store.cell_dir("a" * 16) / "record.json").read_bytes())
+    (store.cell_dir("b" * 16) / "record.json.gz").write_bytes(store.record_path("a" * 16).read_bytes())
     assert store.record("b" * 16) is None and "belongs to cell" in caplog.text
     assert store.record("a" * 16) is not None
 

@@ -106,7 +106,7 @@ class RankStore(ResultStore):
             ResultStore.save(path, payload)
 
     def write_record(self, key: str, record: RecordBase | dict[str, Any]) -> Path:
-        return super().write_record(key, record) if is_main() else self.cell_dir(key) / "record.json"
+        return super().write_record(key, record) if is_main() else self.record_path(key)
 
     def record(self, key: str) -> CellRecord | None:
         found = super().record(key) if is_main() else None

@@ -98,7 +98,7 @@ def training_length(table: Table) -> str:
     epochs, floor = train.get("epochs"), train.get("min_steps")
     if not floor:
         return f"{epochs} epoch{'s' if epochs != 1 else ''} per model"
-    # curves are stored beside records now (curves.json, not published); older records hold them inline
+    # curves are stored beside records now (curves.json.gz, not published); older records hold them inline
     inline = [getattr(r, "curves", None) or {} for r in table.records if isinstance(r, FinishedRecord)]
     trained = sorted({len(c) for curves in inline for c in curves.values() if c})
     span = (f"{trained[0]}–{trained[-1]}" if trained[0] != trained[-1] else f"{trained[0]}") if trained else f"≥ {epochs}"
@@ -276,11 +276,12 @@ def readme_markdown(pages: list[Page], merged: Merged, command: str, date: str, 
              "`leaderboard.csv` and `leaderboard.json`: the exports; `reproduce/*.toml`: the presets of the commands "
              "that recompute the stored results.",
              "- Training curves are not published (no page reads them): a run writes each cell's curves beside its "
-             "record, in `cells/<key>/curves.json` of its results folder, and `benchbackcompat show KEY` summarises "
+             "record, in `cells/<key>/curves.json.gz` of its results folder, and `benchbackcompat show KEY` summarises "
              "them."]
     for folder, body in stored:
-        files.append(f"- `{folder}/cells/*/record.json`: the stored results these pages are rendered from, one record "
-                     f"per cell (configuration, versions, matrices, every query's outcome, timings); "
+        files.append(f"- `{folder}/cells/*/record.json.gz`: the stored results these pages are rendered from, one record "
+                     f"per cell (configuration, versions, matrices, every query's outcome, timings), gzip-compressed JSON "
+                     f"(`gzip -dc` prints one); "
                      f"`{folder}/calibration/*.json`: the convergence summaries (`benchbackcompat calibrate`) that "
                      f"the claims report names" + (f"; `{folder}/README.md`: their notes, quoted below." if body else "."))
     parts.append("\n".join(files))

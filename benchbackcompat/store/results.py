@@ -1,11 +1,14 @@
 """The results directory.
 
-``<out>/cells/<key>/record.json``   one record per (scenario, method, seed, configuration), written atomically
-``<out>/cells/<key>/curves.json``   its training curves (step index -> per-epoch values), written before the record
+``<out>/cells/<key>/record.json.gz`` one record per (scenario, method, seed, configuration), written atomically
+``<out>/cells/<key>/curves.json.gz`` its training curves (step index -> per-epoch values), written before the record
 ``<out>/cells/<key>/cell.json``     the planned cell (label, method, code and data identity), written when it is queued
 ``<out>/cells/<key>/step-<t>.pt``   the cell's finished steps, to resume an interrupted cell
 ``<out>/models/<key>.pt``          models shared between cells (standard old models, references, pretrained models)
 ``<out>/locks/``                   advisory locks: several processes may run on one results directory at once
+
+Records and curves are gzip-compressed JSON (``store.packed``); the plain ``record.json`` and ``curves.json`` that
+earlier versions wrote are read as well.
 """
 from __future__ import annotations
 
@@ -21,10 +24,12 @@ from typing import Any
 
 from benchbackcompat.store.checkpoint import atomic_write_bytes, checksum_path, load_checkpoint, log, save_checkpoint
 from benchbackcompat.store.locks import file_lock, process_running
+from benchbackcompat.store.packed import packed_name, read_json, stored_file, write_packed
 from benchbackcompat.record import CellRecord, FinishedRecord, RecordBase, ValidationError, parse_record
 from benchbackcompat.store.verify import contradiction
 
 RECORD_FORMAT = 1
+RECORD, CURVES = "record.json", "curves.json"  # stored as RECORD.gz and CURVES.gz (older folders: plain)
 
 
 class ResultStore:
@@ -36,17 +41,21 @@ class ResultStore:
     def cell_dir(self, key: str) -> Path:
         return self.root / "cells" / key
 
+    def record_path(self, key: str) -> Path:
+        """Where ``write_record`` writes the record of cell ``key``."""
+        return self.cell_dir(key) / packed_name(RECORD)
+
     def record(self, key: str) -> CellRecord | None:
         """The finished record of a cell, or None: missing, or unusable (unreadable, another format, not
         matching the checksum recorded at write time, malformed, or contradicting itself: ``store.verify``;
         reported once), so that the cell is recomputed."""
-        path = self.cell_dir(key) / "record.json"
-        if not path.is_file():
+        path = stored_file(self.cell_dir(key), RECORD)
+        if path is None:
             return None
         try:
-            record = json.loads(path.read_text())
+            record = read_json(path)
             stored = record.pop("sha256", None) if isinstance(record, dict) else None
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        except (OSError, ValueError):
             record, stored = None, None
         if isinstance(record, dict) and stored == record_checksum(record) and record.get("format") == RECORD_FORMAT:
             if record.get("key") != key:
@@ -77,29 +86,30 @@ class ResultStore:
             log.warning(message)
 
     def write_record(self, key: str, record: RecordBase | dict[str, Any]) -> Path:
-        """Write the record atomically with the SHA-256 of its content (``sha256``), as strict JSON: NaN and
-        Inf (not valid JSON) are written as null, which every reader takes as "not computable". A dict is
-        written as given (the stored form, e.g. a record written by other code). The training curves (``curves``,
-        step index -> per-epoch values) go to ``curves.json`` beside it: no page reads them, and they were most of
-        a record's bytes."""
-        path = self.cell_dir(key) / "record.json"
+        """Write the record atomically, gzip-compressed (``record.json.gz``), with the SHA-256 of its JSON content
+        (``sha256``), as strict JSON: NaN and Inf (not valid JSON) are written as null, which every reader takes as
+        "not computable". A dict is written as given (the stored form, e.g. a record written by other code). The
+        training curves (``curves``, step index -> per-epoch values) go to ``curves.json.gz`` beside it: no page
+        reads them, and they were most of a record's bytes."""
+        folder = self.cell_dir(key)
         content = dict(record.to_json() if isinstance(record, RecordBase) else record)
         curves = content.pop("curves", None)
         if curves:
-            text = json.dumps(strict_json(curves), separators=(",", ":"), allow_nan=False)
-            atomic_write_bytes(self.cell_dir(key) / "curves.json", text.encode())
+            write_packed(folder, CURVES, json.dumps(strict_json(curves), separators=(",", ":"), allow_nan=False))
         payload = json.loads(json.dumps(strict_json({"format": RECORD_FORMAT, **content}), default=str, allow_nan=False))
         payload["sha256"] = record_checksum(payload)
-        atomic_write_bytes(path, json.dumps(payload, indent=1, allow_nan=False).encode())
-        return path
+        return write_packed(folder, RECORD, json.dumps(payload, indent=1, allow_nan=False))
 
     def curves(self, key: str) -> dict[str, list[dict[str, Any]]]:
         """A cell's training curves, step index -> per-epoch values (``{}`` when none were stored); records written
         before the curves had their own file hold them inline, and are read there."""
-        for name, field in (("curves.json", None), ("record.json", "curves")):
+        for name, field in ((CURVES, None), (RECORD, "curves")):
+            path = stored_file(self.cell_dir(key), name)
+            if path is None:
+                continue
             try:
-                data = json.loads((self.cell_dir(key) / name).read_text())
-            except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+                data = read_json(path)
+            except (OSError, ValueError):
                 continue
             found = data.get(field) if field and isinstance(data, dict) else data
             if isinstance(found, dict):
@@ -125,7 +135,8 @@ class ResultStore:
     def clear_cell(self, key: str) -> None:
         """Forget a cell's result, curves, saved steps and traceback (``--force``/``--rerun``); its cell.json stays."""
         folder = self.cell_dir(key)
-        for path in [folder / "record.json", folder / "curves.json", folder / "traceback.txt", *folder.glob("step-*.pt*")]:
+        stored = [folder / file for name in (RECORD, CURVES) for file in (name, packed_name(name))]
+        for path in [*stored, folder / "traceback.txt", *folder.glob("step-*.pt*")]:
             path.unlink(missing_ok=True)
 
     def remove_orphan_temporaries(self, min_age_s: float = 60.0) -> list[Path]:
@@ -147,8 +158,8 @@ class ResultStore:
         return sorted(p.name for p in (self.root / "cells").glob("*") if p.is_dir())
 
     def records(self) -> Iterator[CellRecord]:
-        for path in sorted((self.root / "cells").glob("*/record.json")):
-            record = self.record(path.parent.name)
+        for key in self.keys():
+            record = self.record(key)
             if record is not None:
                 yield record
 

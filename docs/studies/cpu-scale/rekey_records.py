@@ -30,6 +30,7 @@ from benchbackcompat.identity import RESULTS_VERSION, code_identity, code_text, 
 from benchbackcompat.method import Method
 from benchbackcompat.execution.plugin_host import PluginHost
 from benchbackcompat.store import ResultStore
+from benchbackcompat.store.packed import read_json, stored_file
 
 
 def package_files(root: Path, package: str) -> list[Path]:
@@ -78,8 +79,11 @@ def main() -> int:
     subprocess.run(["tar", "-x", "-C", str(base)], input=archive.stdout, check=True)
     host = PluginHost()
     moved, kept = 0, []
-    for path in sorted(args.results.glob("cells/*/record.json")):
-        record = json.loads(path.read_text())
+    for folder in sorted(p for p in args.results.glob("cells/*") if p.is_dir()):
+        path = stored_file(folder, "record.json")  # record.json.gz, or the plain file of older folders
+        if path is None:
+            continue
+        record = read_json(path)
         label = record["label"]
         stored = dict(record["config"])
         stored["data"] = {k: v for k, v in stored["data"].items() if k != "root"}
@@ -107,7 +111,7 @@ def main() -> int:
             target = path.parent.parent / key
             if target.exists():
                 kept.append(f"{label}: {key} exists already"); continue
-            shutil.move(path.parent, target)
+            shutil.move(folder, target)
             ResultStore(args.results).write_record(key, {k: v for k, v in record.items() if k not in ("sha256", "format")})
             cell = target / "cell.json"
             if cell.exists():  # the training key named saved steps to borrow; records carry none

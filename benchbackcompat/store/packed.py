@@ -1,0 +1,58 @@
+"""The JSON files of a results folder that hold results (records, curves), stored gzip-compressed.
+
+A record's matrices and per-query outcomes (base64 bit-packed hits, float16 average precisions) are text that gzip
+shrinks about threefold, and a published leaderboard holds hundreds of records. The compressed bytes carry no time
+and no file name, so the same content gives the same file (with the same Python and zlib). Readers take the
+compressed file, or the plain one that earlier versions wrote, so a folder written by an older version still reads.
+"""
+from __future__ import annotations
+
+import gzip
+import json
+import zlib
+from pathlib import Path
+from typing import Any
+
+from benchbackcompat.store.checkpoint import atomic_write_bytes
+
+SUFFIX = ".gz"
+
+
+def packed_name(name: str) -> str:
+    """The compressed file's name for the JSON file ``name`` (``record.json`` -> ``record.json.gz``)."""
+    return name + SUFFIX
+
+
+def stored_file(folder: Path, name: str) -> Path | None:
+    """The file holding JSON file ``name`` in ``folder``: the compressed one, else a plain one that an earlier version
+    wrote, else None."""
+    for path in (folder / packed_name(name), folder / name):
+        if path.is_file():
+            return path
+    return None
+
+
+def gzip_bytes(data: bytes) -> bytes:
+    """``data`` gzip-compressed with a zero header time, so that equal data gives equal bytes."""
+    return gzip.compress(data, compresslevel=9, mtime=0)
+
+
+def write_packed(folder: Path, name: str, text: str) -> Path:
+    """Write ``text`` as ``folder/name.gz`` atomically, then remove a plain ``folder/name`` left by an earlier version
+    (a crash in between leaves both, and readers take the compressed one); returns the path written."""
+    path = folder / packed_name(name)
+    atomic_write_bytes(path, gzip_bytes(text.encode()))
+    (folder / name).unlink(missing_ok=True)
+    return path
+
+
+def read_json(path: Path) -> Any:
+    """The JSON value stored in ``path``, decompressed when its name ends in ``.gz``. Raises OSError when the file
+    cannot be read and ValueError when it holds no complete JSON (truncated, corrupted, not UTF-8)."""
+    data = path.read_bytes()
+    if path.name.endswith(SUFFIX):
+        try:
+            data = gzip.decompress(data)
+        except (EOFError, zlib.error, gzip.BadGzipFile) as error:
+            raise ValueError(f"{path} is not a complete gzip file ({error})") from error
+    return json.loads(data)
