@@ -69,4 +69,4 @@ def bbc_on_log(cell: str, step: int, epoch: int, values: dict[str, float]) -> No
 def bbc_on_cell_finished(record: dict[str, Any]) -> None:
     """Observe a finished cell: ``record`` is what the store wrote (configuration, metrics,
     compatibility matrices, timings) and ``curves``, the per-epoch values that the store keeps in
-    ``curves.json``."""
+    ``curves.json.gz``."""

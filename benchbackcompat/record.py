@@ -6,7 +6,7 @@ scenario) and ``failed`` (an error; returned to the run, never stored). Every re
 identity (key, label, scenario, method, seed, configuration) and its provenance (versions, device,
 code and data identity, when it was computed). The JSON layout is flat, as the first records were
 written; fields this model does not name pass through unchanged. A finished cell's training curves are not part
-of its record: the store keeps them beside it, in ``curves.json`` (``ResultStore.curves``).
+of its record: the store keeps them beside it, in ``curves.json.gz`` (``ResultStore.curves``).
 
 A finished record's numbers are checked for shape and range, so that a record with a valid checksum but a
 ragged matrix is refused as malformed rather than crashing a reader: every matrix is T x T (one T per record,
