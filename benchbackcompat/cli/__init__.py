@@ -520,7 +520,7 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
         unverified = {r.key: why for r in merged.records
                       if (why := check.stale.get(r.key) or ("computed from an uncommitted tree"
                                                              if "+dirty" in str(r.versions.commit) else ""))}
-        if check.commit is None or "+dirty" in check.commit:
+        if args.verified_only and (check.commit is None or "+dirty" in check.commit):
             log.warning(f"rendering from an uncommitted tree ({check.commit or 'no commit'}): publish from a clean "
                         "commit, so that the pages name the code that verified them")
         if unverified and args.verified_only:
@@ -531,9 +531,6 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
             if not merged.records:
                 raise BenchError("every stored cell was computed by other code than this commit's or from an "
                                  "uncommitted tree; run them again, or publish without --verified-only")
-        elif unverified:
-            log.warning(f"{len(unverified)} cells were computed by other code or from an uncommitted tree; the page "
-                        "headers name them (--verified-only leaves them out)")
         merged.verification = Verification(check.commit, {} if merged.left_out else unverified)
         written = write_leaderboard(merged, args.out, command_line(roots, args.out, args.verified_only), render_date(),
                                     read_calibrations(roots), installed_methods({r.method for r in merged.records}))
