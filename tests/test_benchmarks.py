@@ -11,7 +11,6 @@ import pytest
 import torch
 
 from benchbackcompat.execution.plugin_host import PluginHost
-from benchbackcompat.record import FinishedRecord
 from benchbackcompat.scenarios.data import load_scenario_data
 from benchbackcompat.tooling import plan_grid
 
@@ -126,3 +125,16 @@ def test_the_import_check_finds_private_imports():
 @pytest.mark.parametrize("path", sorted(BENCHMARKS.glob("*.py")), ids=lambda p: p.name)
 def test_benchmark_scripts_import_only_public_modules(path):
     assert private_imports(path.read_text(encoding="utf-8")) == []
+
+
+def test_plan_grid_takes_names_and_seeds_as_the_command_line_does():
+    from benchbackcompat.errors import BenchError
+
+    plan = plan_grid("quick", "ext-class,both", "all", "0-1", assignments=["train.epochs=1"])
+    methods = plan.run.methods
+    assert {"l2", "hoc", "independent"} <= set(methods) and methods == sorted(methods)  # every installed method
+    assert plan.run.seeds == [0, 1] and len(plan.cells) == 2 * len(methods) * 2
+    assert {cell.scenario.config.train.epochs for cell in plan.cells} == {1}
+    assert [c.seed for c in plan_grid("quick", ["ext-class"], ["l2"], 3).cells] == [3]
+    with pytest.raises(BenchError, match="seeds 'x': 'x' is not a seed"):
+        plan_grid("quick", "ext-class", "l2", "x")
