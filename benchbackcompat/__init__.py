@@ -7,6 +7,9 @@ The public API (imported on first use, so that ``import benchbackcompat`` stays 
 - :class:`RunRequest`: what :func:`run` builds from its keywords (the command line builds the same).
 - :data:`hookimpl`: the marker of plugin hook implementations.
 
+Benchmark and tooling scripts (planning a grid, timing the training loop, extracting features) use
+:mod:`benchbackcompat.tooling`.
+
 The reference is docs/api.md.
 """
 from __future__ import annotations

@@ -21,6 +21,7 @@ import argparse
 import dataclasses
 import sys
 import tempfile
+from importlib import metadata
 from pathlib import Path
 
 VALUE = "walked"
@@ -92,6 +93,14 @@ def depth(frame) -> int:
     return count
 
 
+def command_line():
+    """The function the ``benchbackcompat`` command calls (its console-script entry point), given the arguments."""
+    found = metadata.entry_points(group="console_scripts", name="benchbackcompat")
+    if not found:
+        raise SystemExit("error: no `benchbackcompat` command is installed; `pip install -e .` in the repository")
+    return next(iter(found)).load()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--api", action="store_true", help="enter through benchbackcompat.run instead of the CLI")
@@ -105,8 +114,7 @@ def main() -> None:
 
         entry = lambda: benchbackcompat.run(scenarios=[VALUE], methods=["l2"], preset=str(preset), out=folder / "r")  # noqa: E731
     else:
-        from benchbackcompat.cli import main as cli
-
+        cli = command_line()
         entry = lambda: cli(["run", "--scenario", VALUE, "--methods", "l2", "--preset", str(preset),  # noqa: E731
                              "--out", str(folder / "r"), "-q"])
     steps = walk(entry, options.stdlib)

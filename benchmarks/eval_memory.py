@@ -1,5 +1,5 @@
 """Peak memory and time of a T x T compatibility-matrix evaluation, features held in memory vs
-streamed from disk per matrix entry (``engine.features.FeatureBank``).
+streamed from disk per matrix entry (``benchbackcompat.tooling.FeatureBank``).
 
 The features are synthetic (what is measured is holding and scoring them, not extracting them):
 model t gives an image of class y the feature c_t[y] + noise, L2-normalised, with class centres
@@ -27,11 +27,9 @@ import torch
 import torch.nn.functional as F
 from tabulate import tabulate
 
-from benchbackcompat.data.arrays import ImageArrays
-from benchbackcompat.engine.evaluate import compatibility_matrices
-from benchbackcompat.engine.features import FeatureBank, ModelFeatures
+from benchbackcompat.data import ImageArrays
 from benchbackcompat.method import StandardMethod
-from benchbackcompat.scenarios.data import ScenarioData
+from benchbackcompat.tooling import FeatureBank, ModelFeatures, ScenarioData, compatibility_matrices
 
 CLASSES = 10
 

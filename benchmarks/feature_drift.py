@@ -27,15 +27,10 @@ import torch.nn.functional as F
 from tabulate import tabulate
 from torch import Tensor
 
-from benchbackcompat.data.augment import normalise
-from benchbackcompat.engine.cell import CellRunner
-from benchbackcompat.errors import BenchError
-from benchbackcompat.models.network import Network
-from benchbackcompat.execution.plan import make_plan
-from benchbackcompat.execution.plugin_host import PluginHost
-from benchbackcompat.execution.presets import resolve_run, split_list
-from benchbackcompat.scenarios.data import load_scenario_data
-from benchbackcompat.store import ResultStore
+from benchbackcompat import BenchError
+from benchbackcompat.data import normalise
+from benchbackcompat.models import Network
+from benchbackcompat.tooling import CellRunner, ResultStore, assign_fingerprints, plan_grid
 
 
 def embed(model: Network, images: Tensor, stats: tuple, batch_size: int = 512) -> Tensor:
@@ -89,17 +84,13 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(1)
     try:
-        run = resolve_run(preset=args.preset, scenarios=split_list(args.scenario), methods=split_list(args.methods),
-                          seeds=[args.seed], assignments=args.set)
-        plan = make_plan(run, PluginHost())
-        rows, data = [], {}
+        plan = plan_grid(args.preset, args.scenario, args.methods, args.seed, assignments=args.set)
+        data_of = assign_fingerprints(plan, torch.device("cpu"))  # each scenario's data loaded once
+        rows = []
         for cell in plan.cells:
-            scenario = cell.scenario.config
-            key = scenario.data.model_dump_json() + scenario.protocol + scenario.eval_split
-            if key not in data:
-                data[key] = load_scenario_data(scenario, run.cache_dir, torch.device("cpu"))
-            runner = CellRunner(cell, plan.methods[cell.method], data[key], ResultStore(args.results), torch.device("cpu"))
-            rows += drift_rows(runner, [int(t) for t in split_list(args.updates)])
+            data = data_of(cell.scenario.config)
+            runner = CellRunner(cell, plan.methods[cell.method], data, ResultStore(args.results), torch.device("cpu"))
+            rows += drift_rows(runner, [int(t) for t in args.updates.split(",") if t.strip()])
     except BenchError as error:
         raise SystemExit(f"error: {error}") from None
     print(tabulate(rows, floatfmt=".3f", tablefmt="github", headers=[

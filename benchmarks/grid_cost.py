@@ -1,7 +1,7 @@
 """Estimated and measured time of a preset's whole grid (methods x scenarios x seeds) on this machine.
 
 Estimate: every model the grid trains is counted once (the shared models, references and models
-pretrained elsewhere are the runner's own list, ``engine.cell.shared_models``, with their keys, so each is
+pretrained elsewhere are the runner's own list, ``benchbackcompat.tooling.shared_models``, with their keys, so each is
 trained once for the whole grid),
 its training images (batches per epoch x batch size x epochs) divided by the training throughput
 of its backbone, plus one forward of the frozen reference per batch for a step that has one; the
@@ -33,18 +33,25 @@ from pathlib import Path
 import torch
 from tabulate import tabulate
 
-from benchbackcompat.config import config_hash
-from benchbackcompat.data.arrays import ImageArrays
-from benchbackcompat.engine.evaluate import extract_features
-from benchbackcompat.engine.cell import PRETRAIN_SEED, is_standard, shared_models
-from benchbackcompat.engine.train import Acceleration, batches_per_epoch, train_model
-from benchbackcompat.errors import BenchError
-from benchbackcompat.method import Method, StandardMethod, StepContext
-from benchbackcompat.execution.plugin_host import PluginHost
-from benchbackcompat.execution.presets import resolve_run, split_list
-from benchbackcompat.execution.plan import assign_fingerprints, make_plan
-from benchbackcompat.scenarios.data import ScenarioData
-from benchbackcompat.scenarios.steps import Step, build_steps
+from benchbackcompat import BenchError
+from benchbackcompat.config import MultiStep, config_hash
+from benchbackcompat.data import ImageArrays
+from benchbackcompat.method import StandardMethod, StepContext
+from benchbackcompat.tooling import (
+    PRETRAIN_SEED,
+    Acceleration,
+    Plan,
+    ScenarioData,
+    Step,
+    assign_fingerprints,
+    batches_per_epoch,
+    build_steps,
+    extract_features,
+    is_standard,
+    plan_grid,
+    shared_models,
+    train_model,
+)
 
 
 Workload = tuple[str, int]  # (backbone, image size)
@@ -82,7 +89,7 @@ def trained_images(data: ScenarioData, scenario, step: Step, seed: int, memory: 
     return batches * min(cfg.batch_size, n_new + n_memory) * cfg.for_batches(batches).epochs
 
 
-def grid_work(plan) -> dict[str, Work]:
+def grid_work(plan: Plan) -> dict[str, Work]:
     """Work per scenario name of the plan's cells, every shared model counted once over the whole plan, and a cell
     that trains alike an earlier one (one ``Cell.training_key``: it differs only in what it evaluates, e.g.
     multi-step-seen and multi-step) counted for its evaluation alone: it loads that cell's trained steps. The data
@@ -138,8 +145,6 @@ def grid_work(plan) -> dict[str, Work]:
 def calibrate(workloads: set[Workload], batch: int, batches: int, amp: str) -> dict[Workload, tuple[float, float]]:
     """(training images/s, forward images/s) per (backbone, image size) with the harness's loop, at the grid's
     precision (``train.amp``: bf16 autocast on a CPU with AVX512-BF16 is several times faster than fp32)."""
-    from benchbackcompat.config import MultiStep
-
     rates = {}
     for backbone, size in sorted(workloads):
         scenario = MultiStep(num_models=2, model={"backbone": backbone, "embedding_dim": 64},
@@ -169,17 +174,6 @@ def calibrate(workloads: set[Workload], batch: int, batches: int, amp: str) -> d
     return rates
 
 
-def plan_of(preset: str, scenarios: str, methods: str, seeds: str, host: PluginHost, assignments: list[str],
-            data_root: Path | None = None):
-    if methods == "all":
-        host.load_all()
-    names = sorted(host.methods()) if methods == "all" else split_list(methods)
-    run = resolve_run(preset=preset, scenarios=split_list(scenarios), methods=names,
-                      seeds=[int(s) for s in seeds.split(",")], assignments=assignments,
-                      scenario_overrides={"data": {"root": str(data_root)}} if data_root else None)
-    return make_plan(run, host)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--preset", default="quick")
@@ -203,8 +197,8 @@ def main() -> None:
 
 
 def estimate_and_measure(args: argparse.Namespace) -> None:
-    host = PluginHost()
-    plan = plan_of(args.preset, args.scenario, args.methods, args.seeds, host, args.assignments, args.data_root)
+    plan = plan_grid(args.preset, args.scenario, args.methods, args.seeds, assignments=args.assignments,
+                     data_root=args.data_root)
     work = grid_work(plan)
     batch = max(s.config.train.batch_size for s in plan.run.scenarios)
     workloads = {workload for w in work.values() for workload in (*w.train, *w.extract)}
@@ -226,8 +220,8 @@ def estimate_and_measure(args: argparse.Namespace) -> None:
         print(f"not counted: {zoo} already-trained model-zoo models (no training; their evaluation needs downloaded weights)")
     if not args.measure_scenario:
         return
-    part = plan_of(args.preset, args.measure_scenario, args.measure_methods or args.methods, args.measure_seeds, host,
-                   args.assignments, args.data_root)
+    part = plan_grid(args.preset, args.measure_scenario, args.measure_methods or args.methods, args.measure_seeds,
+                     assignments=args.assignments, data_root=args.data_root)
     part.loaded.update(plan.loaded)  # the measured part's data is the whole grid's, loaded already
     estimate = sum(w.seconds(rates) for w in grid_work(part).values())
     measured: dict[str, list[float]] = defaultdict(list)

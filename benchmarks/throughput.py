@@ -30,14 +30,17 @@ from torch import nn
 from torch.utils.data import DataLoader, Dataset
 from torchvision import transforms
 
-from benchbackcompat.data.arrays import ImageArrays
-from benchbackcompat.data.augment import augment, normalise
-from benchbackcompat.engine.device import autocast, resolve_device
-from benchbackcompat.engine.evaluate import ModelFeatures, compatibility_matrices, extract_features
+from benchbackcompat.data import ImageArrays, augment, normalise
 from benchbackcompat.method import StandardMethod
-from benchbackcompat.models.network import build_network
-from benchbackcompat.models.registry import list_backbones
-from benchbackcompat.scenarios.data import ScenarioData
+from benchbackcompat.models import build_network, list_backbones
+from benchbackcompat.tooling import (
+    ModelFeatures,
+    ScenarioData,
+    autocast,
+    compatibility_matrices,
+    extract_features,
+    resolve_device,
+)
 
 MEAN, STD = (0.5, 0.5, 0.5), (0.25, 0.25, 0.25)
 # dense bf16 tensor-core peak (TFLOP/s) of common data-centre GPUs, from the vendors' data sheets

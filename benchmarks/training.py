@@ -7,7 +7,7 @@ reference (its features computed once per batch, under no_grad), SGD.
 - ``official``: the iamcl2r recipe on a CPU: a Dataset of PIL images transformed one at a time
   (Resize 32, RandomCrop 32 pad 4, RandomHorizontalFlip, ToTensor, Normalize), a DataLoader with
   ``num_workers`` worker processes, fp32, the same model and the same loss code.
-- ``ours``: the harness's own training loop (``engine.train.train_model``): uint8 images resident
+- ``ours``: the harness's own training loop (``benchbackcompat.tooling.train_model``): uint8 images resident
   on the device, vectorised augmentation, with the speed options given per variant.
 
 Every variant runs ``--batches`` batches (after one untimed warm-up epoch of 2 batches) and reports
@@ -35,11 +35,9 @@ from torch.utils.data import DataLoader, Dataset
 from torchvision import transforms
 
 from benchbackcompat.config import CL2R
-from benchbackcompat.data.arrays import ImageArrays
-from benchbackcompat.engine.train import Acceleration, make_optimizer, train_model
+from benchbackcompat.data import ImageArrays
 from benchbackcompat.method import Batch, StepContext, frozen_copy
-from benchbackcompat.execution.plugin_host import PluginHost
-from benchbackcompat.scenarios.steps import build_steps
+from benchbackcompat.tooling import Acceleration, build_steps, create_method, make_optimizer, train_model
 
 MEAN, STD = (0.5071, 0.4867, 0.4408), (0.2675, 0.2565, 0.2761)  # the iamcl2r code's CIFAR statistics
 CLASSES, PER_CLASS = 10, 300
@@ -57,7 +55,7 @@ def workload(images: int, amp: str = "off") -> tuple[object, StepContext]:
                     model={"backbone": BACKBONE[0], "embedding_dim": None},
                     train={"epochs": 1, "batch_size": BATCH[0], "lr": 1e-3, "amp": amp})
     steps = build_steps(scenario, 2 * CLASSES)
-    method = PluginHost().create_method("hoc", {})
+    method = create_method("hoc")
     gen = torch.Generator().manual_seed(0)
     data = ImageArrays(torch.randint(0, 256, (images, 3, 32, 32), dtype=torch.uint8, generator=gen),
                        CLASSES + torch.arange(images) % CLASSES)

@@ -1,16 +1,18 @@
 """The benchmark scripts run against today's API (they are not imported by the package, so nothing else would
-notice when it changes): grid_cost counts each shared model once; feature_drift measures saved models."""
+notice when it changes): grid_cost counts each shared model once; feature_drift measures saved models; every script
+imports only the public API."""
 from __future__ import annotations
 
 import importlib.util
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 
 from benchbackcompat.execution.plugin_host import PluginHost
-from benchbackcompat.record import FinishedRecord
 from benchbackcompat.scenarios.data import load_scenario_data
+from benchbackcompat.tooling import plan_grid
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 TINY = ["data.num_classes=6", "data.train_per_class=10", "data.test_per_class=4", "data.open_classes=4",
@@ -27,10 +29,9 @@ def script(name: str):
 
 def test_grid_cost_counts_each_shared_model_once():
     grid_cost = script("grid_cost")
-    host = PluginHost()
     counted = {}
     for methods in ("independent", "independent,l2"):
-        plan = grid_cost.plan_of("quick", "ext-class", methods, "0", host, TINY)
+        plan = plan_grid("quick", "ext-class", methods, "0", assignments=TINY)
         work = grid_cost.grid_work(plan)
         counted[methods] = (work["ext-class"].models, dict(work["ext-class"].train))
     # 6 classes x 10 images (16x16, the quick preset), 1 epoch: the old model sees 3 classes (30 images), the new
@@ -42,10 +43,9 @@ def test_grid_cost_counts_each_shared_model_once():
 
 def test_grid_cost_stretches_epochs_to_the_step_floor_and_skips_cells_that_train_alike():
     grid_cost = script("grid_cost")
-    host = PluginHost()
 
     def work(preset: str, scenarios: str, assignments: list[str]):
-        plan = grid_cost.plan_of(preset, scenarios, "independent", "0", host, TINY + assignments)
+        plan = plan_grid(preset, scenarios, "independent", "0", assignments=TINY + assignments)
         return grid_cost.grid_work(plan)
 
     # min_steps=4 at 1 batch an epoch: 4 epochs each, old model 4 x 30 images, new model 4 x 60
@@ -57,8 +57,6 @@ def test_grid_cost_stretches_epochs_to_the_step_floor_and_skips_cells_that_train
 
 
 def test_feature_drift_measures_saved_models_and_never_trains(tmp_path):
-    import pytest
-
     from benchbackcompat.engine.cell import CellRunner
     from benchbackcompat.errors import BenchError
     from benchbackcompat.execution.plan import make_plan
@@ -80,3 +78,63 @@ def test_feature_drift_measures_saved_models_and_never_trains(tmp_path):
     assert all(-1.0 <= value <= 1.0 + 1e-6 for value in row[3:7])
     with pytest.raises(BenchError, match="has updates 1 to 1"):
         drift.drift_rows(runner(), [2])
+
+
+# What a benchmark script may import from the package: the public API (the package's documented names), a plugin's
+# API (method, metrics, models, geometry, data, config) and the surface for tooling scripts; no submodule of these.
+PUBLIC_MODULES = {"benchbackcompat", "benchbackcompat.method", "benchbackcompat.metrics", "benchbackcompat.models",
+                  "benchbackcompat.geometry", "benchbackcompat.data", "benchbackcompat.config", "benchbackcompat.tooling"}
+
+
+def private_imports(source: str) -> list[str]:
+    """Every ``benchbackcompat`` import of ``source`` (at any depth: imports inside functions count) that is not
+    public: a module outside PUBLIC_MODULES, or a name that its module does not export (its ``__all__``; without
+    one, a name defined there, not underscored)."""
+    import ast
+    import importlib
+
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found += [alias.name for alias in node.names if alias.name.split(".")[0] == "benchbackcompat"
+                      and alias.name not in PUBLIC_MODULES]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module.split(".")[0] == "benchbackcompat":
+            if node.module not in PUBLIC_MODULES:
+                found.append(node.module)
+                continue
+            module = importlib.import_module(node.module)
+            for alias in node.names:
+                value = getattr(module, alias.name, None)
+                exported = (alias.name in module.__all__ if hasattr(module, "__all__") else not alias.name.startswith("_")
+                            and getattr(value, "__module__", node.module) == node.module)
+                if value is None or not exported:
+                    found.append(f"{node.module}.{alias.name}")
+    return found
+
+
+def test_the_import_check_finds_private_imports():
+    source = ("import benchbackcompat.engine.cell\nfrom benchbackcompat import cli, run\n"
+              "def f():\n    from benchbackcompat.execution.plan import make_plan\n"
+              "from benchbackcompat.models import build_network, torch\nfrom benchbackcompat.config import BaseModel, CL2R\n"
+              "from benchbackcompat.method import _private, StepContext\nimport torch.nn\n")
+    assert sorted(private_imports(source)) == sorted([
+        "benchbackcompat.engine.cell", "benchbackcompat.cli", "benchbackcompat.execution.plan",
+        "benchbackcompat.models.torch", "benchbackcompat.config.BaseModel", "benchbackcompat.method._private"])
+
+
+@pytest.mark.parametrize("path", sorted(BENCHMARKS.glob("*.py")), ids=lambda p: p.name)
+def test_benchmark_scripts_import_only_public_modules(path):
+    assert private_imports(path.read_text(encoding="utf-8")) == []
+
+
+def test_plan_grid_takes_names_and_seeds_as_the_command_line_does():
+    from benchbackcompat.errors import BenchError
+
+    plan = plan_grid("quick", "ext-class,both", "all", "0-1", assignments=["train.epochs=1"])
+    methods = plan.run.methods
+    assert {"l2", "hoc", "independent"} <= set(methods) and methods == sorted(methods)  # every installed method
+    assert plan.run.seeds == [0, 1] and len(plan.cells) == 2 * len(methods) * 2
+    assert {cell.scenario.config.train.epochs for cell in plan.cells} == {1}
+    assert [c.seed for c in plan_grid("quick", ["ext-class"], ["l2"], 3).cells] == [3]
+    with pytest.raises(BenchError, match="seeds 'x': 'x' is not a seed"):
+        plan_grid("quick", "ext-class", "l2", "x")

@@ -1,0 +1,66 @@
+"""The harness's building blocks for benchmark and tooling scripts (the scripts under ``benchmarks/``).
+
+Scripts that time, price or inspect the harness need more than :func:`benchbackcompat.run`: the plan of a grid
+without running it, a method by its name, the training loop and the feature extraction on models of their own,
+the shared models of a cell, the saved step models of a finished cell. This module is that surface: its names
+keep working when the engine, the execution layer or the store are reorganised (they are re-exported here from
+wherever they live); the modules they come from are internal. The reference is docs/api.md, "For benchmark and
+tooling scripts".
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from benchbackcompat.engine.cell import PRETRAIN_SEED, CellRunner, SharedModel, is_standard, shared_models
+from benchbackcompat.engine.device import autocast, resolve_device
+from benchbackcompat.engine.evaluate import compatibility_matrices, extract_features
+from benchbackcompat.engine.features import FeatureBank, ModelFeatures
+from benchbackcompat.engine.train import Acceleration, batches_per_epoch, make_optimizer, train_model
+from benchbackcompat.errors import BenchError
+from benchbackcompat.execution.plan import Plan, assign_fingerprints, make_plan
+from benchbackcompat.execution.plugin_host import PluginHost
+from benchbackcompat.execution.presets import resolve_run
+from benchbackcompat.execution.request import parse_seeds, split_list
+from benchbackcompat.method import Method
+from benchbackcompat.scenarios.data import ScenarioData
+from benchbackcompat.scenarios.steps import Step, build_steps
+from benchbackcompat.store import ResultStore
+
+__all__ = [
+    "PRETRAIN_SEED", "Acceleration", "CellRunner", "FeatureBank", "ModelFeatures", "Plan", "ResultStore",
+    "ScenarioData", "SharedModel", "Step", "assign_fingerprints", "autocast", "batches_per_epoch", "build_steps",
+    "compatibility_matrices", "create_method", "extract_features", "is_standard", "make_optimizer", "plan_grid",
+    "resolve_device", "shared_models", "train_model",
+]
+
+
+def create_method(name: str, params: dict | None = None) -> Method:
+    """The method ``name`` of the installed plugins (as ``--methods`` names it) with hyperparameters ``params``
+    (its defaults where omitted); a bad name or value is a one-line :class:`~benchbackcompat.BenchError`."""
+    return PluginHost().create_method(name, dict(params or {}))
+
+
+def plan_grid(preset: str, scenarios: str | Sequence[str], methods: str | Sequence[str],
+              seeds: str | int | Sequence[int] | None = None, *, assignments: Sequence[str] = (),
+              data_root: str | Path | None = None) -> Plan:
+    """The cells of a grid as ``benchbackcompat run --dry-run`` plans them, nothing loaded or trained.
+
+    ``scenarios`` and ``methods`` are names (a list or one comma-separated string; ``all`` is every scenario of the
+    preset, or every installed method); ``seeds`` a list, one seed or ``"0-2"`` / ``"0,1,2"`` (None: the preset's);
+    ``assignments`` are ``--set KEY=VALUE`` options and ``data_root`` is ``--data-root``. The plan's ``cells`` are
+    keyed once :func:`assign_fingerprints` has loaded their data."""
+    host = PluginHost()
+    names = split_list(methods) if isinstance(methods, str) else list(methods)
+    if names == ["all"]:
+        host.load_all()
+        names = sorted(host.methods())
+    if isinstance(seeds, str):
+        try:
+            seeds = parse_seeds(seeds)
+        except ValueError as error:
+            raise BenchError(f"seeds {seeds!r}: {error}") from None
+    run = resolve_run(preset=preset, scenarios=split_list(scenarios) if isinstance(scenarios, str) else list(scenarios),
+                      methods=names, seeds=[seeds] if isinstance(seeds, int) else seeds, assignments=assignments,
+                      scenario_overrides={"data": {"root": str(data_root)}} if data_root else None)
+    return make_plan(run, host)
