@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The cells the published pages use, at the cpu preset: run into OUT (a copy of leaderboard/records, so that
+# finished cells are skipped); every command resumes. Costs on 2 AVX-512 cores, 2 workers.
+set -euo pipefail
+OUT=${1:?usage: publish_grid.sh OUT [DATA_ROOT]}
+ROOT=${2:-../shared/data}
+ALL=advbct,bct,cores,cvs,dsimplex-fd,er,etf-ce,etf-dr,fan,hbct,hbct-no-entail,hoc,hoc-euclidean,hot-refresh,ift,independent,l2,lce,lsp,lwf,psp
+HBCT_SET=hbct,hbct-no-entail,independent,l2,bct,hot-refresh,advbct,hoc-euclidean   # HBCT and its paper's baselines
+bbc() { benchbackcompat run --preset cpu --workers 2 --out "$OUT" "$@"; }
+# 1. every scenario, every method, seeds 0-2 (the leaderboard)
+bbc --scenario ext-data,ext-class,new-arch,both,multi-step,multi-step-seen,cl2r,iam-cl2r --methods "$ALL" --seeds 0,1,2
+# 2. the claims' tables at 5 seeds
+bbc --scenario cores-open --methods cores,bct,l2,ift,independent --seeds 0,1,2,3,4
+bbc --scenario ext-class-open --methods cores,bct,l2,independent --seeds 0,1,2,3,4
+bbc --scenario multi-step --methods cores,bct,l2,ift,independent,psp,lsp --seeds 3,4
+bbc --scenario multi-step --methods psp,lsp --seeds 0,1,2,3,4 --set methods.psp.temperature=12 --set methods.lsp.temperature=12   # the paper's temperature
+bbc --scenario cl2r --methods hoc,er --seeds 3,4
+bbc --scenario cl2r --methods hoc --seeds 0,1,2,3,4 --set methods.hoc.lam=1.0
+bbc --scenario iam-cl2r --methods hoc,er,dsimplex-fd --seeds 3,4
+bbc --scenario ext-class --methods bct,independent --seeds 3,4
+bbc --scenario ext-data,ext-class,both --methods "$HBCT_SET" --seeds 0,1,2,3,4 --set train.min_steps=12000
+# 3. the real-image table (TinyImageNet-50 at 32x32), 3 seeds
+bbc --scenario ext-class-tin32 --methods "$HBCT_SET" --seeds 0,1,2 --data-root "$ROOT"
