@@ -518,8 +518,8 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     if args.out:
         check = verification(merged.records)
         unverified = {r.key: why for r in merged.records
-                      if (why := check.stale.get(r.key) or ("computed from an uncommitted tree"
-                                                             if "+dirty" in str(r.versions.commit) else ""))}
+                      if (why := ("computed from an uncommitted tree" if "+dirty" in str(r.versions.commit) else "")
+                          or check.stale.get(r.key))}
         if args.verified_only and (check.commit is None or "+dirty" in check.commit):
             log.warning(f"rendering from an uncommitted tree ({check.commit or 'no commit'}): publish from a clean "
                         "commit, so that the pages name the code that verified them")
