@@ -402,3 +402,34 @@ def test_a_calibration_judges_only_tables_trained_at_its_starting_length(tmp_pat
     claims_per_table = 2  # HBCT's two claims test an ext-class table on the test split (CoReS's need open classes)
     assert text.count("training converged: yes (") == claims_per_table
     assert text.count("training converged: not measured at this table's length") == claims_per_table
+
+
+def _iam(method: str, diagonal_hits: list[int], seed: int, params: dict) -> dict:
+    """An iam-cl2r record of 4 tasks (pretrained models at tasks 1 and 3) whose self-tests are ``diagonal_hits`` of
+    300 queries and whose every cross-test is its gallery's self-test plus 30 queries (all compatible)."""
+    hits = [[diagonal_hits[k] + (30 if k < t else 0) if k <= t else None for k in range(4)] for t in range(4)]
+    record = _sequence(method, hits, seed=seed, scenario="iam-cl2r",
+                       config={"kind": "iam-cl2r", "protocol": "template", "eval_split": "open", "metrics": ["top1"]})
+    record.update(kind="iam-cl2r", params=params,
+                  steps=[{"index": i, "init": init} for i, init in enumerate(("pretrained", "previous", "pretrained", "previous"))])
+    for field in ("matrices", "outcomes", "metrics", "chance"):
+        record[field] = {"top1": record[field]["cmc@1"]}
+    return record
+
+
+@pytest.mark.parametrize(("moves", "premise"), [((150, 153, 180, 182), "no (mean self-test change over a run of "
+                                                  "fine-tuning +0.8 points (12 runs; at least +2 needed))"),
+                                                 ((150, 170, 180, 200), "yes")])
+def test_iam_claims_are_undecidable_where_fine_tuning_does_not_improve_the_pretrained_models(moves, premise):
+    # runs of fine-tuning: tasks 1-2 and 3-4 of 6 records; (153 - 150) / 3 = +1 point and (182 - 180) / 3 = +0.67: mean +0.83
+    records = [_iam(m, list(moves), seed, {"lam": 0.1} if m == "hoc" else {}) for m in ("hoc", "er") for seed in (0, 1, 2)]
+    for record in records:
+        if record["method"] == "er":  # ER's later models are below its galleries: AC 0
+            record["matrices"]["top1"] = [[c - 20.0 if c is not None and k < t else c for k, c in enumerate(row)]
+                                          for t, row in enumerate(record["matrices"]["top1"])]
+    claim = _claim("HOC's AC far above ER's")
+    (table,) = build_tables(records)
+    finding = claim.judge(table)
+    assert finding.checked[0].startswith(f"premise, fine-tuning on the task data improves the models pretrained "
+                                         f"elsewhere: {premise}")
+    assert finding.verdict == (UNDECIDABLE if premise.startswith("no") else finding.verdict)
