@@ -4,7 +4,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -12,6 +11,7 @@ import pytest
 from benchbackcompat.cli import main
 from benchbackcompat.store import ResultStore
 from benchbackcompat.testing.scenarios import tiny_run_args
+from helpers import install_plugin
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = tiny_run_args(epochs=1)
@@ -29,7 +29,7 @@ def cli(*args: str, stdin_pipe_to: str | None = None) -> subprocess.CompletedPro
 @pytest.fixture
 def hanging_plugin(tmp_path, monkeypatch):
     """An installed third-party method whose loss never returns once an old model exists (step 1)."""
-    (tmp_path / "hanging_method.py").write_text(textwrap.dedent("""
+    install_plugin(tmp_path, "hanging_method", """
         import time
 
         import benchbackcompat
@@ -47,11 +47,7 @@ def hanging_plugin(tmp_path, monkeypatch):
         @benchbackcompat.hookimpl
         def bbc_register_methods():
             return [Hanging]
-    """))
-    dist = tmp_path / "hanging_plugin-1.0.dist-info"
-    dist.mkdir()
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: hanging-plugin\nVersion: 1.0\n")
-    (dist / "entry_points.txt").write_text("[benchbackcompat]\nhanging = hanging_method\n")
+""", dist="hanging-plugin", entry="hanging")
     monkeypatch.syspath_prepend(str(tmp_path))
     yield
     sys.modules.pop("hanging_method", None)

@@ -16,7 +16,6 @@ import re
 import shutil
 import subprocess
 import sys
-import textwrap
 import types
 from pathlib import Path
 
@@ -28,6 +27,7 @@ from benchbackcompat.store.checkpoint import checksum_path, load_checkpoint, sav
 from benchbackcompat.engine.evaluate import extract_features, score
 from benchbackcompat.errors import BenchError
 from benchbackcompat.store import ResultStore
+from helpers import install_plugin
 
 TINY = [
     "--set", "data.num_classes=6", "--set", "data.train_per_class=40", "--set", "data.test_per_class=12",
@@ -287,7 +287,7 @@ def test_checkpoint_needing_arbitrary_unpickling_is_refused(payload, tmp_path):
 @pytest.fixture
 def buggy_plugin(tmp_path, monkeypatch):
     """An installed third-party method whose loss raises at step 1."""
-    (tmp_path / "buggy_method.py").write_text(textwrap.dedent("""
+    install_plugin(tmp_path, "buggy_method", """
         import benchbackcompat
         from bbc_baselines.l2 import L2
 
@@ -303,11 +303,7 @@ def buggy_plugin(tmp_path, monkeypatch):
         @benchbackcompat.hookimpl
         def bbc_register_methods():
             return [Buggy]
-    """))
-    dist = tmp_path / "buggy_plugin-1.0.dist-info"
-    dist.mkdir()
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: buggy-plugin\nVersion: 1.0\n")
-    (dist / "entry_points.txt").write_text("[benchbackcompat]\nbuggy = buggy_method\n")
+""", dist="buggy-plugin", entry="buggy")
     monkeypatch.syspath_prepend(str(tmp_path))
     yield
     sys.modules.pop("buggy_method", None)

@@ -20,6 +20,7 @@ from PIL import Image
 
 from benchbackcompat.cli import main
 from benchbackcompat.store import ResultStore
+from helpers import install_plugin
 
 RUN = ["--scenario", "multi-step", "--set", "num_models=2", "--set", "data.name=imagefolder", "--set", "eval_split=test",
        "--set", "protocol=loo", "--set", "train.epochs=1", "--set", "train.batch_size=8", "--set", "model.embedding_dim=8",
@@ -60,15 +61,6 @@ def records_bytes(out: Path) -> dict[Path, bytes]:
 def computed(result: tuple[int, str, int]) -> int:
     assert result[0] == 0, result[1]
     return result[2]
-
-
-def install_plugin(where: Path, name: str, body: str, dist: str = "mine-plugin") -> None:
-    """A third-party plugin module ``name`` installed as distribution ``dist`` (entry point = module name)."""
-    (where / f"{name}.py").write_text(textwrap.dedent(body))
-    info = where / f"{dist.replace('-', '_')}-1.0.dist-info"
-    info.mkdir(exist_ok=True)
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 1.0\n")
-    (info / "entry_points.txt").write_text(f"[benchbackcompat]\n{name} = {name}\n")
 
 
 MINE = """
