@@ -12,7 +12,7 @@ BUDGET=${1:-420}  # seconds for the grid
 WORK=${WORK:-/tmp/bbc-tin}
 HBCT_SET=hbct,hbct-no-entail,independent,l2,bct,hot-refresh,advbct,hoc-euclidean
 export PYTHONPATH=/tmp/site HOME=/tmp/bbc-home PYTHONUNBUFFERED=1
-if ! python3 -c "import benchbackcompat" 2>/dev/null; then
+if ! command -v benchbackcompat >/dev/null; then  # installed by an earlier call on this machine?
     python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .device/whl/*.whl || exit 1
     python3 -m pip install -q --no-index --no-deps --no-build-isolation . || exit 1
     python3 docs/studies/cpu-scale/stamp_commit.py stamp .device/MANIFEST || exit 1
