@@ -226,3 +226,33 @@ def test_chance_floor_is_twice_chance_or_a_fifth_of_the_way_to_100_where_chance_
 
     assert chance_floor(2.0) == 4.0 and chance_floor(10.0) == 20.0  # top-1 over 50 and 10 classes
     assert chance_floor(50.0) == 60.0  # pair verification: twice chance would be 100%, which no model reaches
+
+
+LONG = "a-method-whose-name-takes-most-of-a-screen-" + "x" * 40  # 83 characters
+
+
+def test_default_view_keeps_the_ranking_statistics_when_the_headline_is_wider_than_a_page(records):
+    for record in records:
+        if record["method"] == "l2":
+            record["method"] = LONG
+            record["label"] = record["label"].replace("/l2/", f"/{LONG}/")
+    text = leaderboard_tables(records)
+    rows = table_rows(text, "### ext-class")
+    # self, cross, P_up and P_com beside the long label make 192 characters a row; P_com and cross 153
+    assert rows["method"] == ["method", "rank", "cross (cmc@1)", "P_com (cmc@1)", "min", "seeds"]
+    default = text.split("### ext-class", 1)[1].split("\n\n", 2)[1]
+    assert max(len(line) for line in default.splitlines()) <= 160
+    hidden = table_rows(text, "CMC@1 statistics:")  # the columns left out come next, in full
+    assert hidden["method"] == ["method", "self (cmc@1)", "cross (cmc@1)", "P_up (cmc@1)", "P_com (cmc@1)", "seeds"]
+
+
+def test_overview_splits_scenarios_into_tables_a_page_wide(records):
+    from benchbackcompat.report.overview import overview_tables
+
+    single = [r for r in records if r["kind"] == "ext-class"]
+    copies = [{**r, "scenario": f"ext-class-{i}", "key": f"{r['key'][:-1]}{i}"} for i in range(6) for r in single]
+    text = overview_tables(build_tables(merge_records([("fixture", copies)]).records))
+    headers = [cells(line) for line in text.splitlines() if line.startswith("| method")]
+    scenarios = [name for header in headers for name in header[1:]]
+    assert scenarios == [f"ext-class-{i} (CMC@1)" for i in range(6)]  # each once, in order
+    assert len(headers) > 1 and max(len(line) for line in text.splitlines() if line.startswith("|")) <= 160

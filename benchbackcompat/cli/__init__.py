@@ -305,20 +305,18 @@ def terminal_tables(records, wide: bool = False) -> str:
     (the kind's ranking: primary and tie-breaker, or the primary alone where both do not fit ``WIDTH``)."""
     from dataclasses import replace
 
-    from benchbackcompat.config import kind_class
     from benchbackcompat.report.aggregate import build_tables
-    from benchbackcompat.report.tables import tables_markdown
+    from benchbackcompat.report.markdown import widest_line
+    from benchbackcompat.report.tables import ranking_columns, tables_markdown
 
     tables = build_tables(records)
     if wide:
         return tables_markdown(tables)
     text = ""
     for keep in (2, 1):
-        narrow = [replace(t, columns=[c for c in t.columns if c.metric == t.metrics[0]
-                                      and c.statistic.key in kind_class(t.kind).ranking[:keep]] or t.columns[:1])
-                  for t in tables]
+        narrow = [replace(t, columns=ranking_columns(t, keep)) for t in tables]
         text = tables_markdown(narrow)
-        if max(map(len, text.splitlines()), default=0) <= WIDTH:
+        if widest_line(text) <= WIDTH:
             break
     hidden = sum(len(t.columns) for t in tables) - sum(len(t.columns) for t in narrow)
     return text + (f"\n\n({hidden} more columns: run again with --wide, or `benchbackcompat leaderboard`)" if hidden else "")

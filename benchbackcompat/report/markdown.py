@@ -1,9 +1,11 @@
-"""Escaping of text that plugins provide (method names, notes, reasons) for Markdown, file names and matplotlib."""
+"""Escaping of text that plugins provide (method names, notes, reasons) for Markdown, file names and matplotlib, and
+the width a published table may take."""
 from __future__ import annotations
 
 import hashlib
 import re
 
+PAGE_WIDTH = 160  # characters a table row may take on a published page (a screen, read without scrolling)
 _HTML = {"&": "&amp;", "<": "&lt;"}  # no tag or entity can start without these
 _PUNCTUATION = set("\\`*_[]|~$")  # inline markup, links, table cells, strikethrough, math
 
@@ -35,3 +37,8 @@ def slug(text: str) -> str:
 def plain_label(text: object) -> str:
     """Text for a matplotlib label: ``$`` would start mathtext, line breaks would break the layout."""
     return re.sub(r"\s+", " ", str(text)).replace("$", r"\$").strip()
+
+
+def widest_line(text: str) -> int:
+    """The length of the longest line of ``text`` (0 for none)."""
+    return max(map(len, text.splitlines()), default=0)

@@ -13,7 +13,7 @@ from tabulate import tabulate
 
 from benchbackcompat.report.aggregate import Missing, Row, Stat, Table
 from benchbackcompat.report.columns import Column, metric_name, ranking
-from benchbackcompat.report.markdown import escape
+from benchbackcompat.report.markdown import PAGE_WIDTH, escape, widest_line
 from benchbackcompat.report.tables import format_stat
 
 
@@ -57,12 +57,31 @@ def overview_tables(tables: list[Table]) -> str:
             mine = ranks.get(label, [])
             return (-sum(r == 1 for r in mine), -len(mine), sum(mine) / len(mine) if mine else 0, label)
 
-        rows = [[escape(label), *cells[label]] for label in sorted(labels, key=order)]
-        headers = ["method", *(f"{escape(t.scenario)} ({escape(metric_name(c.metric))})" for t, c in members)]
+        labels = sorted(labels, key=order)
+        headers = [f"{escape(t.scenario)} ({escape(metric_name(c.metric))})" for t, c in members]
         parts.append(f"{escape(header)}, each scenario's headline configuration (rank in brackets; bold: rank 1, "
                      "not significantly worse than any other):\n\n"
-                     + tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True))
+                     + "\n\n".join(_fitted_tables([escape(label) for label in labels], headers,
+                                                  [cells[label] for label in labels])))
     return "\n\n".join(parts)
+
+
+def _fitted_tables(labels: list[str], headers: list[str], cells: list[list[str]]) -> list[str]:
+    """The methods x scenarios table split by scenario columns into tables of at most ``PAGE_WIDTH`` characters a
+    row (in order; a column too wide alone gets its own table)."""
+    def render(columns: list[int]) -> str:
+        rows = [[label, *(row[i] for i in columns)] for label, row in zip(labels, cells)
+                if any(row[i] for i in columns)]
+        return tabulate(rows, headers=["method", *(headers[i] for i in columns)], tablefmt="github",
+                        disable_numparse=True)
+
+    tables, current = [], []
+    for i in range(len(headers)):
+        if current and widest_line(render(current + [i])) > PAGE_WIDTH:
+            tables.append(render(current))
+            current = []
+        current.append(i)
+    return tables + ([render(current)] if current else [])
 
 
 def verdict(table: Table) -> str:

@@ -3,13 +3,14 @@ over seeds where no per-query outcomes were stored), rank, in bold every value n
 the best, "-", "–" or "nan" cells with a footnote saying why."""
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 
 from tabulate import tabulate
 
 from benchbackcompat.report.aggregate import MIN_UPDATE_GAIN, Missing, Row, Stat, Table, best_ids
-from benchbackcompat.report.columns import Column, metric_name
-from benchbackcompat.report.markdown import escape
+from benchbackcompat.report.columns import Column, metric_name, ranking
+from benchbackcompat.report.markdown import PAGE_WIDTH, escape, widest_line
 from benchbackcompat.report.selection import selection_markdown
 
 
@@ -82,27 +83,45 @@ def table_markdown(table: Table, notes: Footnotes, columns: list[Column] | None 
 
 
 def headline_columns(table: Table) -> list[Column]:
-    """The default view: the first metric's ranked statistics (the primary metric; context self-tests apart)."""
+    """The first metric's statistics (context self-tests apart): the default view where it fits a page."""
     metric = table.columns[0].metric if table.columns else None
     return [c for c in table.columns if c.metric == metric and not c.statistic.context]
 
 
-def other_views(table: Table) -> list[tuple[str, list[Column]]]:
-    """The columns left out of the default view, as (title, columns): each further metric, then the self-tests
-    the ratios divide by."""
-    shown = {c.id for c in headline_columns(table)}
+def ranking_columns(table: Table, keep: int) -> list[Column]:
+    """The first metric's ``keep`` ranking statistics (primary, then tie-breaker), or its first column."""
+    metric = table.columns[0].metric if table.columns else None
+    return [c for c in headline_columns(table) if c.metric == metric
+            and c.statistic.key in ranking(table.kind)[:keep]] or table.columns[:1]
+
+
+def default_columns(table: Table, notes: Footnotes, width: int = PAGE_WIDTH) -> list[Column]:
+    """The widest of the headline statistics, the ranking pair, or the primary statistic alone whose table fits
+    ``width`` characters a row (long labels and wide intervals can push the headline past a screen)."""
+    candidates = [headline_columns(table), ranking_columns(table, 2), ranking_columns(table, 1)]
+    for columns in candidates:
+        if widest_line(table_markdown(table, copy.deepcopy(notes), columns)) <= width:
+            return columns
+    return candidates[-1]
+
+
+def other_views(table: Table, shown: list[Column]) -> list[tuple[str, list[Column]]]:
+    """The columns left out of the default view (``shown``), as (title, columns): each metric's statistics not all
+    shown, then the self-tests the ratios divide by."""
+    shown_ids = {c.id for c in shown}
     views = [(f"{metric_name(m)} statistics", [c for c in table.columns if c.metric == m and not c.statistic.context])
              for m in table.metrics]
-    views = [(title, cols) for title, cols in views if cols and not {c.id for c in cols} <= shown]
+    views = [(title, cols) for title, cols in views if cols and not {c.id for c in cols} <= shown_ids]
     context = [c for c in table.columns if c.statistic.context]
     return views + ([("the self-tests P_com and P_up divide by", context)] if context else [])
 
 
 def views_markdown(table: Table, notes: Footnotes, fold: bool = False) -> str:
-    """The default view (:func:`headline_columns`, ranked, with the cost) then every other view as its own table;
+    """The default view (:func:`default_columns`, ranked, with the cost) then every other view as its own table;
     ``fold``: the other views inside a collapsed ``<details>`` block each (the published pages)."""
-    parts = [table_markdown(table, notes, headline_columns(table))]
-    for title, columns in other_views(table):
+    shown = default_columns(table, notes)
+    parts = [table_markdown(table, notes, shown)]
+    for title, columns in other_views(table, shown):
         view = table_markdown(table, notes, columns, ranked=False, cost=False)
         parts.append(f"<details><summary>{escape(title)}</summary>\n\n{view}\n\n</details>" if fold
                      else f"{escape(title[0].upper() + title[1:])}:\n\n{view}")
