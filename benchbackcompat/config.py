@@ -76,6 +76,9 @@ class DataConfig(StrictModel):
     pretrain_resolution: int | None = Field(
         None, ge=2, le=PIXELS_MAX, description="embedded: the pretraining pool seen at this resolution, then resized to "
         "image_size (another image source, as ImageNet32 is for CIFAR; None: rendered like the training images)")
+    pretrain_saturation: float | None = Field(
+        None, ge=0, le=1, description="embedded: the pretraining pool's colour kept, 0 a greyscale camera (luminance "
+        "alone), 1 the training images' colours (another image source; None: rendered like the training images)")
     seed: int = Field(0, ge=0, le=SEED_MAX, description="rendering seed of the embedded dataset")
     class_order_seed: int | None = Field(None, ge=0, le=SEED_MAX,
                                          description="shuffle the class order with this seed; None keeps label order")
@@ -103,7 +106,7 @@ class DataConfig(StrictModel):
         """Without a validation split (or pretrain_per_class, or order_by_seed) the dump, and so every key hashed from it, is what it was
         before the field existed."""
         data = handler(self)
-        for optional in ("validation", "pretrain_per_class", "pretrain_resolution"):
+        for optional in ("validation", "pretrain_per_class", "pretrain_resolution", "pretrain_saturation"):
             if data.get(optional) is None:
                 data.pop(optional, None)
         if not data.get("order_by_seed", True):

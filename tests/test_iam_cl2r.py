@@ -160,3 +160,20 @@ def test_the_pretraining_pool_can_come_from_a_lower_resolution_source(tmp_path):
     expected = torch.nn.functional.interpolate(blocks, size=(8, 8), mode="bilinear", align_corners=False)
     assert torch.equal(coarse.splits["pretrain"].images[:1], expected.round().clamp(0, 255).to(torch.uint8))
     assert not torch.equal(coarse.splits["pretrain"].images, sharp.splits["pretrain"].images)
+
+
+def test_the_pretraining_pool_can_come_from_a_camera_with_less_colour(tmp_path):
+    from benchbackcompat.data.embedded import load_embedded
+    from benchbackcompat.data.request import DatasetRequest
+
+    request = dict(cache_dir=tmp_path, num_classes=3, open_classes=2, pretrain_classes=2, train_per_class=4,
+                   test_per_class=2, image_size=8)
+    colour = load_embedded(DatasetRequest(**request))
+    grey = load_embedded(DatasetRequest(**request, pretrain_saturation=0.0))
+    half = load_embedded(DatasetRequest(**request, pretrain_saturation=0.5))
+    assert torch.equal(colour.splits["train"].images, grey.splits["train"].images)  # only the pretraining pool
+    r, g, b = colour.splits["pretrain"].images[0, :, 3, 5].tolist()  # one pixel by hand, BT.601 luminance
+    luma = 0.299 * r + 0.587 * g + 0.114 * b
+    assert grey.splits["pretrain"].images[0, :, 3, 5].tolist() == [round(luma)] * 3
+    assert half.splits["pretrain"].images[0, :, 3, 5].tolist() == [round(luma + 0.5 * (v - luma)) for v in (r, g, b)]
+    assert colour.splits["pretrain"].images[:, 0].ne(colour.splits["pretrain"].images[:, 1]).any()  # it had colour

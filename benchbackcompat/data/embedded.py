@@ -85,7 +85,8 @@ def _layout(class_ids: Tensor, per_class: int, split: str) -> tuple[Tensor, Tens
             torch.arange(per_class).repeat(count), torch.arange(count).repeat_interleave(per_class))
 
 
-POOL_OPTIONS = ("pretrain_per_class", "pretrain_resolution")  # the pretraining pool's own size and source
+POOL_OPTIONS = ("pretrain_per_class", "pretrain_resolution", "pretrain_saturation")  # the pretraining pool's size and source
+LUMA = (0.299, 0.587, 0.114)  # ITU-R BT.601 weights of R, G, B in luminance
 
 
 def _settings(request: DatasetRequest) -> dict[str, int]:
@@ -105,6 +106,14 @@ def resampled(images: Tensor, resolution: int) -> Tensor:
     return back.round().clamp(0, 255).to(torch.uint8)
 
 
+def desaturated(images: Tensor, saturation: float) -> Tensor:
+    """``images`` (uint8, N x 3 x S x S) with ``saturation`` of their colour: luminance + saturation * (RGB -
+    luminance); 0 is a greyscale camera."""
+    rgb = images.float()
+    luma = torch.einsum("c,nchw->nhw", torch.tensor(LUMA), rgb).unsqueeze(1)
+    return (luma + saturation * (rgb - luma)).round().clamp(0, 255).to(torch.uint8)
+
+
 def _build(s: dict[str, int]) -> DatasetBundle:
     train_ids, open_ids, pretrain_ids = pools(s["seed"], s["num_classes"], s["open_classes"], s["pretrain_classes"])
     parts = {"train": (train_ids, s["train_per_class"], "train"), "test": (train_ids, s["test_per_class"], "test"),
@@ -117,6 +126,9 @@ def _build(s: dict[str, int]) -> DatasetBundle:
     splits = {name: ImageArrays(part, layout[3]) for (name, layout), part in zip(layouts.items(), images)}
     if "pretrain_resolution" in s and "pretrain" in splits:  # models pretrained elsewhere: another image source
         splits["pretrain"] = ImageArrays(resampled(splits["pretrain"].images, s["pretrain_resolution"]),
+                                         splits["pretrain"].labels)
+    if "pretrain_saturation" in s and "pretrain" in splits:
+        splits["pretrain"] = ImageArrays(desaturated(splits["pretrain"].images, s["pretrain_saturation"]),
                                          splits["pretrain"].labels)
     mean, std = channel_stats(splits["train"].images)
     return DatasetBundle("embedded", [class_name(int(c)) for c in train_ids], mean, std, splits)

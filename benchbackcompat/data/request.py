@@ -22,6 +22,7 @@ class DatasetRequest:
     pretrain_classes: int | None = None  # embedded: size of the pretraining pool
     pretrain_per_class: int | None = None  # embedded: images per pretraining class (None: train_per_class)
     pretrain_resolution: int | None = None  # embedded: the pretraining images seen at this resolution (None: full)
+    pretrain_saturation: float | None = None  # embedded: the pretraining images' colour kept, 0 = greyscale (None: 1)
     download: bool = True  # torchvision datasets may download when online
 
     def __post_init__(self) -> None:
@@ -30,7 +31,7 @@ class DatasetRequest:
             object.__setattr__(self, "root", Path(self.root))
         minimum = {"num_classes": 1, "train_per_class": 1, "test_per_class": 1, "image_size": 1,
                    "open_classes": 0, "pretrain_classes": 0, "pretrain_per_class": 1,
-                   "pretrain_resolution": 2}
+                   "pretrain_resolution": 2, "pretrain_saturation": 0}
         for name, least in minimum.items():
             value = getattr(self, name)
             if value is not None and value < least:

@@ -119,6 +119,7 @@ def _request(cfg: DataConfig, cache_dir: Path) -> DatasetRequest:
         pretrain_classes=cfg.pretrain_classes,
         pretrain_per_class=cfg.pretrain_per_class,
         pretrain_resolution=cfg.pretrain_resolution,
+        pretrain_saturation=cfg.pretrain_saturation,
     )
 
 
