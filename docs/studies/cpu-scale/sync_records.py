@@ -1,12 +1,13 @@
 """Bring the finished records of a run into the published records folder.
 
-    python docs/studies/cpu-scale/sync_records.py RUN leaderboard/records
+    python docs/studies/cpu-scale/sync_records.py RUN leaderboard/records [--drop-stale]
 
 RUN is a copy of the published folder that ``publish_grid.sh`` ran into. Each record RUN holds that the folder lacks
-(finished, diverged or not applicable; failed cells are not results) is copied (the record file alone: the published records carry no training curves and no models). Then each stale
+and that the installed code would compute again (finished, diverged or not applicable, and not stale) is copied (the
+record file alone: the published records carry no training curves and no models). Then each stale
 record of the folder (computed by other code, as ``benchbackcompat status`` says) is removed where a current record
 of the same cell replaces it: same label, preset, dataset, hyperparameters and training length. Stale records that
-nothing replaces yet stay (``leaderboard --verified-only`` leaves them out of the pages).
+nothing replaces yet stay unless ``--drop-stale``: the published folder then holds only what its pages show.
 """
 from __future__ import annotations
 
@@ -28,13 +29,14 @@ def cell_of(record: CellRecord) -> str:
                        train.get("min_steps")], sort_keys=True, default=str)
 
 
-def sync(run: Path, published: Path) -> tuple[int, int]:
+def sync(run: Path, published: Path, drop_stale: bool = False) -> tuple[int, int]:
     """(records copied, stale records removed)."""
     source, target = ResultStore(run), ResultStore(published)
+    current_in_run = {row["key"] for row in cell_states(run) if row["state"] in ("finished", "diverged", "not-applicable")}
     copied = 0
-    for key in source.keys():
+    for key in sorted(current_in_run):
         record = source.record(key)
-        if record is not None and record.status != "failed" and target.record(key) is None:
+        if record is not None and target.record(key) is None:
             target.cell_dir(key).mkdir(parents=True, exist_ok=True)
             shutil.copy2(source.record_path(key), target.record_path(key))
             copied += 1
@@ -45,14 +47,15 @@ def sync(run: Path, published: Path) -> tuple[int, int]:
     removed = 0
     for key in sorted(stale):
         record = target.record(key)
-        if record is not None and cell_of(record) in current:
+        if record is not None and (drop_stale or cell_of(record) in current):
             shutil.rmtree(target.cell_dir(key))
             removed += 1
     return copied, removed
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3:
+    arguments = [a for a in sys.argv[1:] if a != "--drop-stale"]
+    if len(arguments) != 2:
         raise SystemExit(__doc__)
-    copied, removed = sync(Path(sys.argv[1]), Path(sys.argv[2]))
-    print(f"copied {copied} records, removed {removed} stale records that current ones replace")
+    copied, removed = sync(Path(arguments[0]), Path(arguments[1]), "--drop-stale" in sys.argv)
+    print(f"copied {copied} records, removed {removed} stale records")
