@@ -114,6 +114,9 @@ def desaturated(images: Tensor, saturation: float) -> Tensor:
     return (luma + saturation * (rgb - luma)).round().clamp(0, 255).to(torch.uint8)
 
 
+CAMERAS = {"pretrain_resolution": resampled, "pretrain_saturation": desaturated}  # applied in this order
+
+
 def _build(s: dict[str, int]) -> DatasetBundle:
     train_ids, open_ids, pretrain_ids = pools(s["seed"], s["num_classes"], s["open_classes"], s["pretrain_classes"])
     parts = {"train": (train_ids, s["train_per_class"], "train"), "test": (train_ids, s["test_per_class"], "test"),
@@ -124,12 +127,9 @@ def _build(s: dict[str, int]) -> DatasetBundle:
     ids, codes, index, _ = (torch.cat(column) for column in zip(*layouts.values()))
     images = torch.split(_render(s["seed"], ids, codes, index, s["image_size"]), [len(v[0]) for v in layouts.values()])
     splits = {name: ImageArrays(part, layout[3]) for (name, layout), part in zip(layouts.items(), images)}
-    if "pretrain_resolution" in s and "pretrain" in splits:  # models pretrained elsewhere: another image source
-        splits["pretrain"] = ImageArrays(resampled(splits["pretrain"].images, s["pretrain_resolution"]),
-                                         splits["pretrain"].labels)
-    if "pretrain_saturation" in s and "pretrain" in splits:
-        splits["pretrain"] = ImageArrays(desaturated(splits["pretrain"].images, s["pretrain_saturation"]),
-                                         splits["pretrain"].labels)
+    for option, camera in CAMERAS.items():  # models pretrained elsewhere: another image source
+        if option in s and "pretrain" in splits:
+            splits["pretrain"] = ImageArrays(camera(splits["pretrain"].images, s[option]), splits["pretrain"].labels)
     mean, std = channel_stats(splits["train"].images)
     return DatasetBundle("embedded", [class_name(int(c)) for c in train_ids], mean, std, splits)
 

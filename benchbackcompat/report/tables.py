@@ -90,9 +90,7 @@ def headline_columns(table: Table) -> list[Column]:
 
 def ranking_columns(table: Table, keep: int) -> list[Column]:
     """The first metric's ``keep`` ranking statistics (primary, then tie-breaker), or its first column."""
-    metric = table.columns[0].metric if table.columns else None
-    return [c for c in headline_columns(table) if c.metric == metric
-            and c.statistic.key in ranking(table.kind)[:keep]] or table.columns[:1]
+    return [c for c in headline_columns(table) if c.statistic.key in ranking(table.kind)[:keep]] or table.columns[:1]
 
 
 def default_columns(table: Table, notes: Footnotes, width: int = PAGE_WIDTH) -> list[Column]:

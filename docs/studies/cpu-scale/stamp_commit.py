@@ -47,9 +47,9 @@ def stamp(root: Path, manifest: str) -> str:
                    if str(p.relative_to(root)) not in expected)
     if extra:
         raise SystemExit(f"{extra[0]} is not in commit {commit[:12]}: not stamping")
-    direct_url = Path(str(metadata.distribution("benchbackcompat").locate_file(""))).joinpath(
-        *next(f for f in metadata.distribution("benchbackcompat").files if f.name == "METADATA").parts[:-1],
-        "direct_url.json")
+    installed = metadata.distribution("benchbackcompat")
+    info = next(f for f in installed.files if f.name == "METADATA")  # in the .dist-info folder
+    direct_url = Path(str(installed.locate_file(info))).with_name("direct_url.json")
     direct_url.write_text(json.dumps({"url": root.resolve().as_uri(), "vcs_info": {"vcs": "git", "commit_id": commit}}))
     return commit
 
