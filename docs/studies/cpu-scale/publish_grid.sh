@@ -14,6 +14,7 @@ bbc --scenario ext-data,ext-class,new-arch,both,multi-step,multi-step-seen,cl2r,
 bbc --scenario cores-open --methods cores,bct,l2,ift,independent --seeds 0,1,2,3,4
 bbc --scenario ext-class-open --methods cores,bct,l2,independent --seeds 0,1,2,3,4
 bbc --scenario multi-step --methods cores,bct,l2,ift,independent,psp,lsp --seeds 3,4
+bbc --scenario multi-step-seen --methods cores,bct,l2,ift,independent,psp,lsp --seeds 3,4   # loads multi-step's models
 bbc --scenario multi-step --methods psp,lsp --seeds 0,1,2,3,4 --set methods.psp.temperature=12 --set methods.lsp.temperature=12   # the paper's temperature
 bbc --scenario cl2r --methods hoc,er --seeds 3,4
 bbc --scenario cl2r --methods hoc --seeds 0,1,2,3,4 --set methods.hoc.lam=1.0
