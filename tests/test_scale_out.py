@@ -37,7 +37,7 @@ def test_two_concurrent_runs_on_one_directory_lose_and_duplicate_nothing(tmp_pat
     processes = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
     outputs = [p.communicate(timeout=600) for p in processes]
     assert [p.returncode for p in processes] == [0, 0], outputs
-    computed = [int(re.search(r"(\d+) computed by this process", err).group(1)) for _, err in outputs]
+    computed = [int(re.search(r"(\d+) computed by this run", err).group(1)) for _, err in outputs]
     records = list(ResultStore(tmp_path).records())
     assert len(records) == 4 and all(r.status == "finished" for r in records)
     assert sum(computed) == 4  # every cell ran in exactly one of the two processes

@@ -30,9 +30,10 @@ def test_records_time_training_shared_models_extraction_and_scoring_apart(tmp_pa
         assert min(timings["extract_s"], timings["score_s"]) > 0
 
 
-def test_workers_run_cells_in_processes_with_the_same_numbers(tmp_path):
+def test_workers_run_cells_in_processes_with_the_same_numbers(tmp_path, capsys):
     """Two worker processes with one thread each give the numbers of one process with one thread (the thread
-    count itself may change bf16 rounding, so the single process is held to one thread too)."""
+    count itself may change bf16 rounding, so the single process is held to one thread too), and the summary
+    counts the cells the workers computed as computed by the run."""
     import torch
 
     args = [*TINY, "--scenario", "ext-class", "--methods", "independent,l2"]
@@ -42,7 +43,9 @@ def test_workers_run_cells_in_processes_with_the_same_numbers(tmp_path):
         assert main(["run", "--out", str(tmp_path / "one"), *args, "--workers", "1"]) == 0
     finally:
         torch.set_num_threads(threads)
+    capsys.readouterr()
     assert main(["run", "--out", str(tmp_path / "two"), *args, "--workers", "2"]) == 0
+    assert "(2 finished); results in" in (err := capsys.readouterr().err) and "; 2 computed by this run" in err
     one = {r.method: r for r in ResultStore(tmp_path / "one").records()}
     two = {r.method: r for r in ResultStore(tmp_path / "two").records()}
     assert set(two) == {"independent", "l2"} and all(r.status == "finished" for r in two.values())

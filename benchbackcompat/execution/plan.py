@@ -139,8 +139,9 @@ def check_names(scenario: ScenarioBase) -> None:
             raise UnknownNameError("backbone", name, [*list_backbones(), f"{TIMM_PREFIX}<model>"])
 
 
-def run_summary(records: list[CellRecord], seconds: float, out: Path) -> tuple[str, int]:
-    """The end-of-run summary and the exit code: 1 when any cell failed or diverged, else 0."""
+def run_summary(records: list[CellRecord], seconds: float, out: Path, workers: set[str] | None = None) -> tuple[str, int]:
+    """The end-of-run summary and the exit code: 1 when any cell failed or diverged, else 0. ``workers``: the
+    worker names of this run's processes (default: this process alone), whose records count as computed by it."""
     counts = Counter(r.status for r in records)
     lines = [f"{len(records)} cells in {seconds:.1f} s ({', '.join(f'{n} {s}' for s, n in sorted(counts.items()))}); "
              f"results in {out}"]
@@ -148,8 +149,8 @@ def run_summary(records: list[CellRecord], seconds: float, out: Path) -> tuple[s
         if not isinstance(record, FinishedRecord):
             where = f"; traceback in {record.traceback}" if isinstance(record, FailedRecord) and record.traceback else ""
             lines.append(f"  {record.label}: {record.status} ({record.reason}{where})")
-    here = sum(r.worker == worker_name() for r in records)
-    lines[0] += f"; {here} computed by this process"
+    here = sum(r.worker in (workers or {worker_name()}) for r in records)
+    lines[0] += f"; {here} computed by this run"
     bad = counts["failed"] + counts["diverged"]
     if counts["failed"]:
         lines.append("failed cells are not recorded: run the same command again to retry them")

@@ -10,6 +10,7 @@ import time
 from dataclasses import dataclass, field, replace
 
 from benchbackcompat.engine import distributed
+from benchbackcompat.engine.cell import worker_name
 from benchbackcompat.errors import BenchError
 from benchbackcompat.execution.executors import submit
 from benchbackcompat.runtime.logs import log
@@ -60,8 +61,10 @@ def run(request: RunRequest) -> RunOutcome:
     if request.dry_run:
         return RunOutcome(plan)
     started = time.perf_counter()
+    workers = {worker_name()}
     if request.workers > 1:
-        records = execute_in_workers(request, len(plan.cells), run)
+        records, children = execute_in_workers(request, len(plan.cells), run)
+        workers |= children
     elif request.executor != "inline":
         records = submit(plan, request, run)
     else:
@@ -78,5 +81,5 @@ def run(request: RunRequest) -> RunOutcome:
     for line in waiting:
         log.info(f"grid {line}")
     records = list({record.key: record for record in records}.values())  # workers also return the grids' cells
-    summary, code = run_summary(records, time.perf_counter() - started, config.out)
+    summary, code = run_summary(records, time.perf_counter() - started, config.out, workers)
     return RunOutcome(plan, records, code, summary)
