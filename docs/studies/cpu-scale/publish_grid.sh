@@ -16,6 +16,7 @@ bbc --scenario ext-class-open --methods cores,bct,l2,independent --seeds 0,1,2,3
 bbc --scenario multi-step --methods cores,bct,l2,ift,independent,psp,lsp --seeds 3,4
 bbc --scenario multi-step-seen --methods cores,bct,l2,ift,independent,psp,lsp --seeds 3,4   # loads multi-step's models
 bbc --scenario multi-step --methods psp,lsp --seeds 0,1,2,3,4 --set methods.psp.temperature=12 --set methods.lsp.temperature=12   # the paper's temperature
+bbc --scenario multi-step-seen --methods psp,lsp --seeds 0,1,2,3,4 --set methods.psp.temperature=12 --set methods.lsp.temperature=12   # loads them
 bbc --scenario cl2r --methods hoc,er --seeds 3,4
 bbc --scenario cl2r --methods hoc --seeds 0,1,2,3,4 --set methods.hoc.lam=1.0
 bbc --scenario iam-cl2r --methods hoc,er,dsimplex-fd --seeds 3,4
