@@ -26,9 +26,15 @@ bbc --scenario ext-class --methods bct,independent --seeds 3,4
 bbc --scenario ext-data,ext-class,both --methods independent,lce,fan,cvs,hbct,hbct-no-entail --seeds 0,1,2 --set train.min_steps=12000
 bbc --scenario ext-class --methods hoc --seeds 0,1,2 --set train.min_steps=12000
 bbc --scenario ext-class,both --methods "$HBCT_SET" --seeds 0,1,2,3,4 --set train.min_steps=12000
+# convergence of `both` at 12,000 steps (1.5x the training; the summary goes into the claims report, like the others
+# in calibration/, whose commands the study page gives)
+benchbackcompat calibrate --preset cpu --scenario both --methods independent,hbct --seeds 0,1,2 --base "$OUT" \
+    --out "$OUT.longer/both-12000-steps" --summary "$OUT/calibration/cpu-both-12000-steps.json" -- --workers 2 --set train.min_steps=12000
 # 3. the real-image table (TinyImageNet-50 at 32x32), 3 seeds
 if [ -n "$ROOT" ]; then
     bbc --scenario ext-class-tin32 --methods "$HBCT_SET" --seeds 0,1,2 --data-root "$ROOT"
+    benchbackcompat calibrate --preset cpu --scenario ext-class-tin32 --methods independent,hbct --seeds 0 --base "$OUT" \
+        --out "$OUT.longer/tin32" --summary "$OUT/calibration/cpu-ext-class-tin32.json" -- --workers 2 --data-root "$ROOT"
 else
     echo "no DATA_ROOT: the TinyImageNet table (ext-class-tin32) is not run"
 fi
