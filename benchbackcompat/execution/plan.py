@@ -13,7 +13,7 @@ from benchbackcompat.config import NamedScenario, RunConfig, ScenarioBase
 from benchbackcompat.data.registry import get_dataset
 from benchbackcompat.engine import distributed
 from benchbackcompat.engine.device import availability_line, resolve_device
-from benchbackcompat.engine.cell import Cell, device_name, unsupported, worker_name
+from benchbackcompat.engine.cell import Cell, device_name, unsupported
 from benchbackcompat.errors import BenchError, UnknownNameError
 from benchbackcompat.identity import code_identity
 from benchbackcompat.runtime.logs import log, progress_bar
@@ -139,9 +139,9 @@ def check_names(scenario: ScenarioBase) -> None:
             raise UnknownNameError("backbone", name, [*list_backbones(), f"{TIMM_PREFIX}<model>"])
 
 
-def run_summary(records: list[CellRecord], seconds: float, out: Path, workers: set[str] | None = None) -> tuple[str, int]:
+def run_summary(records: list[CellRecord], seconds: float, out: Path, workers: set[str]) -> tuple[str, int]:
     """The end-of-run summary and the exit code: 1 when any cell failed or diverged, else 0. ``workers``: the
-    worker names of this run's processes (default: this process alone), whose records count as computed by it."""
+    worker names of this run's processes, whose records count as computed by it."""
     counts = Counter(r.status for r in records)
     lines = [f"{len(records)} cells in {seconds:.1f} s ({', '.join(f'{n} {s}' for s, n in sorted(counts.items()))}); "
              f"results in {out}"]
@@ -149,7 +149,7 @@ def run_summary(records: list[CellRecord], seconds: float, out: Path, workers: s
         if not isinstance(record, FinishedRecord):
             where = f"; traceback in {record.traceback}" if isinstance(record, FailedRecord) and record.traceback else ""
             lines.append(f"  {record.label}: {record.status} ({record.reason}{where})")
-    here = sum(r.worker in (workers or {worker_name()}) for r in records)
+    here = sum(r.worker in workers for r in records)
     lines[0] += f"; {here} computed by this run"
     bad = counts["failed"] + counts["diverged"]
     if counts["failed"]:
