@@ -29,7 +29,7 @@ from benchbackcompat.errors import BenchError
 from benchbackcompat.metrics import bootstrap, outcomes
 from benchbackcompat.record import CellRecord, FinishedRecord, parse_record
 from benchbackcompat.config import kind_class
-from benchbackcompat.report.columns import Column, columns_for, metric_name, ranking
+from benchbackcompat.report.columns import STATISTICS, Column, columns_for, metric_name, ranking
 
 MIN_UPDATE_GAIN = 10.0  # points: below this reference self - old self, P_com divides by noise (a 6-point update
 # on 600 queries gives P_com intervals two units wide)
@@ -46,14 +46,23 @@ def chance_floor(chance: float) -> float:
 @dataclass(frozen=True)
 class Stat:
     """A statistic over the seeds that produced a finite value, with their query-bootstrap replicates when every
-    such seed stored per-query outcomes (``bootstrap.SeedSample``; its interval is honest for the number of seeds)."""
+    such seed stored per-query outcomes (``bootstrap.SeedSample``; its interval is honest for the number of seeds)
+    and the range of values it can take (``bounds``; its interval stays inside it)."""
 
     values: tuple[float, ...]
     replicates: bootstrap.SeedSample | np.ndarray | None = field(default=None, compare=False, repr=False)
+    bounds: tuple[float, float] = field(default=(-math.inf, math.inf), compare=False, repr=False)
 
     @property
     def interval(self) -> tuple[float, float] | None:
-        return bootstrap.interval(self.replicates) if self.replicates is not None else None
+        return bootstrap.interval(self.replicates, bounds=self.bounds) if self.replicates is not None else None
+
+    @property
+    def exact(self) -> bool:
+        """Whether its interval has zero width: no resample of queries or seeds moves it (e.g. P_up of the
+        reference model itself, or AC 0 where no pair is ever compatible)."""
+        interval = self.interval
+        return interval is not None and interval[0] == interval[1]
 
     @property
     def n(self) -> int:
@@ -297,7 +306,8 @@ def _stat(records: list[FinishedRecord], replicates: list[dict], metric: str, ke
     if not values:
         return None
     combined = bootstrap.over_seeds(values, reps, seeds) if all(r is not None for r in reps) else None
-    return Stat(tuple(values), combined)
+    statistic = STATISTICS.get(key)
+    return Stat(tuple(values), combined, statistic.bounds if statistic else (-math.inf, math.inf))
 
 
 def _metric_value(record: FinishedRecord, metric: str, key: str) -> float | None:
@@ -455,7 +465,8 @@ def _display_value(cell: Stat | Missing | None, column: Column) -> float | None:
 def best_ids(table: Table, column: Column) -> set[int]:
     """Rows (by index) not significantly worse than the row with the best mean of ``column`` (paired bootstrap
     of their difference; without replicates, those with the best displayed mean); rows at chance level and
-    context columns never count. Empty when fewer than two rows have a value."""
+    context columns never count, nor a value with a zero-width interval (:attr:`Stat.exact`: exact by construction,
+    not a measurement) below the best mean. Empty when fewer than two rows have a value."""
     if column.statistic.context:
         return set()
     scored = [(i, row.cells.get(column.id)) for i, row in enumerate(table.rows) if not row.chance]
@@ -467,6 +478,8 @@ def best_ids(table: Table, column: Column) -> set[int]:
     shown = _display_value(best, column)
     chosen = set()
     for i, cell in scored:
+        if cell.exact and _display_value(cell, column) != shown:
+            continue
         if best.replicates is not None and cell.replicates is not None:
             if not bootstrap.significantly_worse(best.replicates, cell.replicates, higher):
                 chosen.add(i)
