@@ -192,8 +192,9 @@ def test_p_com_hidden_when_the_update_is_small_or_not_significant():
     assert table.rows[0].cells["cmc@1:p_com"].mean == pytest.approx(0.25)
     low, high = table.rows[0].cells["cmc@1:p_com"].interval
     assert low < 0.25 < high
-    assert undecidable_update(Stat((MIN_UPDATE_GAIN + 1,), np.array([-1.0, 1.0, 2.0] * 10))).endswith(
-        "is not significantly positive")
+    hidden = undecidable_update(Stat((MIN_UPDATE_GAIN + 1,), np.array([-1.0, 1.0, 2.0] * 10)))
+    assert hidden.reason.endswith("is not significantly positive") and hidden.word == "update not > 0"
+    assert cell.word == f"update < {MIN_UPDATE_GAIN:g} pts"
 
 
 def test_rank_follows_p_com_then_cross_and_chance_level_rows_are_not_ranked():

@@ -79,10 +79,12 @@ class Stat:
 
 @dataclass(frozen=True)
 class Missing:
-    """A cell that has no number: ``text`` is "-" (not computed) or "nan" (diverged), ``reason`` says why."""
+    """A cell that has no number: ``text`` is "-" (not computed), "nan" (diverged) or "–" (P_com not shown),
+    ``reason`` says why, ``word`` in a few words (e.g. "update < 10 pts")."""
 
     text: str
     reason: str
+    word: str = "not computed"
 
 
 @dataclass
@@ -277,7 +279,7 @@ def _fill(row: Row, columns: list[Column]) -> None:
         status = unfinished[0].status
         text = "nan" if status == "diverged" else "-"
         reason = f"{status}: {unfinished[0].reason}".rstrip(": ")
-        row.cells = {c.id: Missing(text, reason) for c in columns}
+        row.cells = {c.id: Missing(text, reason, status.replace("-", " ")) for c in columns}
         return
     for record in unfinished:
         row.notes.append(f"seed {record.seed} {record.status}: {record.reason}".rstrip(": "))
@@ -287,9 +289,9 @@ def _fill(row: Row, columns: list[Column]) -> None:
             "-", _why_missing(finished[0], column))
     for column in columns:
         if column.statistic.key == "p_com":
-            reason = undecidable_update(_stat(finished, replicates, column.metric, "gain"))
-            if reason:
-                row.cells[column.id] = Missing("–", reason)
+            hidden = undecidable_update(_stat(finished, replicates, column.metric, "gain"))
+            if hidden is not None:
+                row.cells[column.id] = hidden
     row.chance = _chance_reason(finished, columns)
 
 
@@ -321,21 +323,34 @@ def _metric_value(record: FinishedRecord, metric: str, key: str) -> float | None
     return float(value) if value is not None and math.isfinite(float(value)) else None
 
 
-def undecidable_update(gain: Stat | None) -> str:
-    """Why P_com is not shown ("" when it is): the update it divides by must be significantly positive
-    and at least ``MIN_UPDATE_GAIN`` points."""
+def undecidable_update(gain: Stat | None) -> Missing | None:
+    """The "–" cell of a P_com that is not shown, saying why (None when it is shown): the update it divides by must
+    be significantly positive and at least ``MIN_UPDATE_GAIN`` points."""
     if gain is None:
-        return "P_com not shown: the record has no reference self-tests"
+        return Missing("–", "P_com not shown: the record has no reference self-tests", "no reference")
     text = f"{gain.mean:.2f}"
     if gain.interval is not None:
         text += f" [{gain.interval[0]:.2f}, {gain.interval[1]:.2f}]"
     if gain.interval is not None and not gain.interval[0] > 0:
-        why = "is not significantly positive"
+        why, word = "is not significantly positive", "update not > 0"
     elif gain.mean < MIN_UPDATE_GAIN:
-        why = f"is below the minimum of {MIN_UPDATE_GAIN:g} points"
+        why, word = f"is below the minimum of {MIN_UPDATE_GAIN:g} points", f"update < {MIN_UPDATE_GAIN:g} pts"
     else:
-        return ""
-    return f"P_com not shown: the update it divides by, reference self − old self = {text} points, {why}"
+        return None
+    return Missing("–", f"P_com not shown: the update it divides by, reference self − old self = {text} points, {why}",
+                   word)
+
+
+def margin(row: Row, metric: str) -> tuple[float, tuple[float, float] | None] | None:
+    """A one-update row's compatibility margin, cross − its own old self-test (> 0: compatible): (mean over seeds,
+    95% interval of the paired difference, None without replicates); None without both tests."""
+    cross, old = row.cells.get(f"{metric}:cross"), row.cells.get(f"{metric}:old_self")
+    if not (isinstance(cross, Stat) and isinstance(old, Stat)):
+        return None
+    interval = None
+    if cross.replicates is not None and old.replicates is not None:
+        interval = bootstrap.interval(cross.replicates - old.replicates)
+    return cross.mean - old.mean, interval
 
 
 def record_replicates(record: FinishedRecord) -> dict[str, dict[str, np.ndarray]]:
