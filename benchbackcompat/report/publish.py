@@ -34,7 +34,7 @@ from benchbackcompat.report.exports import csv_export, json_export
 from benchbackcompat.report.markdown import escape, slug
 from benchbackcompat.report.methods import FOLDER as METHODS_FOLDER, MethodInfo, method_pages, methods_index, page_path
 from benchbackcompat.report.merge import Merged
-from benchbackcompat.report.overview import overview_markdown
+from benchbackcompat.report.overview import by_headline, methods_with_results, overview_markdown, primary_column, ranked
 from benchbackcompat.report.reproduce import reproductions
 from benchbackcompat.report.provenance import Verification, header_markdown, provenance
 from benchbackcompat.report.selection import selection_markdown
@@ -105,33 +105,24 @@ def training_length(table: Table) -> str:
     return f"at least {floor:,} SGD steps per model ({span} epochs)"
 
 
-def methods_with_results(table: Table) -> int:
-    return sum(1 for row in table.rows if row.finished)
-
-
 def headline_tables(tables: list[Table]) -> dict[str, tuple[Table, str]]:
-    """Per scenario of one page, the table that answers "best on this scenario" and why: the one holding the most
-    methods with results, then the longest training (step floor, then epochs); "" when there is one table."""
-    by_scenario: dict[str, list[Table]] = defaultdict(list)
-    for table in tables:
-        by_scenario[table.scenario].append(table)
+    """Per scenario of one page, the table that answers "best on this scenario" (:func:`overview.by_headline`) and
+    why; "" when there is one table."""
     chosen = {}
-    for scenario, members in by_scenario.items():
-        def length(t: Table) -> tuple[int, int]:
-            train = t.config.get("train", {})
-            return int(train.get("min_steps") or 0), int(train.get("epochs") or 0)
-
-        best = max(members, key=lambda t: (methods_with_results(t), length(t), t.variant))
+    for scenario, members in by_headline(tables).items():
+        best = members[0]
         if len(members) == 1:
             chosen[scenario] = (best, "")
             continue
-        most = methods_with_results(best)
-        tied = [t for t in members if methods_with_results(t) == most]
-        why = (f"it holds the most methods with results ({most})" + (", and the longest training among those" if len(tied) > 1 else ""))
-        others = "; ".join(f"{escape(t.variant)}: {methods_with_results(t)} methods, {training_length(t)}"
-                           for t in members if t is not best)
+        column = primary_column(best)
+        name = f"{column.statistic.header} ({metric_name(column.metric)})" if column else "its primary statistic"
+        tied = [t for t in members if (ranked(t), methods_with_results(t)) == (ranked(best), methods_with_results(best))]
+        why = (f"it holds the most methods with a decidable {name} ({ranked(best)} of the {methods_with_results(best)} "
+               "with results)" + (", and the longest training among those" if len(tied) > 1 else ""))
+        others = "; ".join(f"{escape(t.variant)}: {ranked(t)} of {methods_with_results(t)} methods decidable, "
+                           f"{training_length(t)}" for t in members[1:])
         chosen[scenario] = (best, f"Headline configuration of {escape(scenario)}: **{escape(best.variant)}** "
-                                  f"({training_length(best)}), because {why}. Also stored, below it: {others}.")
+                                  f"({training_length(best)}), because {escape(why)}. Also stored, below it: {others}.")
     return chosen
 
 
@@ -156,7 +147,7 @@ def page_markdown(page: Page, out: Path, date: str, verification: Verification |
     parts = [f"# Leaderboard: {escape(page.dataset)} · preset {escape(page.preset)}",
              header_markdown(page.records, date, verification), "[Index and how to regenerate](README.md)"]
     headlines = headline_tables(page.tables)
-    parts.append(overview_markdown([table for table, _ in headlines.values()]))
+    parts.append(overview_markdown(page.tables))
     methods = list(dict.fromkeys(row.method for table in page.tables for row in table.rows))
     parts.append("Each method's own page (every table it ran in, hyperparameters, paper, cost, matrices): "
                  + " · ".join(f"[{escape(m)}]({page_path(m)})" for m in sorted(methods)) + ".")
