@@ -71,7 +71,7 @@ def shown_row(label: str, members: list[Table]) -> tuple[Table, Row] | None:
 def _cell(table: Table, row: Row, column: Column, mark: str) -> str:
     cell = row.cells.get(column.id)
     if isinstance(cell, Missing):
-        return f"{cell.text} ({cell.word})"
+        return f"{escape(cell.text)} ({escape(cell.word)})"
     if not isinstance(cell, Stat):
         return ""
     text = format_stat(cell, column, len(row.finished))
