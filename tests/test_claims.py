@@ -298,6 +298,28 @@ def test_the_page_opens_with_the_tally_and_folds_the_checks():
     assert "(fewer seeds than the claim needs: 2 of 3)" in text
 
 
+def test_the_summary_gives_one_line_per_claim_with_its_verdict_and_why_it_is_undecidable():
+    n = 400
+
+    def rows(method: str, cross: int, ref_new: int) -> list[dict]:
+        return [_single(method, s, n, 200, 300, cross + s, 200, ref_new) for s in range(3)]
+
+    # ext-class: HBCT's update 2 points (8 queries of 400): P_com hidden for hbct only; its ablation decidable
+    records = rows("hbct", 205, 208) + rows("hbct-no-entail", 290, 300)
+    text = claims_markdown(build_tables(records), "> header")
+    summary = text.split("## Summary", 1)[1].split("\n## ", 1)[0]
+    lines = [line for line in summary.splitlines() if line.startswith("- ")]
+    assert len(lines) == len(CLAIMS)  # one line per claim, paper claims and variants
+    ablation = next(line for line in lines if "HBCT without the entailment loss (ext-class)" in line)
+    assert ablation.endswith(": **undecidable** on ext-class (P\\_com not shown: update &lt; 10 pts for hbct)")
+    untested = next(line for line in lines if "(new-arch)" in line)
+    assert untested.endswith("**untested** (no stored table of its protocol)")
+    baselines = next(line for line in lines if "Euclidean baselines (ext-class)" in line)
+    assert baselines.endswith("**untested** (its rows were not run in the tables of its protocol)")
+    # the finding's own line says why too, not only its folded checks
+    assert "hbct: – (P\\_com not shown: update &lt; 10 pts for hbct)\n" in text
+
+
 def test_report_names_planned_scenarios_without_records():
     planned = [PlannedScenario("p", "multi-step", "multi-step", "d"),
                PlannedScenario("p", "ext-class-tin", "ext-class", "tin",

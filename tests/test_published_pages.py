@@ -1,6 +1,7 @@
 """The published leaderboard read as a newcomer reads it: rendered from the stored records into a temporary
 folder, every results table fits a screen (160 characters a row) in its default view, and so do the index and
-the method pages; the overview names each scenario's winners, and the figures are written. One rendering (about 30 s on one core) serves every check."""
+the method pages; the overview names each scenario's winners and shows HBCT where it has a result, and the figures
+are written. One rendering (about 30 s on one core) serves every check."""
 from __future__ import annotations
 
 import re
@@ -53,6 +54,22 @@ def test_overview_names_each_scenarios_winners_and_footnotes_are_not_repeated(pu
     verdicts = re.findall(r"^- \*\*([^*]+)\*\*: (.*)$", overview, flags=re.M)
     scenarios = {title.split(" (")[0] for title in re.findall(r"^## (.+)$", text, flags=re.M)} - {"Overview"}
     assert {name.replace("\\", "") for name, _ in verdicts} == {s.replace("\\", "") for s in scenarios}
-    assert all("best on" in v or "share rank 1" in v or "nothing is decided" in v for _, v in verdicts)
+    assert all("best on" in v or "share rank 1" in v or "no method is ranked" in v for _, v in verdicts)
     notes = re.findall(r"^\[\^\d+\]: (.*)$", text, flags=re.M)
     assert len(notes) == len(set(notes)) and sum("P\\_com not shown" in n for n in notes) <= 1
+
+
+def test_overview_shows_each_method_where_it_is_decidable_and_names_compatible_methods(published):
+    # HBCT's P_com is undecidable at 4,000 steps on ext-class and both, decidable (and tied first) at 12,000; on
+    # new-arch no P_com is decidable, and HBCT alone has a cross-test significantly above its old self-test
+    text = (published / "embedded-cpu.md").read_text()
+    overview = text.split("## Overview", 1)[1].split("\n## ", 1)[0]
+    hbct = [cells for line in overview.splitlines() if line.startswith("| hbct ")
+            for cells in [[c.strip() for c in line.split("|")[1:-1]]]]
+    assert any(c.startswith("**0.618") and c.endswith("(1†)") for c in hbct[0]), hbct[0]  # both at 12,000 steps
+    assert any(c.startswith("**0.582") and c.endswith("(1‡)") for c in hbct[0]), hbct[0]  # ext-class at 12,000
+    assert "– (update not > 0)" in hbct[1]  # new-arch: said why
+    assert "† both (train.min\\_steps=12000)" in overview
+    new_arch = next(line for line in overview.splitlines() if line.startswith("- **new-arch**"))
+    named = new_arch.split("P\\_com is not shown: ")[1]
+    assert named.startswith("hbct (") and named.count(" points)") == 1

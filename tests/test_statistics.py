@@ -85,6 +85,41 @@ def test_seed_interval_never_narrower_than_the_within_seed_noise():
     assert (low, high) == pytest.approx((50 - 3.92, 50 + 3.92), abs=0.1)
 
 
+def test_a_bounded_statistic_keeps_its_interval_inside_its_range():
+    # AC of three seeds 1, 1, 0.5 without query noise. By hand: mean 5/6, sample variance ((1/6)^2 * 2 + (1/3)^2) / 2
+    # = 1/12, SE sqrt(1/12 / 3) = 1/6, t(0.975, 2) = 4.302653: 5/6 -+ 0.717109 = [0.116224, 1.550442]. AC cannot
+    # exceed 1, so the interval is [0.116224, 1]; the unbounded one is unchanged.
+    values = [1.0, 1.0, 0.5]
+    sample = bootstrap.over_seeds(values, [np.full(bootstrap.REPLICATES, v) for v in values], [0, 1, 2])
+    assert bootstrap.interval(sample) == pytest.approx((0.116224, 1.550442), abs=1e-6)
+    assert bootstrap.interval(sample, bounds=(0.0, 1.0)) == pytest.approx((0.116224, 1.0), abs=1e-6)
+    assert bootstrap.bounded((-3.0, 40.0), (0.0, 100.0)) == (0.0, 40.0)
+    assert bootstrap.bounded((-1.5, 0.2), (-1.0, math.inf)) == (-1.0, 0.2)  # P_up >= -1, no upper bound
+    assert all(math.isnan(v) for v in bootstrap.bounded((math.nan, math.nan), (0.0, 1.0)))
+
+
+def test_table_intervals_of_accuracies_stay_in_0_100_and_exact_values_are_not_bold():
+    from benchbackcompat.report.aggregate import best_ids
+
+    # one seed, 40 queries: old self 39 of 40, cross 40 of 40 (100%): its query bootstrap cannot leave [0, 100], and
+    # P_up of a new model equal to its reference (self = ref self) is 0 in every resample: exact, never bold
+    records = [_single("a", 0, 40, 39, 40, 40, 39, 40), _single("b", 0, 40, 30, 38, 36, 30, 40)]
+    table = build_tables(records)[0]
+    for row in table.rows:
+        for column in table.columns:
+            cell = row.cells[column.id]
+            if isinstance(cell, Stat) and cell.interval and column.statistic.bounds == (0.0, 100.0):
+                assert 0.0 <= cell.interval[0] <= cell.mean <= cell.interval[1] <= 100.0
+    p_up = next(c for c in table.columns if c.id == "cmc@1:p_up")
+    a, b = (next(r for r in table.rows if r.method == m) for m in "ab")
+    assert a.cells[p_up.id].mean == 0.0 and a.cells[p_up.id].exact
+    assert b.cells[p_up.id].mean == pytest.approx(-0.05) and not b.cells[p_up.id].exact
+    assert "a" in {table.rows[i].method for i in best_ids(table, p_up)}  # a's exact 0 is the best mean: bold
+    worse = [_single("a", 0, 40, 39, 38, 40, 39, 38), _single("b", 0, 40, 30, 39, 36, 30, 38)]
+    table = build_tables(worse)[0]  # a: P_up exactly 0 below b's 1/38, not significantly worse, but not bold
+    assert {table.rows[i].method for i in best_ids(table, p_up)} == {"b"}
+
+
 def test_seed_difference_pairs_by_seed_and_skips_undefined_replicates():
     a = bootstrap.over_seeds([1.0, 2.0, 4.0], [np.full(10, 1.0), np.full(10, 2.0), np.full(10, 4.0)], [0, 1, 2])
     b = bootstrap.over_seeds([0.5, 3.5], [np.full(10, 0.5), np.full(10, np.nan)], [2, 0])
@@ -157,8 +192,9 @@ def test_p_com_hidden_when_the_update_is_small_or_not_significant():
     assert table.rows[0].cells["cmc@1:p_com"].mean == pytest.approx(0.25)
     low, high = table.rows[0].cells["cmc@1:p_com"].interval
     assert low < 0.25 < high
-    assert undecidable_update(Stat((MIN_UPDATE_GAIN + 1,), np.array([-1.0, 1.0, 2.0] * 10))).endswith(
-        "is not significantly positive")
+    hidden = undecidable_update(Stat((MIN_UPDATE_GAIN + 1,), np.array([-1.0, 1.0, 2.0] * 10)))
+    assert hidden.reason.endswith("is not significantly positive") and hidden.word == "update not > 0"
+    assert cell.word == f"update < {MIN_UPDATE_GAIN:g} pts"
 
 
 def test_rank_follows_p_com_then_cross_and_chance_level_rows_are_not_ranked():

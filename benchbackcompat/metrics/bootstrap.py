@@ -16,6 +16,10 @@ units (Cochran, *Sampling Techniques*, 3rd ed., Wiley 1977, ch. 10); s² estimat
 within-seed variance, so it is never taken below the measured within-seed part (the positive-part
 rule for variance components). Resampling 3 seeds with replacement instead (10 distinct multisets,
 plug-in variance) understates the spread by a factor of about t_2 · sqrt(3/2) / 1.96 ≈ 2.7.
+
+A bounded statistic (AC in [0, 1], accuracies in [0, 100]) gets its interval intersected with its range
+(:func:`bounded`): the true value always lies in the range, so removing values outside it removes none that the
+interval could cover, and coverage is unchanged (a confidence set intersected with the parameter space).
 """
 from __future__ import annotations
 
@@ -81,21 +85,31 @@ def within_seed_variance(replicates: np.ndarray, confidence: float = CONFIDENCE)
     return ((high - low) / (2.0 * stats.norm.ppf(0.5 + confidence / 2.0))) ** 2
 
 
-def interval(sample: SeedSample | np.ndarray, confidence: float = CONFIDENCE) -> tuple[float, float]:
+def interval(sample: SeedSample | np.ndarray, confidence: float = CONFIDENCE,
+             bounds: tuple[float, float] | None = None) -> tuple[float, float]:
     """The interval of a statistic: for several seeds the t-interval of the module docstring, for one seed
-    (or bare replicates) the percentile interval of its query-bootstrap replicates; (nan, nan) when undefined."""
+    (or bare replicates) the percentile interval of its query-bootstrap replicates; (nan, nan) when undefined.
+    ``bounds``: the statistic's range, which the interval is kept inside (:func:`bounded`)."""
     if not isinstance(sample, SeedSample):
-        return _percentile_interval(np.asarray(sample, dtype=np.float64), confidence)
-    n = len(sample.seeds)
-    if n == 0:
-        return float("nan"), float("nan")
-    if n == 1:
-        return _percentile_interval(sample.replicates[0], confidence)
-    within = [v for v in (within_seed_variance(r, confidence) for r in sample.replicates) if np.isfinite(v)]
-    variance = max(float(np.var(sample.values, ddof=1)), float(np.mean(within)) if within else 0.0)
-    half = float(stats.t.ppf(0.5 + confidence / 2.0, n - 1)) * np.sqrt(variance / n)
-    mean = float(np.mean(sample.values))
-    return mean - half, mean + half
+        found = _percentile_interval(np.asarray(sample, dtype=np.float64), confidence)
+    elif len(sample.seeds) == 0:
+        found = float("nan"), float("nan")
+    elif len(sample.seeds) == 1:
+        found = _percentile_interval(sample.replicates[0], confidence)
+    else:
+        n = len(sample.seeds)
+        within = [v for v in (within_seed_variance(r, confidence) for r in sample.replicates) if np.isfinite(v)]
+        variance = max(float(np.var(sample.values, ddof=1)), float(np.mean(within)) if within else 0.0)
+        half = float(stats.t.ppf(0.5 + confidence / 2.0, n - 1)) * np.sqrt(variance / n)
+        mean = float(np.mean(sample.values))
+        found = mean - half, mean + half
+    return bounded(found, bounds) if bounds is not None else found
+
+
+def bounded(found: tuple[float, float], bounds: tuple[float, float]) -> tuple[float, float]:
+    """``found`` intersected with the statistic's range ``bounds`` (either end may be infinite): the confidence
+    set restricted to the values the statistic can take, with the same coverage (module docstring)."""
+    return float(np.clip(found[0], *bounds)), float(np.clip(found[1], *bounds))
 
 
 def _percentile_interval(replicates: np.ndarray, confidence: float) -> tuple[float, float]:

@@ -29,7 +29,7 @@ from benchbackcompat.errors import BenchError
 from benchbackcompat.metrics import bootstrap, outcomes
 from benchbackcompat.record import CellRecord, FinishedRecord, parse_record
 from benchbackcompat.config import kind_class
-from benchbackcompat.report.columns import Column, columns_for, metric_name, ranking
+from benchbackcompat.report.columns import STATISTICS, Column, columns_for, metric_name, ranking
 
 MIN_UPDATE_GAIN = 10.0  # points: below this reference self - old self, P_com divides by noise (a 6-point update
 # on 600 queries gives P_com intervals two units wide)
@@ -46,14 +46,23 @@ def chance_floor(chance: float) -> float:
 @dataclass(frozen=True)
 class Stat:
     """A statistic over the seeds that produced a finite value, with their query-bootstrap replicates when every
-    such seed stored per-query outcomes (``bootstrap.SeedSample``; its interval is honest for the number of seeds)."""
+    such seed stored per-query outcomes (``bootstrap.SeedSample``; its interval is honest for the number of seeds)
+    and the range of values it can take (``bounds``; its interval stays inside it)."""
 
     values: tuple[float, ...]
     replicates: bootstrap.SeedSample | np.ndarray | None = field(default=None, compare=False, repr=False)
+    bounds: tuple[float, float] = field(default=(-math.inf, math.inf), compare=False, repr=False)
 
     @property
     def interval(self) -> tuple[float, float] | None:
-        return bootstrap.interval(self.replicates) if self.replicates is not None else None
+        return bootstrap.interval(self.replicates, bounds=self.bounds) if self.replicates is not None else None
+
+    @property
+    def exact(self) -> bool:
+        """Whether its interval has zero width: no resample of queries or seeds moves it (e.g. P_up of the
+        reference model itself, or AC 0 where no pair is ever compatible)."""
+        interval = self.interval
+        return interval is not None and interval[0] == interval[1]
 
     @property
     def n(self) -> int:
@@ -70,10 +79,12 @@ class Stat:
 
 @dataclass(frozen=True)
 class Missing:
-    """A cell that has no number: ``text`` is "-" (not computed) or "nan" (diverged), ``reason`` says why."""
+    """A cell that has no number: ``text`` is "-" (not computed), "nan" (diverged) or "–" (P_com not shown),
+    ``reason`` says why, ``word`` in a few words (e.g. "update < 10 pts")."""
 
     text: str
     reason: str
+    word: str = "not computed"
 
 
 @dataclass
@@ -268,7 +279,7 @@ def _fill(row: Row, columns: list[Column]) -> None:
         status = unfinished[0].status
         text = "nan" if status == "diverged" else "-"
         reason = f"{status}: {unfinished[0].reason}".rstrip(": ")
-        row.cells = {c.id: Missing(text, reason) for c in columns}
+        row.cells = {c.id: Missing(text, reason, status.replace("-", " ")) for c in columns}
         return
     for record in unfinished:
         row.notes.append(f"seed {record.seed} {record.status}: {record.reason}".rstrip(": "))
@@ -278,9 +289,9 @@ def _fill(row: Row, columns: list[Column]) -> None:
             "-", _why_missing(finished[0], column))
     for column in columns:
         if column.statistic.key == "p_com":
-            reason = undecidable_update(_stat(finished, replicates, column.metric, "gain"))
-            if reason:
-                row.cells[column.id] = Missing("–", reason)
+            hidden = undecidable_update(_stat(finished, replicates, column.metric, "gain"))
+            if hidden is not None:
+                row.cells[column.id] = hidden
     row.chance = _chance_reason(finished, columns)
 
 
@@ -297,7 +308,8 @@ def _stat(records: list[FinishedRecord], replicates: list[dict], metric: str, ke
     if not values:
         return None
     combined = bootstrap.over_seeds(values, reps, seeds) if all(r is not None for r in reps) else None
-    return Stat(tuple(values), combined)
+    statistic = STATISTICS.get(key)
+    return Stat(tuple(values), combined, statistic.bounds if statistic else (-math.inf, math.inf))
 
 
 def _metric_value(record: FinishedRecord, metric: str, key: str) -> float | None:
@@ -311,21 +323,34 @@ def _metric_value(record: FinishedRecord, metric: str, key: str) -> float | None
     return float(value) if value is not None and math.isfinite(float(value)) else None
 
 
-def undecidable_update(gain: Stat | None) -> str:
-    """Why P_com is not shown ("" when it is): the update it divides by must be significantly positive
-    and at least ``MIN_UPDATE_GAIN`` points."""
+def undecidable_update(gain: Stat | None) -> Missing | None:
+    """The "–" cell of a P_com that is not shown, saying why (None when it is shown): the update it divides by must
+    be significantly positive and at least ``MIN_UPDATE_GAIN`` points."""
     if gain is None:
-        return "P_com not shown: the record has no reference self-tests"
+        return Missing("–", "P_com not shown: the record has no reference self-tests", "no reference")
     text = f"{gain.mean:.2f}"
     if gain.interval is not None:
         text += f" [{gain.interval[0]:.2f}, {gain.interval[1]:.2f}]"
     if gain.interval is not None and not gain.interval[0] > 0:
-        why = "is not significantly positive"
+        why, word = "is not significantly positive", "update not > 0"
     elif gain.mean < MIN_UPDATE_GAIN:
-        why = f"is below the minimum of {MIN_UPDATE_GAIN:g} points"
+        why, word = f"is below the minimum of {MIN_UPDATE_GAIN:g} points", f"update < {MIN_UPDATE_GAIN:g} pts"
     else:
-        return ""
-    return f"P_com not shown: the update it divides by, reference self − old self = {text} points, {why}"
+        return None
+    return Missing("–", f"P_com not shown: the update it divides by, reference self − old self = {text} points, {why}",
+                   word)
+
+
+def margin(row: Row, metric: str) -> tuple[float, tuple[float, float] | None] | None:
+    """A one-update row's compatibility margin, cross − its own old self-test (> 0: compatible): (mean over seeds,
+    95% interval of the paired difference, None without replicates); None without both tests."""
+    cross, old = row.cells.get(f"{metric}:cross"), row.cells.get(f"{metric}:old_self")
+    if not (isinstance(cross, Stat) and isinstance(old, Stat)):
+        return None
+    interval = None
+    if cross.replicates is not None and old.replicates is not None:
+        interval = bootstrap.interval(cross.replicates - old.replicates)
+    return cross.mean - old.mean, interval
 
 
 def record_replicates(record: FinishedRecord) -> dict[str, dict[str, np.ndarray]]:
@@ -455,7 +480,8 @@ def _display_value(cell: Stat | Missing | None, column: Column) -> float | None:
 def best_ids(table: Table, column: Column) -> set[int]:
     """Rows (by index) not significantly worse than the row with the best mean of ``column`` (paired bootstrap
     of their difference; without replicates, those with the best displayed mean); rows at chance level and
-    context columns never count. Empty when fewer than two rows have a value."""
+    context columns never count, nor a value with a zero-width interval (:attr:`Stat.exact`: exact by construction,
+    not a measurement) below the best mean. Empty when fewer than two rows have a value."""
     if column.statistic.context:
         return set()
     scored = [(i, row.cells.get(column.id)) for i, row in enumerate(table.rows) if not row.chance]
@@ -467,6 +493,8 @@ def best_ids(table: Table, column: Column) -> set[int]:
     shown = _display_value(best, column)
     chosen = set()
     for i, cell in scored:
+        if cell.exact and _display_value(cell, column) != shown:
+            continue
         if best.replicates is not None and cell.replicates is not None:
             if not bootstrap.significantly_worse(best.replicates, cell.replicates, higher):
                 chosen.add(i)

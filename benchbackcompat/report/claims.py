@@ -522,7 +522,7 @@ def claims_markdown(tables: list[Table], header: str, calibrations: Sequence[Cal
     judged = judgements(tables)
     parts = ["# Claims of the papers, tested", header,
              "Paper claims: " + tally(judged, variants=False) + ".  \nVariants the papers did not tabulate: " +
-             tally(judged, variants=True) + ".",
+             tally(judged, variants=True) + ".", summary_markdown(judged),
              "Each claim declares its source, the protocol it needs, the rows it compares (the paper's baselines), the "
              "effect it asserts (a minimum difference) and the seeds it needs; it is judged only on stored tables with "
              "that protocol (from their records' configuration). The verdict follows the 95% interval of the paired "
@@ -542,6 +542,57 @@ def claims_markdown(tables: list[Table], header: str, calibrations: Sequence[Cal
     return "\n\n".join(p for p in parts if p) + "\n"
 
 
+def why_undecidable(claim: Claim, table: Table, finding: Finding) -> str:
+    """An undecidable finding's reason in a few words, from the compared rows of ``table`` and the checks."""
+    if finding.ours == NOT_RUN:
+        return "its rows were not run here"
+    metric = claim.protocol.metric(table)
+    hidden: dict[str, list[str]] = {}
+    for comparison in claim.comparisons:
+        for pick, statistic in ((comparison.a, comparison.statistic),
+                                (comparison.b, comparison.b_statistic or comparison.statistic)):
+            row = pick.find(table)
+            if row is None:
+                return f"{pick.name} not run here"
+            if row.chance:
+                return f"{pick.name} at chance level"
+            cell = row.cells.get(f"{metric}:{statistic}")
+            if isinstance(cell, Missing):
+                hidden.setdefault(cell.word, []).append(pick.name)
+    if hidden:
+        return "P_com not shown: " + "; ".join(f"{word} for {', '.join(dict.fromkeys(names))}"
+                                               for word, names in hidden.items())
+    if claim.premise is not None and any(c.startswith("premise,") and ": no (" in c for c in finding.checked):
+        return f"premise not shown: {claim.premise.statement}"
+    if any(c.startswith("intervals: no per-query outcomes") for c in finding.checked):
+        return "no per-query outcomes stored"
+    if any(c.startswith("seeds: ") for c in finding.checked):
+        return "fewer than two seeds in common"
+    return "the interval spans both 0 and the declared effect"
+
+
+def summary_markdown(judged: list[tuple[Claim, list[tuple[Table, Finding]]]]) -> str:
+    """One line per claim (paper claims, then variants): its verdict on each table of its protocol, and for an
+    undecidable or untested one the reason in a few words."""
+    parts = ["## Summary"]
+    for variants in (False, True):
+        lines = []
+        for claim, findings in judged:
+            if bool(claim.variant) != variants:
+                continue
+            verdicts = [f"**{finding.verdict}** on {escape(table.title)}" +
+                        (f" ({escape(why_undecidable(claim, table, finding))})" if finding.verdict == UNDECIDABLE else "")
+                        for table, finding in findings if finding.ours != NOT_RUN]
+            if not verdicts:
+                verdicts = ["**untested** (" + ("no stored table of its protocol" if not findings else
+                                                "its rows were not run in the tables of its protocol") + ")"]
+            lines.append(f"- {escape(claim.paper.split(':')[0])}: {escape(claim.statement)}: " + "; ".join(verdicts))
+        if lines:
+            parts.append(("Variants the papers did not tabulate:" if variants else "Paper claims:") + "\n\n"
+                         + "\n".join(lines))
+    return "\n\n".join(parts)
+
+
 def _claim_section(claim: Claim, findings: list[tuple[Table, Finding]], calibrations: Sequence[Calibration]) -> str:
     effects = ", ".join(f"{c.label()} ≥ {c.effect:g}" for c in claim.comparisons)
     lines = [f"### {escape(claim.source.paper)} ({escape(claim.source.venue)}): {escape(claim.statement)}",
@@ -557,8 +608,9 @@ def _claim_section(claim: Claim, findings: list[tuple[Table, Finding]], calibrat
                    f"below); they do not check {UNCHECKED}"] + finding.checked
         checked.append(convergence(calibrations, table.dataset, table.preset, table.scenario, finding.methods,
                                    _training_length(table)))
+        why = f" ({why_undecidable(claim, table, finding)})" if finding.verdict == UNDECIDABLE else ""
         lines.append(f"**{finding.verdict}**{seeds} · {escape(table.dataset)} · {escape(table.preset)} · "
-                     f"{escape(table.title)}: {escape(finding.ours)}\n\n<details><summary>What was checked</summary>\n\n" +
+                     f"{escape(table.title)}: {escape(finding.ours + why)}\n\n<details><summary>What was checked</summary>\n\n" +
                      "\n".join(f"- {escape(c)}" for c in checked) + "\n\n</details>")
     return "\n\n".join(lines)
 

@@ -7,6 +7,7 @@ are shown, never bolded or ranked.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from benchbackcompat.config import kind_class
@@ -20,21 +21,26 @@ class Statistic:
     digits: int
     meaning: str
     context: bool = False  # shown so that other columns can be read; not bolded
+    bounds: tuple[float, float] = (-math.inf, math.inf)  # the values it can take; intervals stay inside them
 
+
+PERCENT = (0.0, 100.0)
 
 STATISTICS = {
     s.key: s
     for s in (
-        Statistic("old_self", "old self", True, 2, "old query vs old gallery (%)", context=True),
+        Statistic("old_self", "old self", True, 2, "old query vs old gallery (%)", context=True, bounds=PERCENT),
         Statistic("reference_self", "ref self", True, 2,
-                  "self-test of the independently trained new model, the reference of P_com and P_up (%)", context=True),
-        Statistic("self", "self", True, 2, "new query vs new gallery (%)"),
-        Statistic("cross", "cross", True, 2, "new query vs old gallery (%)"),
-        Statistic("p_up", "P_up", True, 3, "(self - independent new self) / independent new self (HBCT)"),
+                  "self-test of the independently trained new model, the reference of P_com and P_up (%)", context=True,
+                  bounds=PERCENT),
+        Statistic("self", "self", True, 2, "new query vs new gallery (%)", bounds=PERCENT),
+        Statistic("cross", "cross", True, 2, "new query vs old gallery (%)", bounds=PERCENT),
+        Statistic("p_up", "P_up", True, 3, "(self - independent new self) / independent new self (HBCT)",
+                  bounds=(-1.0, math.inf)),
         Statistic("p_com", "P_com", True, 3, "(cross - old self) / (independent new self - old self) (HBCT Eq. 14)"),
-        Statistic("AC", "AC", True, 3, "fraction of pairs k < t with C[t][k] > C[k][k] (strict)"),
-        Statistic("AA", "AA", True, 2, "mean of the lower triangle of C, diagonal included (%)"),
-        Statistic("ACA", "ACA", True, 2, "sum of the compatible C[t][k] over T(T-1)/2 (%)"),
+        Statistic("AC", "AC", True, 3, "fraction of pairs k < t with C[t][k] > C[k][k] (strict)", bounds=(0.0, 1.0)),
+        Statistic("AA", "AA", True, 2, "mean of the lower triangle of C, diagonal included (%)", bounds=PERCENT),
+        Statistic("ACA", "ACA", True, 2, "sum of the compatible C[t][k] over T(T-1)/2 (%)", bounds=PERCENT),
     )
 }
 

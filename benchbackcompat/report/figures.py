@@ -16,8 +16,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Polygon, Rectangle
 from PIL import Image
 
-from benchbackcompat.metrics import bootstrap
-from benchbackcompat.report.aggregate import Row, Stat, Table
+from benchbackcompat.report.aggregate import Row, Table, margin
 from benchbackcompat.report.columns import metric_name
 from benchbackcompat.report.markdown import plain_label, slug
 
@@ -203,16 +202,7 @@ def margin_figure(table: Table, metric: str, path: Path) -> Path | None:
 def margins(table: Table, metric: str) -> list[tuple[Row, float, tuple[float, float] | None]]:
     """(row, mean of cross - old self over seeds, its 95% interval) for every row with both; the interval is the
     bootstrap of the paired difference (both come from the same resampled queries), None without replicates."""
-    found = []
-    for row in table.rows:
-        cross, old = row.cells.get(f"{metric}:cross"), row.cells.get(f"{metric}:old_self")
-        if not (isinstance(cross, Stat) and isinstance(old, Stat)):
-            continue
-        interval = None
-        if cross.replicates is not None and old.replicates is not None:
-            interval = bootstrap.interval(cross.replicates - old.replicates)
-        found.append((row, cross.mean - old.mean, interval))
-    return found
+    return [(row, *found) for row in table.rows if (found := margin(row, metric)) is not None]
 
 
 def margin_plot(table: Table, metric: str) -> Figure | None:

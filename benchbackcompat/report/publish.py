@@ -34,7 +34,7 @@ from benchbackcompat.report.exports import csv_export, json_export
 from benchbackcompat.report.markdown import escape, slug
 from benchbackcompat.report.methods import FOLDER as METHODS_FOLDER, MethodInfo, method_pages, methods_index, page_path
 from benchbackcompat.report.merge import Merged
-from benchbackcompat.report.overview import overview_markdown
+from benchbackcompat.report.overview import by_headline, methods_with_results, overview_markdown, primary_column, ranked
 from benchbackcompat.report.reproduce import reproductions
 from benchbackcompat.report.provenance import Verification, header_markdown, provenance
 from benchbackcompat.report.selection import selection_markdown
@@ -105,33 +105,24 @@ def training_length(table: Table) -> str:
     return f"at least {floor:,} SGD steps per model ({span} epochs)"
 
 
-def methods_with_results(table: Table) -> int:
-    return sum(1 for row in table.rows if row.finished)
-
-
 def headline_tables(tables: list[Table]) -> dict[str, tuple[Table, str]]:
-    """Per scenario of one page, the table that answers "best on this scenario" and why: the one holding the most
-    methods with results, then the longest training (step floor, then epochs); "" when there is one table."""
-    by_scenario: dict[str, list[Table]] = defaultdict(list)
-    for table in tables:
-        by_scenario[table.scenario].append(table)
+    """Per scenario of one page, the table that answers "best on this scenario" (:func:`overview.by_headline`) and
+    why; "" when there is one table."""
     chosen = {}
-    for scenario, members in by_scenario.items():
-        def length(t: Table) -> tuple[int, int]:
-            train = t.config.get("train", {})
-            return int(train.get("min_steps") or 0), int(train.get("epochs") or 0)
-
-        best = max(members, key=lambda t: (methods_with_results(t), length(t), t.variant))
+    for scenario, members in by_headline(tables).items():
+        best = members[0]
         if len(members) == 1:
             chosen[scenario] = (best, "")
             continue
-        most = methods_with_results(best)
-        tied = [t for t in members if methods_with_results(t) == most]
-        why = (f"it holds the most methods with results ({most})" + (", and the longest training among those" if len(tied) > 1 else ""))
-        others = "; ".join(f"{escape(t.variant)}: {methods_with_results(t)} methods, {training_length(t)}"
-                           for t in members if t is not best)
+        column = primary_column(best)
+        name = f"{column.statistic.header} ({metric_name(column.metric)})" if column else "its primary statistic"
+        tied = [t for t in members if (ranked(t), methods_with_results(t)) == (ranked(best), methods_with_results(best))]
+        why = (f"it holds the most methods with a decidable {name} ({ranked(best)} of the {methods_with_results(best)} "
+               "with results)" + (", and the longest training among those" if len(tied) > 1 else ""))
+        others = "; ".join(f"{escape(t.variant)}: {ranked(t)} of {methods_with_results(t)} methods decidable, "
+                           f"{training_length(t)}" for t in members[1:])
         chosen[scenario] = (best, f"Headline configuration of {escape(scenario)}: **{escape(best.variant)}** "
-                                  f"({training_length(best)}), because {why}. Also stored, below it: {others}.")
+                                  f"({training_length(best)}), because {escape(why)}. Also stored, below it: {others}.")
     return chosen
 
 
@@ -156,7 +147,7 @@ def page_markdown(page: Page, out: Path, date: str, verification: Verification |
     parts = [f"# Leaderboard: {escape(page.dataset)} · preset {escape(page.preset)}",
              header_markdown(page.records, date, verification), "[Index and how to regenerate](README.md)"]
     headlines = headline_tables(page.tables)
-    parts.append(overview_markdown([table for table, _ in headlines.values()]))
+    parts.append(overview_markdown(page.tables))
     methods = list(dict.fromkeys(row.method for table in page.tables for row in table.rows))
     parts.append("Each method's own page (every table it ran in, hyperparameters, paper, cost, matrices): "
                  + " · ".join(f"[{escape(m)}]({page_path(m)})" for m in sorted(methods)) + ".")
@@ -237,14 +228,21 @@ def readme_markdown(pages: list[Page], merged: Merged, command: str, date: str, 
         "- A cell is the mean over the seeds in the `seeds` column with its 95% confidence interval `[low, high]`: "
         "over several seeds a t-interval on the seeds' values (n − 1 degrees of freedom), never narrower than the "
         "percentile bootstrap over the evaluation queries within a seed (each record stores every query's hit or "
-        "average precision); for one seed, that query bootstrap. Records without per-query outcomes show mean ± "
+        "average precision); for one seed, that query bootstrap. An interval stays inside what its statistic can be "
+        "(AC in [0, 1], accuracies, AA and ACA in [0, 100], P_up at least −1): the part outside is cut off, which "
+        "keeps its 95% coverage since the true value is always inside. Records without per-query outcomes show mean ± "
         "standard deviation over seeds instead. `(n=2)` when fewer seeds produced that number. Seeds are pooled only "
         "across identical configurations.",
         "- **Bold** marks every value that is not significantly worse than the column's best (the paired bootstrap "
         "interval of the difference contains 0), so several rows can be bold and a lone best mean is not bold by "
-        "noise. `old self` and `ref self` (the self-tests P_com divides by) are context and never bold.",
-        f"- `rank` follows each scenario kind's primary statistic: P_com, then cross for one update; AC, then AA "
-        f"for a sequence (1 = best, equal displayed values share a rank). P_com is shown only when the update it "
+        "noise. `old self` and `ref self` (the self-tests P_com divides by) are context and never bold, and neither is "
+        "a value whose interval has zero width below the best (exact by construction, e.g. P_up 0.000 [0.000, 0.000] "
+        "of a new model that is its own reference).",
+        f"- `rank` is a tier on each scenario kind's primary statistic (P_com, then cross for one update; AC, then "
+        f"AA for a sequence): 1 + the number of rows significantly better on it (paired bootstrap of the "
+        f"difference), so the rows that no row beats significantly share rank 1, and rank 3 means two rows are "
+        f"significantly better. Rows are listed by rank, then mean: a row with a higher mean can sit in a lower "
+        f"tier when its interval is narrower (more rows are significantly above it). P_com is shown only when the update it "
         f"divides by, reference self − old self, is significantly positive and at least {MIN_UPDATE_GAIN:g} "
         f"points; otherwise `–` with a footnote giving that update, and the row is not ranked (when no row has "
         f"a P_com, the table says so and ranks nothing: the cross-test alone would rank an incompatible model "
