@@ -16,6 +16,8 @@ model, and FAN compares its mapped old items. The retrieval scorers take one fea
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import torch
 from torch import Tensor
@@ -46,8 +48,8 @@ def mixed_similarity(similarity: Similarity, old: Tensor, new: Tensor) -> Simila
             if mask.any():
                 q = query[:, cols].to(dtype).contiguous()
                 blocks.append((mask, similarity(q, gallery[mask][:, cols].to(dtype).contiguous())))
-        out = torch.empty(len(query), len(gallery), dtype=torch.promote_types(*(s.dtype for _, s in blocks)),
-                          device=query.device)
+        dtype = functools.reduce(torch.promote_types, [block.dtype for _, block in blocks])
+        out = torch.empty(len(query), len(gallery), dtype=dtype, device=query.device)
         for mask, block in blocks:
             out[:, mask] = block.to(out.dtype)
         return out

@@ -54,6 +54,7 @@ def search(query: Tensor, gallery: Tensor, kind: str, config: Any, k: int) -> np
         quantiser = faiss.IndexFlatIP(g.shape[1])
         index = faiss.IndexIVFPQ(quantiser, g.shape[1], sizes["nlist"], sizes["pq_m"], sizes["pq_bits"],
                                  faiss.METRIC_INNER_PRODUCT)
+        index.cp.min_points_per_centroid = index.pq.cp.min_points_per_centroid = 1  # sizes capped: no warnings
         index.train(g)
         index.nprobe = sizes["nprobe"]
     index.add(g)
