@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib.util
 
 import benchbackcompat
-from benchbackcompat.report.upgrade import backfill_markdown, index_markdown
+from benchbackcompat.report.upgrade import backfill_figure, backfill_markdown, index_markdown
 from benchbackcompat.results.frames import read_records
 
 OPTIONS = {"backfill": {"steps": 4}, **({"index": {"kinds": ["flat"]}} if importlib.util.find_spec("faiss") else {})}
@@ -30,4 +30,5 @@ def test_options_on_and_off_in_one_results_folder(tmp_path):
 
     [table] = [t for t in build_tables([on]) if t.rows]
     assert "AUC random" in backfill_markdown(table, "cmc@1")
+    assert backfill_figure(table, "cmc@1", tmp_path / "backfill.png").stat().st_size > 0
     assert ("flat" in index_markdown(table, "cmc@1")) == ("index" in OPTIONS)

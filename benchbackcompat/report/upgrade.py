@@ -15,6 +15,7 @@ from benchbackcompat.report.columns import metric_name
 from benchbackcompat.report.markdown import escape, plain_label
 
 ORDER_STYLES = {"random": "-", "class-distance": "--"}
+MAX_PANELS = 6  # updates drawn for a long sequence (evenly spaced, the first and the last included)
 
 
 def mean_curves(row: Row, metric: str) -> list[dict]:
@@ -36,18 +37,21 @@ def mean_curves(row: Row, metric: str) -> list[dict]:
 
 def backfill_figure(table: Table, metric: str, path: Path) -> Path | None:
     """One panel per consecutive update: each method's backfilling curves (solid: random order, dashed:
-    class-distance order), its old self-test C[k][k] marked at 0% (hollow) and its new self-test C[t][t] at 100%."""
+    class-distance order), its old self-test C[k][k] marked at 0% (hollow) and its new self-test C[t][t] at 100%;
+    at most ``MAX_PANELS`` updates of a long sequence."""
     rows = [(row, mean_curves(row, metric)) for row in table.rows]
     rows = [(row, pairs) for row, pairs in rows if pairs]
     if not rows:
         return None
     updates = sorted({(p["old"], p["new"]) for _, pairs in rows for p in pairs})
+    if len(updates) > MAX_PANELS:
+        updates = [updates[round(i)] for i in np.linspace(0, len(updates) - 1, MAX_PANELS)]
     fig = Figure(figsize=(max(6.4, min(4.2 * len(updates), 12.6)), 4.0), dpi=figures.DPI, layout="constrained")
     axes = np.atleast_1d(fig.subplots(1, len(updates), sharey=True))
     for i, (row, pairs) in enumerate(rows):
         colour, marker, _ = figures.method_style(i, len(rows))
         M = figures.mean_matrix(row, metric)
-        for pair in pairs:
+        for pair in (p for p in pairs if (p["old"], p["new"]) in updates):
             ax = axes[updates.index((pair["old"], pair["new"]))]
             x = 100 * np.asarray(pair["fractions"])
             for order, curve in pair["curves"].items():
