@@ -3,6 +3,7 @@
 and the gap between exact retrieval and retrieval through a FAISS index. Means over a row's seeds that have them."""
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -66,7 +67,7 @@ def backfill_figure(table: Table, metric: str, path: Path) -> Path | None:
         ax.grid(alpha=0.3)
     axes[0].set_ylabel(f"{metric_name(metric)}, new queries (%)")
     axes[-1].legend(fontsize=7, loc="lower right")
-    fig.suptitle(f"{plain_label(table.title)}: backfilling curves\nsolid: random order, dashed: class-distance "
+    fig.suptitle(f"{textwrap.shorten(plain_label(table.title), 100)}: backfilling curves\nsolid: random order, dashed: class-distance "
                  "order; hollow: old self-test, star: new self-test", fontsize=9)
     return figures._save(fig, path)
 
@@ -118,9 +119,9 @@ def index_markdown(table: Table, metric: str) -> str:
             lines.append([escape(row.label), kind, *cells])
     if not lines:
         return ""
-    return (f"Retrieval through an index, {escape(metric_name(metric))}: exact / index / gap (points), cross-tests "
-            "and self-tests\n\n" + tabulate(lines, headers=["method", "index", "cross", "self"], tablefmt="github",
-                                             disable_numparse=True))
+    headers = ["method", "index", "cross-tests (k < t)", "self-tests (k = t)"]
+    return (f"Retrieval through an index, {escape(metric_name(metric))}: exact / index / gap (points), mean over the "
+            "entries C[t][k]\n\n" + tabulate(lines, headers=headers, tablefmt="github", disable_numparse=True))
 
 
 def upgrade_sections(table: Table, page: str, out: Path) -> list[str]:
