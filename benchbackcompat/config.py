@@ -187,6 +187,36 @@ class ModelConfig(StrictModel):
         return None if isinstance(value, str) and value.strip().lower() in ("none", "null") else value
 
 
+class BackfillConfig(StrictModel):
+    """Backfilling curves (Hot-Refresh, ICLR 2022): the gallery re-embedded by the new model in ``steps`` equal
+    batches while the new model serves queries, in each of ``orders``; the query-new accuracy after each batch and
+    the area under the curve (FastFill, ICLR 2023). Off unless set."""
+
+    steps: int = Field(10, ge=1, le=1000, description="batches of the refresh: the curve has steps + 1 points, 0 to 100%")
+    orders: list[Literal["random", "class-distance"]] = Field(
+        default_factory=lambda: ["random", "class-distance"], min_length=1,
+        description="refresh orders: random, or the old embeddings least similar to their class template first")
+
+
+class IndexConfig(StrictModel):
+    """Retrieval through a FAISS index trained on the gallery features of each entry (``benchbackcompat[faiss]``),
+    reported beside the exact scores. Off unless set."""
+
+    kinds: list[Literal["flat", "ivf-pq"]] = Field(default_factory=lambda: ["flat", "ivf-pq"], min_length=1)
+    nlist: int = Field(16, ge=1, le=1 << 20, description="IVF cells (at most gallery size / 39, faiss's training floor)")
+    nprobe: int = Field(4, ge=1, le=1 << 20, description="IVF cells visited per query")
+    pq_m: int = Field(8, ge=1, le=DIM_MAX, description="PQ sub-quantisers (features zero-padded to a multiple)")
+    pq_bits: int = Field(8, ge=1, le=16, description="bits per PQ code (at most log2 of the gallery size)")
+
+
+def _without_unset_options(data: dict[str, Any]) -> dict[str, Any]:
+    """Without the evaluation options the dump, and so every key hashed from it, is what it was before they existed."""
+    for option in ("backfill", "index"):
+        if data.get(option) is None:
+            data.pop(option, None)
+    return data
+
+
 Protocol = Literal["loo", "nn", "template", "verification"]
 SelectionRule = Literal["hbct", "ac-then-aa"]
 RetrievalMetric = Literal["cmc@1", "cmc@5", "map", "map@r", "top1", "verification"]
@@ -204,13 +234,29 @@ class ScenarioBase(StrictModel):
     eval_split: Literal["test", "open"] = Field("test", description="held-out images of the training classes, or the open-set pool")
     metrics: list[RetrievalMetric] = Field(default_factory=lambda: ["cmc@1", "map"], min_length=1)
     verification_pairs: int = Field(3000, ge=10, le=IMAGES_MAX, description="positive (and negative) pairs for the verification protocol")
+    backfill: BackfillConfig | None = Field(None, description="backfilling curves of every consecutive update (nn or loo)")
+    index: IndexConfig | None = Field(None, description="cross- and self-tests through a FAISS index too (nn or loo)")
     measures: ClassVar[str] = ""  # what the kind measures, one phrase (leaderboard pages)
     single_update: ClassVar[bool] = False  # one update old -> new (P_com, P_up) rather than a sequence of models
     family: ClassVar[str] = "sequence"  # conformance runs one kind per family
     statistics: ClassVar[tuple[str, ...]] = ("AC", "AA", "ACA")  # the leaderboard's statistics per retrieval metric
     ranking: ClassVar[tuple[str, str]] = ("AC", "AA")  # the primary statistic of the kind, then its tie-breaker
     example: ClassVar[dict[str, Any]] = {}  # the kind's options of a tiny instance (testing.scenarios)
-    untrained_fields: ClassVar[tuple[str, ...]] = ("description", "metrics", "verification_pairs")  # training never reads them
+    untrained_fields: ClassVar[tuple[str, ...]] = ("description", "metrics", "verification_pairs", "backfill", "index")  # training never reads them
+
+    @model_validator(mode="after")
+    def _options_evaluable(self) -> Self:
+        ranked = self.protocol in ("nn", "loo")
+        if self.backfill is not None and (not ranked or getattr(self, "eval_classes", "all") != "all"):
+            raise ValueError("backfill needs protocol \"nn\" or \"loo\" with every class evaluated (a mixed gallery "
+                             "of single items, scored on one class set at every refresh step)")
+        if self.index is not None and (not ranked or not any(m.startswith("cmc@") for m in self.metrics)):
+            raise ValueError("index needs protocol \"nn\" or \"loo\" and a cmc@k metric (an index returns top-k lists)")
+        return self
+
+    @model_serializer(mode="wrap")
+    def _omit_unset_options(self, handler: Any) -> dict[str, Any]:
+        return _without_unset_options(handler(self))
 
     def as_trained(self) -> ScenarioBase:
         """This scenario with the fields training never reads at their defaults, its data's too: scenarios that differ
@@ -386,7 +432,7 @@ class MultiStep(ScenarioBase):
     def _omit_all_classes(self, handler: Any) -> dict[str, Any]:
         """With every class evaluated (the default) the dump, and so every key hashed from it, is what it was before
         the field existed."""
-        data = handler(self)
+        data = _without_unset_options(handler(self))
         if data.get("eval_classes") == "all":
             data.pop("eval_classes")
         return data

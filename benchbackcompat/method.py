@@ -17,6 +17,7 @@ import torch.nn.functional as F
 from pydantic import BaseModel, ConfigDict
 from torch import Tensor, nn
 
+from benchbackcompat.errors import BenchError
 from benchbackcompat.metrics.retrieval import Templates, cosine_similarity, normalised_templates
 from benchbackcompat.models.network import Network, build_network
 from benchbackcompat.runtime.seeds import derive_seed
@@ -201,6 +202,15 @@ class Method:
         FAN maps the stored gallery into the query model's space. Default: unchanged."""
         return query, gallery
 
+    def index_features(self, query: Tensor, gallery: Tensor) -> tuple[Tensor, Tensor]:
+        """``pair_features``' output mapped to features whose inner product ranks the gallery as ``similarity()``
+        does, for a maximum-inner-product index (FAISS). Default: L2-normalised, for the cosine similarity; a method
+        with another similarity overrides it or cannot be evaluated through an index."""
+        if self.similarity() is not cosine_similarity:
+            raise BenchError(f"{self.name}: its similarity has no inner-product form for an index "
+                             "(override Method.index_features)")
+        return F.normalize(query, dim=1), F.normalize(gallery, dim=1)
+
     def reference(self) -> Method:
         """The method that trains the models pretrained elsewhere (IAM-CL2R) and, for a method that trains
         its own old model (``standard_steps = "none"``), the independent new model of P_com/P_up: the
@@ -286,6 +296,9 @@ class StandardRecipe(Method):
 
     def pair_features(self, query: Tensor, gallery: Tensor, query_step: int, gallery_step: int) -> tuple[Tensor, Tensor]:
         return self.owner.pair_features(query, gallery, query_step, gallery_step)
+
+    def index_features(self, query: Tensor, gallery: Tensor) -> tuple[Tensor, Tensor]:
+        return self.owner.index_features(query, gallery)
 
     def model_identity(self) -> dict[str, Any]:
         return self.owner.model_identity()

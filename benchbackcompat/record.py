@@ -142,6 +142,8 @@ class FinishedRecord(RecordBase):
     outcomes: dict[str, dict[str, Any]] = {}  # per-query hits/precisions behind each entry (bootstrap intervals)
     chance: dict[str, Number] = {}
     update_gain: dict[str, Matrix] | None = None  # G[t][k] for sequences that declare it
+    backfill: dict[str, Any] | None = None  # backfilling curves per consecutive update (scenario.backfill)
+    index: dict[str, Any] | None = None  # CMC@k matrices through a FAISS index, per index kind (scenario.index)
     notes: list[str] = []
     shared_models: list[str] = []
     timings: dict[str, Any] = {}

@@ -36,7 +36,9 @@ from benchbackcompat.engine.evaluate import (
     extract_features,
     model_features,
 )
+from benchbackcompat.engine.backfill import backfill_curves
 from benchbackcompat.engine.features import FeatureBank
+from benchbackcompat.engine.indexed import index_matrices
 from benchbackcompat.engine.timing import PhaseTimer
 from benchbackcompat.engine.train import Acceleration, DivergedError, train_model
 from benchbackcompat.runtime.logs import log
@@ -407,6 +409,7 @@ class CellRunner:
             for t, model in enumerate(models):
                 features.append(self.features(self.method, model, t))
             evaluation = self.evaluate(self.method, features)
+            upgrade = self.upgrade_evaluations(features)
         finally:
             features.close()
         metrics = {m: summarise(C) for m, C in evaluation.matrices.items()}
@@ -427,8 +430,23 @@ class CellRunner:
             "notes": evaluation.notes,
             "curves": {str(k): v for k, v in curves.items()},
             "shared_models": sorted(set(self.shared)),
+            **upgrade,
             "timings": self.phase_timings(step_seconds, time.perf_counter() - started),
         }
+
+    def upgrade_evaluations(self, features: FeatureBank) -> dict[str, Any]:
+        """The evaluation options that are set: backfilling curves and retrieval through an index (nothing when
+        neither is, so the record is what it was without them)."""
+        scenario, found = self.scenario, {}
+        if scenario.backfill is not None:
+            with self.timer.phase("backfill"):
+                found["backfill"] = backfill_curves(self.method, features, self.data, scenario.protocol,
+                                                    scenario.metrics, self.cell.seed, scenario.backfill)
+        if scenario.index is not None:
+            with self.timer.phase("index"):
+                found["index"] = index_matrices(self.method, features, self.data, scenario.protocol, scenario.metrics,
+                                                scenario.index)
+        return found
 
     @property
     def first_classes(self) -> int | None:
@@ -446,6 +464,7 @@ class CellRunner:
             "steps_s": step_seconds, "shared_s": dict(self.shared_seconds), "shared_trained": list(self.shared_trained),
             "train_s": sum(step_seconds) + sum(self.shared_seconds.values()),
             "extract_s": extract, "score_s": score, "eval_s": extract + score, "total_s": total,
+            **{f"{option}_s": self.timer.get(option) for option in ("backfill", "index") if option in self.timer.seconds},
         }
 
     def reference_model(self) -> tuple[Method, Network]:

@@ -174,6 +174,10 @@ def resolve_scenarios(
             table["pretrain"] = deep_merge(defaults["train"], table.get("pretrain", {}))  # training defaults (amp, ...)
             scenario = validate_model(NamedScenario, {"name": name, "config": table}, where)
         check_metrics(name, scenario.config.protocol, scenario.config.metrics)
+        if scenario.config.index is not None:  # fail before any training when faiss is missing
+            from benchbackcompat.metrics.index import require_faiss
+
+            require_faiss()
         resolved.append((scenario, table))
     return resolved
 

@@ -23,6 +23,7 @@ from benchbackcompat.runtime.faults import fault_point
 from benchbackcompat.store.checkpoint import atomic_write_bytes
 from benchbackcompat.store.locks import process_running
 from benchbackcompat.report import figures
+from benchbackcompat.report.upgrade import upgrade_sections
 from benchbackcompat.config import SCENARIO_CLASSES, kind_class
 from benchbackcompat.record import CellRecord, FinishedRecord
 from benchbackcompat.report.aggregate import CHANCE_FACTOR, CHANCE_SHARE, MIN_UPDATE_GAIN, Table, build_tables
@@ -163,6 +164,7 @@ def page_markdown(page: Page, out: Path, date: str, verification: Verification |
         if chosen := selection_markdown(table, grids=True):
             parts.append(chosen)
         parts.extend(figure_links(table, page, out))
+        parts.extend(upgrade_sections(table, page.name, out))
     if notes.texts:
         parts.append(notes.render())
     return "\n\n".join(parts) + "\n"

@@ -1,0 +1,65 @@
+"""Backfilling curves of a cell (``scenario.backfill``): for every consecutive update k = t-1 -> t, the new model's
+queries against a gallery refreshed in batches, in each configured order (``metrics.backfill``).
+
+Features are the ones already extracted for the matrix (no model runs again): refreshing an item swaps its
+model-k feature for its model-t feature. The curve's first point is the cross-test C[t][k] and its last the new
+self-test C[t][t], scored by the same code.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from benchbackcompat.config import BackfillConfig
+from benchbackcompat.engine.evaluate import score
+from benchbackcompat.engine.features import FeatureBank
+from benchbackcompat.method import Method
+from benchbackcompat.metrics import backfill as bf
+from benchbackcompat.runtime.seeds import derive_seed, generator
+from benchbackcompat.scenarios.data import ScenarioData
+
+
+def refresh_orders(method: Method, bank: FeatureBank, data: ScenarioData, old: int, seed: int,
+                   orders: list[str]) -> dict[str, torch.Tensor]:
+    """Each order of the gallery items of model ``old``'s update (the random one drawn from the cell's seed)."""
+    gallery = method.pair_features(bank.query(old), bank.stored(old), old, old)[1]
+    labels = data.query.labels if data.gallery is None else data.gallery.labels
+    make = {
+        "random": lambda: bf.random_order(len(gallery), generator(derive_seed(seed, "backfill", old))),
+        "class-distance": lambda: bf.class_distance_order(gallery, labels, method.similarity(), method.templates()),
+    }
+    return {name: make[name]() for name in orders}
+
+
+def backfill_curves(method: Method, bank: FeatureBank, data: ScenarioData, protocol: str, metrics: list[str],
+                    seed: int, config: BackfillConfig) -> dict[str, Any]:
+    """``{"pairs": [{"old": k, "new": t, "fractions": [...], "curves": {metric: {order: [%...]}},
+    "auc": {metric: {order: %}}}]}``, one pair per consecutive update."""
+    similarity, templates = method.similarity(), method.templates()
+    pairs = []
+    for t in range(1, len(bank)):
+        k = t - 1
+        query_t = bank.query(t)
+        q_old, g_old = method.pair_features(query_t, bank.stored(k), t, k)
+        q_new, g_new = method.pair_features(query_t, bank.stored(t), t, t)
+        mixed, query = bf.mixed_similarity(similarity, q_old, q_new), bf.pack(q_old, q_new)
+        counts = bf.refresh_counts(len(g_old), config.steps)
+        curves: dict[str, dict[str, list[float]]] = {m: {} for m in metrics}
+        ends: dict[tuple[str, int], float] = {}  # nothing / everything refreshed: the same in every order
+        for name, order in refresh_orders(method, bank, data, k, seed, config.orders).items():
+            for count in counts:
+                refreshed = torch.zeros(len(g_old), dtype=torch.bool)
+                refreshed[order[:count]] = True
+                gallery = bf.pack(g_old, g_new, refreshed)
+                for metric in metrics:
+                    end = count in (0, len(g_old))
+                    if not end or (metric, count) not in ends:
+                        value = score(metric, protocol, query, gallery, data, mixed, None, templates=templates)[0]
+                        ends.update({(metric, count): value} if end else {})
+                    curves[metric].setdefault(name, []).append(ends[metric, count] if end else value)
+        fractions = [c / len(g_old) for c in counts]
+        pairs.append({"old": k, "new": t, "fractions": fractions, "curves": curves,
+                      "auc": {m: {name: bf.area_under_curve(fractions, curve) for name, curve in by_order.items()}
+                              for m, by_order in curves.items()}})
+    return {"pairs": pairs}

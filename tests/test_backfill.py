@@ -1,0 +1,143 @@
+"""Backfilling curves: endpoints equal the matrix entries, a mixed gallery scores as a brute-force loop, the options
+leave keys alone when unset."""
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from benchbackcompat.config import BackfillConfig, ExtClass, MultiStep
+from benchbackcompat.data.arrays import ImageArrays
+from benchbackcompat.engine.backfill import backfill_curves, refresh_orders
+from benchbackcompat.engine.evaluate import compatibility_matrices
+from benchbackcompat.engine.features import FeatureBank, ModelFeatures
+from benchbackcompat.method import StandardMethod
+from benchbackcompat.metrics.backfill import area_under_curve
+from benchbackcompat.scenarios.data import ScenarioData
+
+CLASSES, DIM = 4, 6
+
+
+def labelled(n: int) -> ImageArrays:
+    return ImageArrays(torch.zeros(n, 1, 1, 1, dtype=torch.uint8), torch.arange(n) % CLASSES)
+
+
+def random_features(t: int, query: torch.Tensor, gallery: torch.Tensor | None, width: int = DIM) -> ModelFeatures:
+    gen = torch.Generator().manual_seed(100 + t)
+    centres = torch.randn(CLASSES, width, generator=gen)
+
+    def draw(y: torch.Tensor) -> torch.Tensor:
+        return centres[y] + 1.2 * torch.randn(len(y), width, generator=gen)
+
+    return ModelFeatures(draw(query), draw(gallery) if gallery is not None else None)
+
+
+def lorentz_method():
+    from bbc_hyperbolic.common import LorentzMethod
+
+    return LorentzMethod()
+
+
+def psp_method():
+    from bbc_outputs.psp import PSP
+
+    return PSP()
+
+
+def setup(protocol: str, T: int, method_name: str):
+    query, gallery = labelled(30), labelled(22)
+    loo = protocol == "loo"
+    data = ScenarioData(query, query, None if loo else gallery, None, (0.5,), (0.25,), 1, CLASSES, "synthetic")
+    method = {"standard": StandardMethod, "lorentz": lorentz_method, "psp": psp_method}[method_name]()
+    held = []
+    for t in range(T):
+        width = 3 + t if method_name == "psp" else DIM  # PSP: logits over the model's classes, growing (two-class features all tie)
+        item = random_features(t, query.labels, None if loo else gallery.labels, width)
+        if method_name == "lorentz":
+            from benchbackcompat import geometry
+
+            item = ModelFeatures(*(geometry.lift(x) if x is not None else None for x in (item.query, item.gallery)))
+        held.append(item)
+    return method, FeatureBank.in_memory(held), data
+
+
+@pytest.mark.parametrize("method_name", ["standard", "lorentz", "psp"])
+@pytest.mark.parametrize("protocol,metrics", [("nn", ["cmc@1", "map"]), ("loo", ["cmc@1", "cmc@5", "map"])])
+def test_endpoints_are_the_cross_and_the_new_self_test(protocol, metrics, method_name):
+    method, bank, data = setup(protocol, 3, method_name)
+    C, _ = compatibility_matrices(method, bank, data, protocol, metrics, seed=0)
+    found = backfill_curves(method, bank, data, protocol, metrics, 0, BackfillConfig(steps=4))
+    assert [(p["old"], p["new"]) for p in found["pairs"]] == [(0, 1), (1, 2)]
+    for pair in found["pairs"]:
+        k, t = pair["old"], pair["new"]
+        assert pair["fractions"][0] == 0 and pair["fractions"][-1] == 1 and len(pair["fractions"]) == 5
+        for metric in metrics:
+            for order, curve in pair["curves"][metric].items():
+                assert curve[0] == C[metric][t][k], (metric, order)
+                assert curve[-1] == C[metric][t][t], (metric, order)
+                assert pair["auc"][metric][order] == pytest.approx(area_under_curve(pair["fractions"], curve))
+
+
+def brute_force_top1(q_old, g_old, q_new, g_new, refreshed, ql, gl) -> float:
+    """CMC@1 (%) of a mixed gallery, one query and one gallery item at a time (cosine, lowest index wins ties)."""
+    hits = 0
+    for i in range(len(q_old)):
+        best, best_j = -math.inf, -1
+        for j in range(len(g_old)):
+            a, b = (q_new[i], g_new[j]) if refreshed[j] else (q_old[i], g_old[j])
+            s = float(F.cosine_similarity(a[None], b[None])[0])
+            if s > best:
+                best, best_j = s, j
+        hits += int(gl[best_j] == ql[i])
+    return 100.0 * hits / len(q_old)
+
+
+def test_mixed_gallery_against_a_brute_force_loop():
+    method, bank, data = setup("nn", 2, "standard")
+    found = backfill_curves(method, bank, data, "nn", ["cmc@1"], 3, BackfillConfig(steps=5))
+    [pair] = found["pairs"]
+    orders = refresh_orders(method, bank, data, 0, 3, ["random", "class-distance"])
+    q, ql, gl = bank.query(1), data.query.labels, data.gallery.labels
+    for name, order in orders.items():
+        for fraction, value in zip(pair["fractions"], pair["curves"]["cmc@1"][name]):
+            refreshed = torch.zeros(len(gl), dtype=torch.bool)
+            refreshed[order[: round(fraction * len(gl))]] = True
+            assert value == pytest.approx(brute_force_top1(q, bank.stored(0), q, bank.stored(1), refreshed, ql, gl))
+
+
+def test_class_distance_order_by_hand():
+    method, bank, data = setup("nn", 2, "standard")
+    order = refresh_orders(method, bank, data, 0, 0, ["class-distance"])["class-distance"]
+    g, labels = F.normalize(bank.stored(0), dim=1), data.gallery.labels
+    own = []
+    for j in range(len(g)):
+        template = F.normalize(g[labels == labels[j]].sum(0), dim=0)
+        own.append(float(g[j] @ template))
+    assert order.tolist() == sorted(range(len(g)), key=lambda j: (own[j], j))
+
+
+def test_area_under_curve():
+    assert area_under_curve([0, 0.5, 1], [10, 10, 10]) == pytest.approx(10)
+    assert area_under_curve([0, 0.25, 0.5, 0.75, 1], [0, 25, 50, 75, 100]) == pytest.approx(50)
+    assert area_under_curve([0, 0.5, 1], [0, 100, 100]) == pytest.approx(75)
+
+
+def test_options_unset_leave_the_dump_and_set_ones_are_keyed():
+    plain = ExtClass().model_dump(mode="json")
+    assert "backfill" not in plain and "index" not in plain
+    assert "backfill" not in MultiStep(eval_classes="seen").model_dump(mode="json")
+    on = ExtClass(backfill={}, index={"kinds": ["flat"]})
+    assert on.model_dump(mode="json")["backfill"] == {"steps": 10, "orders": ["random", "class-distance"]}
+    assert on.as_trained().model_dump(mode="json") == ExtClass().as_trained().model_dump(mode="json")  # shared models
+
+
+@pytest.mark.parametrize("fields,message", [
+    ({"protocol": "template", "metrics": ["top1"], "backfill": {}}, "backfill needs protocol"),
+    ({"eval_classes": "seen", "backfill": {}}, "backfill needs protocol"),
+    ({"metrics": ["map"], "index": {}}, "index needs protocol"),
+])
+def test_options_refused_where_undefined(fields, message):
+    with pytest.raises(ValueError, match=message):
+        MultiStep(**fields)
