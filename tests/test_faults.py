@@ -575,3 +575,175 @@ def test_a_leaderboard_killed_while_rendering_leaves_the_old_pages_and_the_files
     rendered = leaderboard_files(fresh)
     assert set(after) == set(rendered) | {"records/cell.json", "NOTES.md"}  # nothing of the old rendering is left
     assert all(after[name] == rendered[name] for name in rendered if name.endswith(".png"))
+
+
+# --- worker processes: a signal, a killed worker, a hung cell -------------------------------------------------------
+
+WORKERS = [*TINY, "--scenario", "ext-class", "--methods", "independent,l2", "--workers", "2"]
+HUNG, HEALTHY = "ext-class/l2/seed0", "ext-class/independent/seed0"
+
+
+def parents() -> dict[int, int]:
+    """pid -> parent pid of every process (from /proc)."""
+    found = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            found[int(stat.parent.name)] = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+    return found
+
+
+def descendants(pid: int) -> set[int]:
+    table, found, frontier = parents(), set(), {pid}
+    while frontier:
+        frontier = {child for child, parent in table.items() if parent in frontier} - found
+        found |= frontier
+    return found
+
+
+def running(pid: int) -> bool:
+    """Whether ``pid`` exists and is not a zombie."""
+    try:
+        os.kill(pid, 0)
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (ProcessLookupError, OSError, IndexError):
+        return False
+
+
+def wait_until(condition, seconds: float, what: str) -> None:
+    import time
+
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, f"not within {seconds} s: {what}"
+        time.sleep(0.5)
+
+
+def start_run(out: Path, fault: str, *extra: str) -> tuple[subprocess.Popen, Path]:
+    log = out.parent / f"{out.name}.log"
+    env = {**os.environ, faults.ENV: fault, "OMP_NUM_THREADS": "1"}
+    with log.open("w") as stream:
+        process = subprocess.Popen([sys.executable, "-m", "benchbackcompat", "run", "--out", str(out), *WORKERS, *extra],
+                                   stdout=stream, stderr=subprocess.STDOUT, env=env)
+    return process, log
+
+
+def statuses(out: Path) -> dict[str, str]:
+    return {record.label: record.status for record in ResultStore(out).records()}
+
+
+def held_cells(out: Path) -> set[str]:
+    """Labels of the cells whose lock a process holds, as the holders wrote their names into the lock files (a killed
+    holder's name stays)."""
+    store = ResultStore(out)
+    return {(store.cell_entry(path.stem[5:]) or {}).get("label") for path in out.glob("locks/cell-*.lock")
+            if path.stat().st_size}
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/stat").is_file(), reason="finds the run's processes in /proc")
+@pytest.mark.parametrize("signal_name", ["SIGTERM", "SIGINT", "SIGKILL"])
+def test_a_signal_to_a_workers_run_leaves_no_worker_behind(signal_name, tmp_path):
+    """One cell finished, the other hung in its worker (in its --cell-timeout child for SIGKILL): SIGTERM or SIGINT
+    to the run alone stops its workers and exits at once with one line; a run killed outright takes its workers
+    (and their cell children) with it."""
+    import signal
+
+    out = tmp_path / "run"
+    extra = ["--cell-timeout", "600"] if signal_name == "SIGKILL" else []
+    process, log = start_run(out, f"cell:{HUNG}:hang", *extra)
+    seen: set[int] = set()
+    try:
+        def hung() -> bool:
+            seen.update(descendants(process.pid))
+            grandchildren = {pid for pid in seen if parents().get(pid) not in (process.pid, None)}
+            assert process.poll() is None, log.read_text()
+            return (statuses(out).get(HEALTHY) == "finished" and HUNG in held_cells(out)
+                    and (not extra or any(map(running, grandchildren))))
+        wait_until(hung, 300, "one cell finished, the other hung")
+        os.kill(process.pid, getattr(signal, signal_name))
+        rc = process.wait(timeout=60)
+        wait_until(lambda: not any(map(running, seen)), 30, "every process of the run gone")
+    finally:
+        for pid in [process.pid, *seen]:
+            if running(pid):
+                os.kill(pid, signal.SIGKILL)
+        process.wait(timeout=60)
+    text = log.read_text()
+    assert "Traceback" not in text, text
+    if signal_name == "SIGKILL":
+        assert rc == -9
+    else:
+        expected = {"SIGTERM": (143, "error: stopped by SIGTERM: "), "SIGINT": (130, "error: interrupted: ")}
+        code, line = expected[signal_name]
+        assert rc == code and text.splitlines()[-1] == f"{line}finished steps are saved; run the same command again to resume"
+    store = ResultStore(out)
+    (key,) = [path.name for path in out.glob("cells/*") if (store.cell_entry(path.name) or {}).get("label") == HUNG]
+    with store.cell_lock(key, blocking=False) as free:
+        assert free  # the hung cell is free for the next run, which resumes it
+    assert statuses(out) == {HEALTHY: "finished"}
+
+
+@pytest.mark.slow
+def test_a_killed_worker_costs_only_its_cell(tmp_path):
+    """The cell kills its worker as the out-of-memory killer would (and the worker that takes it up next): the healthy
+    cell is finished and reported, each death is one line naming the cell, the run ends non-zero."""
+    out = tmp_path / "run"
+    process, log = start_run(out, f"cell:{HUNG}:kill")
+    try:
+        rc = process.wait(timeout=600)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=60)
+    text = log.read_text()
+    assert rc == 1 and "Traceback" not in text, text
+    assert statuses(out) == {HEALTHY: "finished"}
+    deaths = [line for line in text.splitlines() if "was killed by SIGKILL (as the out-of-memory killer does)" in line]
+    assert deaths and all(re.fullmatch(rf"warning: worker \S+:\d+ was killed by SIGKILL \(as the out-of-memory killer "
+                                       rf"does\) while computing {HUNG}; the other workers go on", line)
+                          or re.fullmatch(rf"worker \S+:\d+ was killed by SIGKILL \(as the out-of-memory killer does\) "
+                                          rf"in cell {HUNG}: not recorded; run the same command again to resume it "
+                                          "after its saved steps", line) for line in deaths), deaths
+    assert "1 cells in " in text and "(1 finished)" in text and "; 1 computed by this run" in text
+
+
+@pytest.mark.slow
+def test_a_cell_that_timed_out_is_not_retried_by_the_other_workers(tmp_path):
+    """Every cell hangs: each times out once (not once per worker), and the cells count as computed by the run."""
+    out = tmp_path / "run"
+    process, log = start_run(out, "cell:*:hang", "--cell-timeout", "5")
+    try:
+        rc = process.wait(timeout=600)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=60)
+    text = log.read_text()
+    assert rc == 1 and "Traceback" not in text, text
+    timeouts = sorted(re.findall(r"^(?:warning: )?cell (\S+): timed out after 5 s in ", text, re.MULTILINE))
+    assert timeouts == [HEALTHY, HUNG], text
+    assert "2 cells in " in text and "(2 failed)" in text and "; 2 computed by this run" in text
+    assert statuses(out) == {}  # failed cells are not recorded: the next run retries them
+
+
+@pytest.mark.slow
+def test_cells_computed_under_a_cell_timeout_count_as_computed_by_the_run(runner, tmp_path):
+    signal, rc, log = runner.run(tmp_path / "run", "--cell-timeout", "600")
+    assert (signal, rc) == (None, 0), log
+    assert "1 cells in " in log and "(1 finished); results in " in log and "; 1 computed by this run" in log
+
+
+def test_a_timeout_note_holds_for_its_run_only(tmp_path):
+    from benchbackcompat.record import parse_record
+
+    store = ResultStore(tmp_path)
+    failed = parse_record({"key": "a" * 16, "label": "s/m/seed0", "scenario": "s", "kind": "ext-class", "method": "m",
+                           "seed": 0, "status": "failed", "reason": "timed out after 5 s in step 0 of 2 (--cell-timeout)"})
+    assert store.timed_out_in("a" * 16, "run-1") is None
+    store.note_timeout("a" * 16, "run-1", failed)
+    assert store.timed_out_in("a" * 16, "run-1") == failed
+    assert store.timed_out_in("a" * 16, "run-2") is None  # a later run retries the cell
+    (store.cell_dir("a" * 16) / "timed-out.json").write_bytes(b"\xff")  # damaged: as if there were none
+    assert store.timed_out_in("a" * 16, "run-1") is None

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from benchbackcompat.errors import BenchError
+from benchbackcompat.runtime.interrupts import Terminated
 
 if TYPE_CHECKING:
     from benchbackcompat.report.methods import MethodInfo
@@ -207,9 +208,10 @@ def main(argv: list[str] | None = None) -> int:
     except BenchError as error:
         logging.getLogger("benchbackcompat").error(str(error))
         return 2
-    except KeyboardInterrupt:
-        logging.getLogger("benchbackcompat").error("interrupted: finished steps are saved; run the same command again to resume")
-        return 130
+    except KeyboardInterrupt as interrupt:  # Ctrl-C, or SIGTERM where a run stops its workers first (Terminated)
+        stopped = "stopped by SIGTERM" if isinstance(interrupt, Terminated) else "interrupted"
+        logging.getLogger("benchbackcompat").error(f"{stopped}: finished steps are saved; run the same command again to resume")
+        return 143 if isinstance(interrupt, Terminated) else 130
     except BrokenPipeError:  # the reader went away (`| head`): stop quietly, as Unix tools do
         _silence_stdout()
         return 0

@@ -43,6 +43,7 @@ from benchbackcompat.engine.timing import PhaseTimer
 from benchbackcompat.engine.train import Acceleration, DivergedError, train_model
 from benchbackcompat.runtime.logs import log
 from benchbackcompat.identity import RESULTS_VERSION, source_hash, source_packages
+from benchbackcompat.runtime.faults import fault_point
 from benchbackcompat.runtime.interrupts import describe, must_propagate
 from benchbackcompat.method import Method, StandardRecipe, StepContext, batches_per_epoch, frozen_copy
 from benchbackcompat.metrics import compatibility as cm
@@ -143,9 +144,10 @@ def versions(plugin_versions: dict[str, str]) -> dict[str, Any]:
     }
 
 
-def worker_name() -> str:
-    """``host:pid`` of the process that computes a cell (several processes may share a results directory)."""
-    return f"{platform.node()}:{os.getpid()}"
+def worker_name(pid: int | None = None) -> str:
+    """``host:pid`` of the process that computes a cell (several processes may share a results directory): this
+    one, or process ``pid`` of this host."""
+    return f"{platform.node()}:{os.getpid() if pid is None else pid}"
 
 
 def device_name(device: torch.device) -> str:
@@ -683,6 +685,7 @@ def run_cell(cell: Cell, method: Method, data: ScenarioData, store: ResultStore,
         outcome: dict[str, Any] = {"status": "not-applicable", "reason": reason}
     else:
         try:
+            fault_point(f"cell:{cell.label}")
             outcome = CellRunner(cell, method, data, store, device, observer, share_models, acceleration,
                                  borrow_steps).run()
         except DivergedError as error:  # recorded (the leaderboard shows "nan"), not retried

@@ -13,7 +13,7 @@ from benchbackcompat.config import NamedScenario, RunConfig, ScenarioBase
 from benchbackcompat.data.registry import get_dataset
 from benchbackcompat.engine import distributed
 from benchbackcompat.engine.device import availability_line, resolve_device
-from benchbackcompat.engine.cell import Cell, device_name, unsupported
+from benchbackcompat.engine.cell import Cell, device_name, unsupported, worker_name
 from benchbackcompat.errors import BenchError, UnknownNameError
 from benchbackcompat.identity import code_identity
 from benchbackcompat.runtime.logs import log, progress_bar
@@ -26,10 +26,21 @@ from benchbackcompat.execution.selection import grid_points
 from benchbackcompat.scenarios.steps import build_steps
 from benchbackcompat.store import ResultStore
 from benchbackcompat.record import CellRecord, FailedRecord, FinishedRecord
-from benchbackcompat.execution.watchdog import CellJob, run_watched
+from benchbackcompat.execution.watchdog import CellJob, run_watched, timed_out
 
 # Training-pool sizes of the built-in datasets, to plan steps without loading images.
 DEFAULT_CLASSES = {"embedded": 100, "cifar10": 10, "cifar100": 100, "tinyimagenet": 200, "cifar10-jpeg": 10, "fashion-mnist": 10}
+
+
+@dataclass(frozen=True)
+class WorkerLink:
+    """A ``run --workers`` process's line to the run that started it: ``run`` names that run (a cell that timed
+    out in one of its processes is not retried by the others); ``started`` hears each cell this process starts to
+    compute and ``finished`` its record (the run names the cell of a worker that dies, and keeps its records)."""
+
+    run: str
+    started: Callable[[Cell], None]
+    finished: Callable[[CellRecord], None]
 
 
 @dataclass
@@ -40,6 +51,7 @@ class Plan:
     searches: list[Search]  # grids: their selection cells are among ``cells``, their final cells come after
     rerun: frozenset[str] = frozenset()  # methods whose cells are recomputed even if finished (--rerun, --force)
     loaded: dict[str, ScenarioData] = field(default_factory=dict, repr=False)  # scenario data by configuration
+    computed_by: set[str] = field(default_factory=set)  # worker names of the processes that computed its cells here
 
     def final_cells(self, store: ResultStore) -> tuple[list[Cell], list[str]]:
         """The selected settings' cells of every search whose selection is recorded, and a line for each other."""
@@ -157,10 +169,10 @@ def run_summary(records: list[CellRecord], seconds: float, out: Path, workers: s
     return "\n".join(lines), int(bad > 0)
 
 
-def execute(plan: Plan, host: PluginHost, cells: list[Cell] | None = None) -> list[CellRecord]:
+def execute(plan: Plan, host: PluginHost, cells: list[Cell] | None = None, link: WorkerLink | None = None) -> list[CellRecord]:
     """Run every unfinished cell of ``cells`` (default: the plan's); returns all records (finished ones read
     back from the store). With ``run.cell_timeout`` each cell runs in a child process that is stopped when the
-    time is up (:mod:`benchbackcompat.execution.watchdog`).
+    time is up (:mod:`benchbackcompat.execution.watchdog`). ``link``: this process is a worker of a larger run.
 
     Several processes may execute plans on one results directory: a cell that another process is
     running (its lock is held) is put off to the end, then waited for and its record taken, so
@@ -179,9 +191,13 @@ def execute(plan: Plan, host: PluginHost, cells: list[Cell] | None = None) -> li
 
     def run_one(cell: Cell) -> CellRecord:
         existing = store.record(cell.key)  # another process may have finished it meanwhile
+        if existing is None and link is not None:  # or, in this run, timed out
+            existing = store.timed_out_in(cell.key, link.run)
         if existing is not None:
             return existing
         log.info(f"cell {cell.label} (key {cell.key}): started")
+        if link is not None:
+            link.started(cell)
         started = time.perf_counter()
         progress.set_postfix_str(cell.label)
         job = CellJob(cell, type(plan.methods[cell.method]), run, plugin_versions, borrow_steps=cell.method not in plan.rerun)
@@ -192,6 +208,11 @@ def execute(plan: Plan, host: PluginHost, cells: list[Cell] | None = None) -> li
             record = run_watched(job, run.cell_timeout, store, steps=len(build_steps(cell.scenario.config, data.num_classes)))
         reason = "" if isinstance(record, FinishedRecord) else f" ({record.reason})"
         log.info(f"cell {cell.label}: {record.status}{reason} in {time.perf_counter() - started:.1f} s")
+        plan.computed_by.add(record.worker or worker_name())
+        if link is not None:
+            if timed_out(record):
+                store.note_timeout(cell.key, link.run, record)
+            link.finished(record)
         return record
 
     pending = []

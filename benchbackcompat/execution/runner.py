@@ -14,7 +14,7 @@ from benchbackcompat.engine.cell import worker_name
 from benchbackcompat.errors import BenchError
 from benchbackcompat.execution.executors import submit
 from benchbackcompat.runtime.logs import log
-from benchbackcompat.execution.plan import Plan, execute, make_plan, rerun_methods, run_summary, select_shard, selected_cells
+from benchbackcompat.execution.plan import Plan, WorkerLink, execute, make_plan, rerun_methods, run_summary, select_shard, selected_cells
 from benchbackcompat.execution.plugin_host import PluginHost
 from benchbackcompat.execution.presets import resolve_run
 from benchbackcompat.record import CellRecord
@@ -25,18 +25,20 @@ from benchbackcompat.execution.workers import execute_in_workers
 @dataclass
 class RunOutcome:
     """What a run did: its plan, the records of its cells (none for a dry run and on the other ranks of a
-    data-parallel run), its exit code (1 when a cell failed or diverged) and the summary line(s)."""
+    data-parallel run), its exit code (1 when a cell failed or diverged, or a worker died), the summary line(s)
+    and the worker names of the processes that computed its cells."""
 
     plan: Plan
     records: list[CellRecord] = field(default_factory=list)
     code: int = 0
     summary: str = ""
+    workers: set[str] = field(default_factory=set)
 
 
-def run(request: RunRequest) -> RunOutcome:
+def run(request: RunRequest, link: WorkerLink | None = None) -> RunOutcome:
     """Plan ``request``'s cells (its configuration: defaults < preset < (smoke) < the request's values) and compute
     the unfinished ones (inline, in ``workers`` processes or as executor jobs), then the selected settings of its
-    grids; a dry run stops after planning."""
+    grids; a dry run stops after planning. ``link``: this process is a worker of a larger run."""
     data = {key: value for key, value in (("name", request.dataset), ("root", request.data_root and str(request.data_root)))
             if value}
     config = resolve_run(preset=request.preset, scenarios=request.scenarios, methods=request.methods,
@@ -61,25 +63,29 @@ def run(request: RunRequest) -> RunOutcome:
     if request.dry_run:
         return RunOutcome(plan)
     started = time.perf_counter()
-    workers = {worker_name()}
+    workers, lost = {worker_name()}, []
     if request.workers > 1:
-        records, children = execute_in_workers(request, len(plan.cells), run)
-        workers |= children
+        results = execute_in_workers(request, len(plan.cells), run)
+        records, lost = results.records, results.lost
+        workers |= results.workers
     elif request.executor != "inline":
         records = submit(plan, request, run)
     else:
-        records = execute(plan, host)
+        records = execute(plan, host, link=link)
     # grids: the selected settings on the full protocol, as soon as their selection is recorded (not sharded: with
     # shards or jobs, the processes that find a selection complete run its cells, each cell once under its lock)
     finals, waiting = selected_cells(plan)
     if finals and request.executor != "inline":
         records += submit(replace(plan, cells=finals), request, run)
     elif finals:
-        records += execute(plan, host, finals)
+        records += execute(plan, host, finals, link)
     if not distributed.is_main():
         return RunOutcome(plan)
     for line in waiting:
         log.info(f"grid {line}")
     records = list({record.key: record for record in records}.values())  # workers also return the grids' cells
+    workers |= plan.computed_by
     summary, code = run_summary(records, time.perf_counter() - started, config.out, workers)
-    return RunOutcome(plan, records, code, summary)
+    if lost:  # a worker died: its cell is named, and the run does not end as if nothing happened
+        summary, code = "\n".join([summary, *lost]), max(code, 1)
+    return RunOutcome(plan, records, code, summary, workers)

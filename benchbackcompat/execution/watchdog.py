@@ -15,21 +15,25 @@ from __future__ import annotations
 import functools
 import logging
 import multiprocessing
+import os
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 
 import torch
 
 from benchbackcompat.config import RunConfig
-from benchbackcompat.engine.cell import Cell, cell_fields, run_cell
+from benchbackcompat.engine.cell import Cell, cell_fields, run_cell, worker_name
 from benchbackcompat.engine.device import resolve_device
 from benchbackcompat.engine.train import Acceleration
 from benchbackcompat.runtime.logs import configure, log
+from benchbackcompat.runtime.orphans import die_with_parent
 from benchbackcompat.method import Method
 from benchbackcompat.execution.plugin_host import PluginHost
-from benchbackcompat.record import CellRecord, FinishedRecord, parse_record
+from benchbackcompat.record import CellRecord, FailedRecord, FinishedRecord, parse_record
 from benchbackcompat.scenarios.data import ScenarioData, load_scenario_data
 from benchbackcompat.store import ResultStore
+
+TIMED_OUT = "timed out after"  # how the reason of a cell stopped by its time limit begins
 
 
 @dataclass
@@ -59,32 +63,44 @@ class CellJob:
 
 def run_watched(job: CellJob, timeout: float, store: ResultStore, steps: int) -> CellRecord:
     """``job`` in a spawned child process given ``timeout`` seconds (its start included); a cell that runs out of
-    time, or whose process dies, is returned as failed (not stored: a re-run retries it, after its saved steps)."""
+    time, or whose process dies, is returned as failed (not stored: a re-run retries it, after its saved steps).
+    The child dies with this process, and an interrupt here (Ctrl-C, a stopping worker) kills it first."""
     context = multiprocessing.get_context("spawn")  # a fresh interpreter: no CUDA context or locks inherited
     receive, send = context.Pipe(duplex=False)
     handler = next((h for h in log.handlers if isinstance(h, logging.FileHandler)), None)
     child = context.Process(target=_child, args=(job, send, log.level, handler and handler.baseFilename,
-                                                 torch.get_num_threads()), name=f"cell {job.cell.label}")
+                                                 torch.get_num_threads(), os.getpid()), name=f"cell {job.cell.label}")
     child.start()
     send.close()
     record = None
-    if receive.poll(timeout):
-        try:
-            record = receive.recv()
-        except EOFError:  # the child died without an answer
-            pass
-    if child.is_alive() and record is None:
-        child.kill()
-        reason = f"timed out after {timeout:g} s in {_where(store, job.cell.key, steps)} (--cell-timeout)"
-    else:
-        reason = f"its process died (exit code {child.exitcode}) in {_where(store, job.cell.key, steps)}"
-    child.join()
-    receive.close()
+    try:
+        if receive.poll(timeout):
+            try:
+                record = receive.recv()
+            except EOFError:  # the child died without an answer
+                pass
+        stopped = record is None and child.is_alive()
+        if stopped:
+            child.kill()
+        child.join()
+    finally:  # also on an interrupt while waiting: the child goes first
+        if child.is_alive():
+            child.kill()
+            child.join()
+        receive.close()
     if record is not None:
         return record
+    where = _where(store, job.cell.key, steps)
+    reason = (f"{TIMED_OUT} {timeout:g} s in {where} (--cell-timeout)" if stopped
+              else f"its process died (exit code {child.exitcode}) in {where}")
     log.warning(f"cell {job.cell.label}: {reason}")
     return parse_record({**cell_fields(job.cell), "dataset": job.cell.scenario.config.data.name, "status": "failed",
-                         "reason": reason})
+                         "reason": reason, "worker": worker_name(child.pid)})
+
+
+def timed_out(record: CellRecord) -> bool:
+    """Whether ``record`` is that of a cell :func:`run_watched` stopped when its time was up."""
+    return isinstance(record, FailedRecord) and record.reason.startswith(TIMED_OUT)
 
 
 def _where(store: ResultStore, key: str, steps: int) -> str:
@@ -93,9 +109,10 @@ def _where(store: ResultStore, key: str, steps: int) -> str:
     return "the evaluation" if saved >= steps else f"step {saved} of {steps} (steps counted from 0)"
 
 
-def _child(job: CellJob, send: Connection, level: int, log_file: str | None, threads: int) -> None:
+def _child(job: CellJob, send: Connection, level: int, log_file: str | None, threads: int, parent: int) -> None:
     from pathlib import Path
 
+    die_with_parent(parent)
     configure(0, Path(log_file) if log_file else None, progress=False)
     log.setLevel(level)
     torch.set_num_threads(threads)

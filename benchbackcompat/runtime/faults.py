@@ -2,10 +2,14 @@
 
 ``BENCHBACKCOMPAT_FAULT="POINT[@N]:ACTION[,...]"`` makes the N-th (default first) time the
 process reaches a fault point matching the ``fnmatch`` pattern POINT do ACTION: ``kill``
-(SIGKILL itself: no cleanup, like a pre-empted node), ``raise`` (RuntimeError), ``oom``
-(``torch.OutOfMemoryError``) or ``full`` (OSError ENOSPC, as a full disk raises it: naming no file). Points: ``train-batch`` (each training batch), ``extract-batch``
-(each feature-extraction batch), ``write:<file name>`` (a file written but not yet moved into
-place), ``swap:<path>`` (a rendered leaderboard file about to be moved into the published folder).
+(SIGKILL itself: no cleanup, like a pre-empted node or the out-of-memory killer), ``hang`` (sleep
+forever, like a deadlocked plugin), ``raise`` (RuntimeError), ``oom`` (``torch.OutOfMemoryError``)
+or ``full`` (OSError ENOSPC, as a full disk raises it: naming no file). Points: ``cell:<label>``
+(a cell's computation starting, in the process that computes it), ``train-batch`` (each training
+batch), ``extract-batch`` (each feature-extraction batch), ``write:<file name>`` (a file written
+but not yet moved into place), ``swap:<path>`` (a rendered leaderboard file about to be moved into
+the published folder). Spawned processes (``--workers``, ``--cell-timeout``) read the variable too,
+each counting its own hits.
 Unset, :func:`fault_point` is one truthiness test.
 """
 from __future__ import annotations
@@ -15,11 +19,12 @@ import fnmatch
 import logging
 import os
 import signal
+import time
 
 from benchbackcompat.errors import BenchError
 
 ENV = "BENCHBACKCOMPAT_FAULT"
-ACTIONS = ("kill", "raise", "oom", "full")
+ACTIONS = ("kill", "hang", "raise", "oom", "full")
 
 _rules: list[tuple[str, int, str]] = []  # (pattern, hit number, action)
 _hits: dict[str, int] = {}
@@ -53,6 +58,8 @@ def _trigger(name: str) -> None:
             continue
         if action == "kill":
             os.kill(os.getpid(), signal.SIGKILL)
+        while action == "hang":
+            time.sleep(3600)
         if action == "oom":
             import torch  # here and below: torch is loaded by the code that reaches a fault point
 

@@ -3,6 +3,10 @@
 Plugin and observer code is isolated with ``except BaseException``: whatever it raises fails only
 its cell or its observer. Two things still go through: ``GeneratorExit`` (generator machinery) and a
 ``KeyboardInterrupt`` caused by a real SIGINT, which :func:`watching` notes as it arrives.
+
+SIGTERM (``kill PID``, ``timeout``, ``docker stop``, job managers) ends a process at once, which is
+safe for one process but would orphan the processes it started: :func:`stopping_on_sigterm` turns it
+into :class:`Terminated` while such a process waits for its children, so that it stops them first.
 """
 from __future__ import annotations
 
@@ -12,6 +16,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 _state = {"watching": False, "received": False}
+
+
+class Terminated(KeyboardInterrupt):
+    """A SIGTERM received while :func:`stopping_on_sigterm` holds: it unwinds like a Ctrl-C."""
 
 
 def _on_sigint(signum, frame) -> None:
@@ -33,6 +41,24 @@ def watching() -> Iterator[None]:
     finally:
         signal.signal(signal.SIGINT, previous)
         _state.update(saved)
+
+
+@contextmanager
+def stopping_on_sigterm() -> Iterator[None]:
+    """Raise :class:`Terminated` on SIGTERM while the block runs (main thread only; elsewhere SIGTERM keeps its
+    handler)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _on_sigterm(signum, frame) -> None:
+    raise Terminated("SIGTERM")
 
 
 def must_propagate(error: BaseException) -> bool:

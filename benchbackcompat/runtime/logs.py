@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import threading
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -61,6 +62,9 @@ def configure(verbosity: int = 0, log_file: Path | None = None, progress: bool |
         file.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
         log.addHandler(file)
     log.setLevel(level)
+    # a thread lock, not tqdm's default named semaphore: each process is spawned with its own lock anyway, and a process
+    # killed at any moment (a worker, a cell's child) would leave its semaphore for the resource tracker to warn about
+    tqdm.set_lock(threading.RLock())
     on_terminal = sys.stderr.isatty() and os.environ.get("TQDM_DISABLE", "") in ("", "0", "false", "False")
     _bars["enabled"] = on_terminal if progress is None else progress
 

@@ -4,6 +4,7 @@
 ``<out>/cells/<key>/curves.json.gz`` its training curves (step index -> per-epoch values), written before the record
 ``<out>/cells/<key>/cell.json``     the planned cell (label, method, code and data identity), written when it is queued
 ``<out>/cells/<key>/step-<t>.pt``   the cell's finished steps, to resume an interrupted cell
+``<out>/cells/<key>/timed-out.json`` the run in which the cell last timed out, so that its other workers skip it
 ``<out>/models/<key>.pt``          models shared between cells (standard old models, references, pretrained models)
 ``<out>/locks/``                   advisory locks: several processes may run on one results directory at once
 
@@ -30,6 +31,7 @@ from benchbackcompat.store.verify import contradiction
 
 RECORD_FORMAT = 1
 RECORD, CURVES = "record.json", "curves.json"  # stored as RECORD.gz and CURVES.gz (older folders: plain)
+TIMED_OUT = "timed-out.json"
 
 
 class ResultStore:
@@ -126,6 +128,20 @@ class ResultStore:
         except (OSError, UnicodeDecodeError, json.JSONDecodeError):
             return None
         return entry if isinstance(entry, dict) else None
+
+    def note_timeout(self, key: str, run: str, record: RecordBase) -> None:
+        """Note that cell ``key`` timed out in run ``run`` with failed ``record`` (not a result: a later run retries
+        the cell), so that the other processes of that run do not retry it."""
+        note = json.dumps({"run": run, "record": record.to_json()}, default=str)
+        atomic_write_bytes(self.cell_dir(key) / TIMED_OUT, note.encode())
+
+    def timed_out_in(self, key: str, run: str) -> CellRecord | None:
+        """The failed record of cell ``key`` if it timed out in run ``run``, else None."""
+        try:
+            note = json.loads((self.cell_dir(key) / TIMED_OUT).read_text())
+            return parse_record(note["record"]) if isinstance(note, dict) and note.get("run") == run else None
+        except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError):  # json and pydantic errors are ValueErrors
+            return None
 
     def trained_alike(self, training_key: str, but: str) -> list[str]:
         """The cells other than ``but`` whose ``cell.json`` notes ``training_key`` (cells queued before it was noted
