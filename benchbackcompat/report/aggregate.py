@@ -329,7 +329,9 @@ def _metric_value(record: FinishedRecord, metric: str, key: str) -> float | None
 
 def record_flips(record: FinishedRecord, metric: str) -> dict[str, float]:
     """The flip rates of ``metric`` (``metrics.flips.summary``) from the record's per-query outcomes; {} without
-    them or for outcomes that are not hits."""
+    them or where they are not defined (average precisions)."""
+    if not flips.defined_for(metric):
+        return {}
     try:
         return flips.summary(record.outcomes.get(metric) or {})
     except (BenchError, KeyError, TypeError, ValueError):

@@ -1,0 +1,51 @@
+"""The flip rates of a method's rows as one Markdown table (its method page): per table, the negative and positive
+flip rates of each hit metric (``metrics.flips``) with their 95% intervals and, for one update, the cross-test's
+margin over the old self-test, which equals PFR - NFR old self -> cross."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from tabulate import tabulate
+
+from benchbackcompat.metrics import bootstrap, flips
+from benchbackcompat.report.aggregate import Missing, Row, Stat, Table
+from benchbackcompat.report.columns import STATISTICS, Column, metric_name
+from benchbackcompat.report.markdown import escape
+from benchbackcompat.report.tables import Footnotes, format_stat
+
+MARGIN = Column("", STATISTICS["cross"])  # formats cross - old self as the cross-test (points, 2 digits)
+
+
+def margin(row: Row, metric: str) -> Stat | None:
+    """cross - old self of ``metric`` over the seeds both have (paired, seed by seed); None without both."""
+    cross, old = row.cells.get(f"{metric}:cross"), row.cells.get(f"{metric}:old_self")
+    if not (isinstance(cross, Stat) and isinstance(old, Stat)) or cross.n != old.n:
+        return None
+    if isinstance(cross.replicates, bootstrap.SeedSample) and isinstance(old.replicates, bootstrap.SeedSample):
+        difference = cross.replicates - old.replicates
+        return Stat(tuple(float(v) for v in difference.values), difference)
+    return Stat(tuple(float(v) for v in np.subtract(cross.values, old.values)))
+
+
+def flips_markdown(rows: Sequence[tuple[Table, Row]], notes: Footnotes) -> str:
+    """One line per (table, row) and hit metric: NFR and PFR old self -> cross and old self -> new self (mean over the
+    consecutive pairs of a sequence) and, for one update, cross - old self."""
+    lines = []
+    for table, row in rows:
+        for metric in (m for m in table.metrics if flips.defined_for(m)):
+            cells = []
+            for key in flips.KEYS:
+                column = Column(metric, STATISTICS[key])
+                cell = row.cells.get(column.id)
+                cells.append(format_stat(cell, column, len(row.finished)) if isinstance(cell, Stat)
+                             else cell.text + notes.mark(cell.reason) if isinstance(cell, Missing) else "-")
+            gap = margin(row, metric) if table.single_update else None
+            cells.append(format_stat(gap, MARGIN, len(row.finished)) if gap is not None else "-")
+            lines.append([escape(table.scenario), escape(table.variant), escape(row.label), escape(metric_name(metric)),
+                          *cells])
+    if not lines:
+        return "No flip rates: no table of this method stores per-query hits."
+    return tabulate(lines, headers=["scenario", "variant", "row", "metric", "NFR old self → cross",
+                                    "PFR old self → cross", "NFR old self → new self", "PFR old self → new self",
+                                    "cross − old self"], tablefmt="github", disable_numparse=True)
