@@ -178,10 +178,10 @@ def method_markdown(method: str, entries: list[Entry], info: MethodInfo | None, 
               "ranked (bold: rank 1); `min`: minutes of compute per cell.",
               results_markdown(entries, notes),
               "## Flips",
-              "Negative flip rate (NFR): % of the queries right under the old self-test and wrong after the update; "
-              "positive (PFR): the reverse; old self → cross before any backfill, old self → new self after a full "
-              "one (mean over consecutive pairs for sequences; defined in the docs, metrics.md). Cross − old "
-              "self = PFR − NFR old self → cross: a positive margin can hide many broken queries.",
+              "Negative flip rate (NFR): % of the queries right under the old self-test and wrong after the update, "
+              "with its 95% interval; positive (PFR): the reverse; → cross: the new model's queries on the old "
+              "gallery, before any backfill; → new self: after a full backfill (the mean over consecutive pairs for "
+              "a sequence). Cross − old self = PFR − NFR → cross: a positive margin can hide many broken queries.",
               flips_markdown([(entry.table, entry.row) for entry in entries], notes),
               "## Hyperparameters", "As resolved in its records; default and description from its code.",
               hyperparameters_markdown(records, info),
