@@ -166,3 +166,13 @@ def test_flipped_queries_are_those_a_loop_finds():
     assert broken.tolist() == [i for i in range(len(old)) if old[i] and not new[i]]
     with pytest.raises(BenchError, match="no per-query"):
         flipped_queries(record, "cmc@1", query_model=2)
+
+
+def test_flip_columns_are_a_view_of_their_own_not_the_headline():
+    from benchbackcompat.report.columns import FLIPS
+    from benchbackcompat.report.tables import headline_columns, other_views
+
+    table = build_tables([_record("m", 0, *_outcomes(0))])[0]
+    assert not any(c.statistic.key in flips.KEYS for c in headline_columns(table))
+    title, columns = other_views(table, headline_columns(table))[-1]
+    assert title == FLIPS and [c.id for c in columns] == [f"cmc@1:{key}" for key in flips.KEYS]
