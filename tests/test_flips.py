@@ -8,7 +8,8 @@ import pytest
 from benchbackcompat.errors import BenchError
 from benchbackcompat.metrics import bootstrap, flips, outcomes
 from benchbackcompat.record import parse_record
-from benchbackcompat.report.aggregate import FLIP_BOUNDS, Missing, Stat, build_tables
+from benchbackcompat.report.aggregate import Missing, Stat, build_tables
+from benchbackcompat.report.columns import STATISTICS
 from benchbackcompat.results.flips import flip_frame, flip_lines, flipped_queries
 from benchbackcompat.results.frames import results_frame
 
@@ -132,12 +133,12 @@ def test_records_without_outcomes_show_no_flips():
 
 
 def test_intervals_of_rates_stay_inside_their_bounds():
-    # three seeds near 0%: the t-interval of their values reaches below 0 and is clipped there
+    # three seeds near 0%: the t-interval of their values reaches below 0 and is kept inside [0, 100]
     sample = bootstrap.over_seeds([0.0, 0.1, 2.0], [np.zeros(50), np.full(50, 0.1), np.full(50, 2.0)], [0, 1, 2])
     assert bootstrap.interval(sample)[0] < 0.0
-    low, high = Stat((0.0, 0.1, 2.0), sample, FLIP_BOUNDS).interval
-    assert low == 0.0 and high == pytest.approx(bootstrap.interval(sample)[1])
-    assert Stat((0.0, 0.1, 2.0), sample).interval[0] < 0.0  # unbounded statistics are not clipped
+    for key in flips.KEYS:
+        low, high = Stat((0.0, 0.1, 2.0), sample, STATISTICS[key].bounds).interval
+        assert low == 0.0 and high == pytest.approx(bootstrap.interval(sample)[1])
 
 
 def test_frames_and_show_carry_the_flips():

@@ -6,27 +6,13 @@ from __future__ import annotations
 import copy
 from collections.abc import Sequence
 
-import numpy as np
 from tabulate import tabulate
 
-from benchbackcompat.metrics import bootstrap, flips
-from benchbackcompat.report.aggregate import Missing, Row, Stat, Table
+from benchbackcompat.metrics import flips
+from benchbackcompat.report.aggregate import Missing, Row, Stat, Table, margin
 from benchbackcompat.report.columns import STATISTICS, Column, metric_name
 from benchbackcompat.report.markdown import PAGE_WIDTH, escape, widest_line
 from benchbackcompat.report.tables import Footnotes, format_stat
-
-MARGIN = Column("", STATISTICS["cross"])  # formats cross - old self as the cross-test (points, 2 digits)
-
-
-def margin(row: Row, metric: str) -> Stat | None:
-    """cross - old self of ``metric`` over the seeds both have (paired, seed by seed); None without both."""
-    cross, old = row.cells.get(f"{metric}:cross"), row.cells.get(f"{metric}:old_self")
-    if not (isinstance(cross, Stat) and isinstance(old, Stat)) or cross.n != old.n:
-        return None
-    if isinstance(cross.replicates, bootstrap.SeedSample) and isinstance(old.replicates, bootstrap.SeedSample):
-        difference = cross.replicates - old.replicates
-        return Stat(tuple(float(v) for v in difference.values), difference)
-    return Stat(tuple(float(v) for v in np.subtract(cross.values, old.values)))
 
 
 def flips_markdown(rows: Sequence[tuple[Table, Row]], notes: Footnotes) -> str:
@@ -53,7 +39,7 @@ def _flips_table(rows: Sequence[tuple[Table, Row]], notes: Footnotes, intervals:
                 cells.append(_text(cell, column, len(row.finished), shown) if isinstance(cell, Stat)
                              else cell.text + notes.mark(cell.reason) if isinstance(cell, Missing) else "-")
             gap = margin(row, metric) if table.single_update else None
-            cells.append(MARGIN.format(gap.mean) if gap is not None else "-")
+            cells.append(f"{gap[0]:.2f}" if gap is not None else "-")  # points, as the cross-test
             title = table.title + (f" · {metric_name(metric)}" if len(hit_metrics) > 1 else "")
             lines.append([escape(title), escape(row.label), *cells])
     if not lines:
