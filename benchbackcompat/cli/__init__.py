@@ -417,6 +417,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     from benchbackcompat.config import config_hash
     from benchbackcompat.store import ResultStore
     from benchbackcompat.record import FinishedRecord
+    from benchbackcompat.results.flips import flip_lines
 
     if not (args.results / "cells").is_dir():
         raise BenchError(f"no results in {args.results}; pass the results directory of a run with --results DIR")
@@ -461,6 +462,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         print(tabulate(rows, headers=["", *(f"g{k}" for k in range(T))], tablefmt="github", disable_numparse=True))
         values = record.metrics[metric].scalars()
         print("  " + ", ".join(f"{k} {v:.3f}" if isinstance(v, float) else f"{k} {v}" for k, v in values.items()))
+        print("\n".join(flip_lines(record, metric)) or "  flips: not defined (average precisions) or no per-query outcomes")
     from benchbackcompat.report.curves import curve_summary
 
     print("\ntraining curves (per step: first -> last epoch, minimum)")

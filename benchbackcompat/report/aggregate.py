@@ -6,9 +6,10 @@ another configuration (e.g. ``--set train.epochs=1``) form their own table, labe
 fields that differ, so seeds are only ever pooled across identical configurations.
 
 Intervals bootstrap the stored per-query outcomes, combined with the spread over seeds in an interval
-honest for their number (``metrics.bootstrap``). P_com is shown only where the update it divides by (reference self - old
-self) is significantly positive and at least ``MIN_UPDATE_GAIN`` points. A row whose self-test is
-below ``chance_floor`` (twice chance, or a fifth of the way to 100% where chance is high) is flagged and not
+honest for their number (``metrics.bootstrap``); the flip rates (``metrics.flips``) are derived from the same
+outcomes when the tables are built (records need not store them). P_com is shown only where the update it divides
+by (reference self - old self) is significantly positive and at least ``MIN_UPDATE_GAIN`` points. A row whose
+self-test is below ``chance_floor`` (twice chance, or a fifth of the way to 100% where chance is high) is flagged and not
 ranked; bold marks every row not significantly worse
 than the best.
 """
@@ -26,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from benchbackcompat.errors import BenchError
-from benchbackcompat.metrics import bootstrap, outcomes
+from benchbackcompat.metrics import bootstrap, flips, outcomes
 from benchbackcompat.record import CellRecord, FinishedRecord, parse_record
 from benchbackcompat.config import kind_class
 from benchbackcompat.report.columns import STATISTICS, Column, columns_for, metric_name, ranking
@@ -316,11 +317,25 @@ def _metric_value(record: FinishedRecord, metric: str, key: str) -> float | None
     summary = record.metrics.get(metric)
     if summary is None:
         return None
+    if key in flips.KEYS:
+        value = record_flips(record, metric).get(key)
+        return value if value is not None and math.isfinite(value) else None
     if key == "gain":  # the update P_com divides by: the independent new model's self-test minus the old self-test
         new, old = summary.reference_self, summary.old_self
         return None if new is None or old is None else float(new) - float(old)
     value = summary.statistic(key)
     return float(value) if value is not None and math.isfinite(float(value)) else None
+
+
+def record_flips(record: FinishedRecord, metric: str) -> dict[str, float]:
+    """The flip rates of ``metric`` (``metrics.flips.summary``) from the record's per-query outcomes; {} without
+    them or where they are not defined (average precisions)."""
+    if not flips.defined_for(metric):
+        return {}
+    try:
+        return flips.summary(record.outcomes.get(metric) or {})
+    except (BenchError, KeyError, TypeError, ValueError):
+        return {}
 
 
 def undecidable_update(gain: Stat | None) -> Missing | None:
@@ -380,6 +395,8 @@ def _replicates(stored: dict[str, Any], seed: int) -> dict[str, np.ndarray]:
     for i, (t, k) in enumerate(cells):
         C[:, t, k] = scores[:, i]
     values = bootstrap.batched_matrix_statistics(C)
+    if all(flips.is_hits(d) for d in decoded):
+        values.update(flips.resampled(stored, bootstrap.query_weights(len(decoded[0]), int(seed))))
     if T == 2:
         values.update(self=C[:, 1, 1], cross=C[:, 1, 0], old_self=C[:, 0, 0])
         if references and entries[0][0] is not None:
@@ -417,6 +434,10 @@ def _why_missing(record: FinishedRecord, column: Column) -> str:
         return f"{column.metric} was not measured in this run"
     if record.notes:
         return "not computed: " + "; ".join(record.notes)
+    if column.statistic.key in flips.KEYS:
+        if column.metric not in record.outcomes:
+            return "flip rates need per-query outcomes, and this record stored none"
+        return "flip rates are defined for hit outcomes (0/1), not for average precisions"
     if column.statistic.key == "p_com":
         return "P_com undefined: the independently trained new model scores the same as the old model (zero denominator)"
     if column.statistic.key == "p_up":

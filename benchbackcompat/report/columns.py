@@ -3,7 +3,8 @@
 Every statistic declares whether higher is better; bold cells follow that declaration. Each scenario
 kind declares its statistics, its primary statistic and a tie-breaker (``ScenarioBase.statistics`` and
 ``ranking``); the columns and the rank follow them. Context statistics (the self-tests a ratio divides by)
-are shown, never bolded or ranked.
+are shown, never bolded or ranked. The flip rates of every update pair (``metrics.flips``) follow each hit
+metric's statistics, in a view of their own.
 """
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import math
 from dataclasses import dataclass
 
 from benchbackcompat.config import kind_class
+from benchbackcompat.metrics import flips
 
 
 @dataclass(frozen=True)
@@ -22,10 +24,11 @@ class Statistic:
     meaning: str
     context: bool = False  # shown so that other columns can be read; not bolded
     bounds: tuple[float, float] = (-math.inf, math.inf)  # the values it can take; intervals stay inside them
+    view: str = ""  # the title of the view it is shown in apart from the headline ("": its metric's statistics)
 
 
 PERCENT = (0.0, 100.0)
-
+FLIPS = "negative and positive flip rates"
 STATISTICS = {
     s.key: s
     for s in (
@@ -41,6 +44,15 @@ STATISTICS = {
         Statistic("AC", "AC", True, 3, "fraction of pairs k < t with C[t][k] > C[k][k] (strict)", bounds=(0.0, 1.0)),
         Statistic("AA", "AA", True, 2, "mean of the lower triangle of C, diagonal included (%)", bounds=PERCENT),
         Statistic("ACA", "ACA", True, 2, "sum of the compatible C[t][k] over T(T-1)/2 (%)", bounds=PERCENT),
+        Statistic("nfr_cross", "NFR cross", False, 2, "negative flip rate old self -> cross: queries right under "
+                  "C[k][k], wrong under C[t][k] (%; mean over consecutive pairs for sequences)", bounds=PERCENT, view=FLIPS),
+        Statistic("pfr_cross", "PFR cross", True, 2, "positive flip rate old self -> cross: wrong under C[k][k], "
+                  "right under C[t][k] (%)", bounds=PERCENT, view=FLIPS),
+        Statistic("nfr_self", "NFR self", False, 2, "negative flip rate old self -> new self: right under C[k][k], "
+                  "wrong under C[t][t], what a full backfill leaves broken (%)", bounds=PERCENT,
+                  view=FLIPS),
+        Statistic("pfr_self", "PFR self", True, 2, "positive flip rate old self -> new self (%)", bounds=PERCENT,
+                  view=FLIPS),
     )
 }
 
@@ -78,5 +90,8 @@ class Column:
 
 def columns_for(kind: str, metrics: list[str]) -> list[Column]:
     """The papers' columns: self, cross, P_up, P_com per metric for one update (HBCT Table 1);
-    AC, AA, ACA per metric for a sequence of models (IAM-CL2R Table 1, CoReS)."""
-    return [Column(metric, STATISTICS[key]) for metric in metrics for key in kind_class(kind).statistics]
+    AC, AA, ACA per metric for a sequence of models (IAM-CL2R Table 1, CoReS); then the flip rates of each
+    metric that scores hits."""
+    keys = kind_class(kind).statistics
+    return [Column(metric, STATISTICS[key]) for metric in metrics
+            for key in (*keys, *(flips.KEYS if flips.defined_for(metric) else ()))]

@@ -22,6 +22,7 @@ from benchbackcompat.record import CellRecord
 from benchbackcompat.report import figures
 from benchbackcompat.report.aggregate import Missing, Row, Stat, Table
 from benchbackcompat.report.columns import metric_name
+from benchbackcompat.report.flip_tables import flips_markdown
 from benchbackcompat.report.markdown import escape, slug
 from benchbackcompat.report.overview import primary_column
 from benchbackcompat.report.provenance import Verification, header_markdown
@@ -176,6 +177,12 @@ def method_markdown(method: str, entries: list[Entry], info: MethodInfo | None, 
               "over seeds with its 95% interval; the rank is a tier, 1 + the rows significantly better, of the rows "
               "ranked (bold: rank 1); `min`: minutes of compute per cell.",
               results_markdown(entries, notes),
+              "## Flips",
+              "Negative flip rate (NFR): % of the queries right under the old self-test and wrong after the update, "
+              "with its 95% interval; positive (PFR): the reverse; → cross: the new model's queries on the old "
+              "gallery, before any backfill; → new self: after a full backfill (the mean over consecutive pairs for "
+              "a sequence). Cross − old self = PFR − NFR → cross: a positive margin can hide many broken queries.",
+              flips_markdown([(entry.table, entry.row) for entry in entries], notes),
               "## Hyperparameters", "As resolved in its records; default and description from its code.",
               hyperparameters_markdown(records, info),
               "## Cost", cost_markdown(records),

@@ -85,7 +85,7 @@ def table_markdown(table: Table, notes: Footnotes, columns: list[Column] | None 
 def headline_columns(table: Table) -> list[Column]:
     """The first metric's statistics (context self-tests apart): the default view where it fits a page."""
     metric = table.columns[0].metric if table.columns else None
-    return [c for c in table.columns if c.metric == metric and not c.statistic.context]
+    return [c for c in table.columns if c.metric == metric and not c.statistic.context and not c.statistic.view]
 
 
 def ranking_columns(table: Table, keep: int) -> list[Column]:
@@ -105,13 +105,15 @@ def default_columns(table: Table, notes: Footnotes, width: int = PAGE_WIDTH) -> 
 
 def other_views(table: Table, shown: list[Column]) -> list[tuple[str, list[Column]]]:
     """The columns left out of the default view (``shown``), as (title, columns): each metric's statistics not all
-    shown, then the self-tests the ratios divide by."""
+    shown, then the self-tests the ratios divide by, then each view of its own (the flip rates)."""
     shown_ids = {c.id for c in shown}
-    views = [(f"{metric_name(m)} statistics", [c for c in table.columns if c.metric == m and not c.statistic.context])
-             for m in table.metrics]
+    views = [(f"{metric_name(m)} statistics", [c for c in table.columns if c.metric == m and not c.statistic.context
+                                                and not c.statistic.view]) for m in table.metrics]
     views = [(title, cols) for title, cols in views if cols and not {c.id for c in cols} <= shown_ids]
     context = [c for c in table.columns if c.statistic.context]
-    return views + ([("the self-tests P_com and P_up divide by", context)] if context else [])
+    own = [(view, [c for c in table.columns if c.statistic.view == view])
+           for view in dict.fromkeys(c.statistic.view for c in table.columns if c.statistic.view)]
+    return views + ([("the self-tests P_com and P_up divide by", context)] if context else []) + own
 
 
 def views_markdown(table: Table, notes: Footnotes, fold: bool = False) -> str:

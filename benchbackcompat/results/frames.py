@@ -76,8 +76,12 @@ def _number(value: Any) -> float:
 
 
 def results_frame(records: Iterable[CellRecord]) -> pd.DataFrame:
-    """One row per cell x retrieval metric x scalar statistic (AC, AA, ACA, self, cross, p_com, ...); a cell
-    without metrics (diverged, failed, not applicable) is one row with empty metric, statistic and value."""
+    """One row per cell x retrieval metric x scalar statistic (AC, AA, ACA, self, cross, p_com, ...), then the flip
+    rates nfr_cross, pfr_cross, nfr_self, pfr_self (``metrics.flips``, derived from the stored per-query hits; mean over
+    the consecutive pairs of a sequence); a cell without metrics (diverged, failed, not applicable) is one row with
+    empty metric, statistic and value."""
+    from benchbackcompat.report.aggregate import record_flips
+
     rows = []
     for record, cell in _cells(records):
         metrics = record.metrics if isinstance(record, FinishedRecord) else {}
@@ -86,6 +90,8 @@ def results_frame(records: Iterable[CellRecord]) -> pd.DataFrame:
         for metric, summary in metrics.items():
             rows += [{**cell, "metric": metric, "statistic": name, "value": _number(value)}
                      for name, value in summary.scalars().items()]
+            rows += [{**cell, "metric": metric, "statistic": name, "value": value}
+                     for name, value in record_flips(record, metric).items()]
     return _pandas().DataFrame(rows, columns=RESULT_COLUMNS)
 
 

@@ -1,0 +1,109 @@
+"""Negative and positive flips between two matrix entries, from their stored per-query outcomes.
+
+A negative flip is a query that the earlier entry answers correctly and the later one wrongly; the negative flip
+rate (NFR) is their share of the queries, the positive flip rate (PFR) the share of the reverse (Yan et al.,
+"Positive-Congruent Training: Towards Regression-Free Model Updates", CVPR 2021; used for compatible training by
+Zhang et al., "Hot-Refresh Model Upgrades with Regression-Free Compatible Training in Image Retrieval", ICLR 2022).
+
+Each update pair k -> t has two: old self -> cross (C[k][k] -> C[t][k], what the upgrade breaks before any
+backfill) and old self -> new self (C[k][k] -> C[t][t], what stays broken after a full backfill). A sequence of
+models reports its consecutive pairs (k = t - 1) and their mean. Rates are in % of the queries that both entries
+count (an entry skips a query with NaN, e.g. one of a class its gallery model has not seen: then the old model's
+queries); on them, cross - old self = PFR - NFR. Defined for hit outcomes only (0/1: CMC@k, top-1, verification
+pairs); for average precisions (mAP) a flip is not defined.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from benchbackcompat.errors import BenchError
+from benchbackcompat.metrics import outcomes
+
+KEYS = ("nfr_cross", "pfr_cross", "nfr_self", "pfr_self")
+AVERAGE_PRECISION = ("map", "map@r")  # metrics whose outcomes are average precisions, not hits
+
+
+def defined_for(metric: str) -> bool:
+    """Whether ``metric`` scores hits (flips defined) rather than average precisions."""
+    return metric not in AVERAGE_PRECISION
+
+
+def is_hits(values: np.ndarray) -> bool:
+    """Whether per-query outcomes are hits: every counted (non-NaN) value is 0 or 1."""
+    counted = values[~np.isnan(values)]
+    return bool(np.isin(counted, (0.0, 1.0)).all())
+
+
+def flip_masks(before: np.ndarray, after: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(negative, positive, counted) per query: correct before and wrong after, the reverse, and counted by both
+    entries. A BenchError when the entries hold different numbers of queries or are not hits."""
+    before, after = np.asarray(before, dtype=np.float64), np.asarray(after, dtype=np.float64)
+    if before.shape != after.shape:
+        raise BenchError(f"flips compare the same queries: the entries hold {before.shape[0]} and {after.shape[0]}")
+    if not (is_hits(before) and is_hits(after)):
+        raise BenchError("flips are defined for hit outcomes (0/1) only, not average precisions")
+    counted = ~np.isnan(before) & ~np.isnan(after)
+    return counted & (before == 1) & (after == 0), counted & (before == 0) & (after == 1), counted
+
+
+def rates(before: np.ndarray, after: np.ndarray) -> tuple[float, float]:
+    """(NFR, PFR) in % of the queries both entries count; NaN when they count none."""
+    negative, positive, counted = flip_masks(before, after)
+    n = int(counted.sum())
+    return (100.0 * negative.sum() / n, 100.0 * positive.sum() / n) if n else (float("nan"), float("nan"))
+
+
+def pairs(T: int) -> list[tuple[int, int]]:
+    """The update pairs (t, k) flips are reported for: the consecutive ones, k = t - 1."""
+    return [(t, t - 1) for t in range(1, T)]
+
+
+def pair_masks(stored: dict[str, Any]) -> list[tuple[int, int, dict[str, tuple[np.ndarray, ...]]]]:
+    """For each pair (t, k) whose three entries C[k][k], C[t][k], C[t][t] are stored: its flip masks old self ->
+    cross and old self -> new self, from a record's stored outcomes of one metric (``{"C": [[encoded]]}``)."""
+    entries = stored.get("C") or []
+    found = []
+    for t, k in pairs(len(entries)):
+        old, cross, new = entries[k][k], entries[t][k], entries[t][t]
+        if old is None or cross is None or new is None:
+            continue
+        old_self = outcomes.decode(old)
+        found.append((t, k, {"cross": flip_masks(old_self, outcomes.decode(cross)),
+                             "self": flip_masks(old_self, outcomes.decode(new))}))
+    return found
+
+
+def pair_rates(stored: dict[str, Any]) -> list[dict[str, float | int]]:
+    """One dict per pair: ``query_model`` t, ``gallery_model`` k, the four rates (%) of ``KEYS`` and the number of
+    queries old self -> cross compares (``queries``)."""
+    rows = []
+    for t, k, masks in pair_masks(stored):
+        row: dict[str, float | int] = {"query_model": t, "gallery_model": k, "queries": int(masks["cross"][2].sum())}
+        for target, (negative, positive, counted) in masks.items():
+            n = counted.sum()
+            row[f"nfr_{target}"] = 100.0 * negative.sum() / n if n else float("nan")
+            row[f"pfr_{target}"] = 100.0 * positive.sum() / n if n else float("nan")
+        rows.append(row)
+    return rows
+
+
+def summary(stored: dict[str, Any]) -> dict[str, float]:
+    """The four rates of ``KEYS`` (%): of the one update pair, or the mean over a sequence's consecutive pairs;
+    {} when no pair is stored."""
+    rows = pair_rates(stored)
+    return {key: float(np.mean([row[key] for row in rows])) for key in KEYS} if rows else {}
+
+
+def resampled(stored: dict[str, Any], weights: np.ndarray) -> dict[str, np.ndarray]:
+    """The rates of :func:`summary` in every bootstrap replicate (``weights``: replicates x queries, as
+    ``bootstrap.query_weights``): one array of replicates per key."""
+    per_pair: dict[str, list[np.ndarray]] = {key: [] for key in KEYS}
+    for _, _, masks in pair_masks(stored):
+        for target, (negative, positive, counted) in masks.items():
+            n = weights @ counted.astype(np.float64)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                per_pair[f"nfr_{target}"].append(np.where(n > 0, 100.0 * (weights @ negative.astype(np.float64)) / n, np.nan))
+                per_pair[f"pfr_{target}"].append(np.where(n > 0, 100.0 * (weights @ positive.astype(np.float64)) / n, np.nan))
+    return {key: np.mean(values, axis=0) for key, values in per_pair.items() if values}

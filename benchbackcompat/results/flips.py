@@ -1,0 +1,64 @@
+"""Which queries an update breaks, read from stored results: the flip rates of every update pair as a DataFrame, and
+the flipped queries of one pair (``metrics.flips``: Yan et al., CVPR 2021; Zhang et al., ICLR 2022)."""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Literal
+
+import numpy as np
+
+from benchbackcompat.errors import BenchError
+from benchbackcompat.metrics import flips, outcomes
+from benchbackcompat.record import CellRecord, FinishedRecord
+from benchbackcompat.results.frames import CELL_COLUMNS, Paths, _cells, _pandas, read_records
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+FLIP_COLUMNS = [*CELL_COLUMNS[:12], "metric", "query_model", "gallery_model", "queries", *flips.KEYS]
+
+
+def flip_frame(records: Iterable[CellRecord]) -> pd.DataFrame:
+    """One row per finished cell x hit metric x update pair (t, k = t - 1): ``queries`` compared and the flip rates
+    (%) old self -> cross (``nfr_cross``, ``pfr_cross``) and old self -> new self (``nfr_self``, ``pfr_self``)."""
+    rows = []
+    for record, fields in _cells(records):
+        cell = {k: v for k, v in fields.items() if k in FLIP_COLUMNS}
+        stored = record.outcomes if isinstance(record, FinishedRecord) else {}
+        for metric in (m for m in stored if flips.defined_for(m)):
+            try:
+                rows += [{**cell, "metric": metric, **pair} for pair in flips.pair_rates(stored[metric])]
+            except BenchError:
+                continue  # outcomes that are not hits
+    return _pandas().DataFrame(rows, columns=FLIP_COLUMNS)
+
+
+def load_flips(path: Paths) -> pd.DataFrame:
+    """:func:`flip_frame` of one or several results directories."""
+    return flip_frame(read_records(path))
+
+
+def flipped_queries(record: FinishedRecord, metric: str, query_model: int = 1, gallery_model: int | None = None,
+                    after: Literal["cross", "self"] = "cross") -> tuple[np.ndarray, np.ndarray]:
+    """(negative, positive): the indices, in the evaluated query set, of the queries that the update from model
+    ``gallery_model`` (default ``query_model - 1``) to ``query_model`` breaks and fixes, old self -> ``after``
+    (cross: the new model's queries on the old gallery; self: on a fully backfilled gallery)."""
+    k = query_model - 1 if gallery_model is None else gallery_model
+    entries = (record.outcomes.get(metric) or {}).get("C") or []
+    t_entry = k if after == "cross" else query_model
+    if not 0 <= k < query_model < len(entries) or entries[k][k] is None or entries[query_model][t_entry] is None:
+        raise BenchError(f"{record.label} stores no per-query {metric} outcomes for the update {k} -> {query_model}")
+    negative, positive, _ = flips.flip_masks(outcomes.decode(entries[k][k]), outcomes.decode(entries[query_model][t_entry]))
+    return np.flatnonzero(negative), np.flatnonzero(positive)
+
+
+def flip_lines(record: FinishedRecord, metric: str) -> list[str]:
+    """One line per update pair of ``metric`` with its flip rates (``benchbackcompat show``); [] where flips are not
+    defined (average precisions) or no per-query outcomes are stored."""
+    try:
+        pairs = flips.pair_rates(record.outcomes.get(metric) or {}) if flips.defined_for(metric) else []
+    except BenchError:
+        return []
+    return [f"  flips {p['gallery_model']} -> {p['query_model']} ({p['queries']} queries, %): old self -> cross NFR "
+            f"{p['nfr_cross']:.2f}, PFR {p['pfr_cross']:.2f}; old self -> new self NFR {p['nfr_self']:.2f}, "
+            f"PFR {p['pfr_self']:.2f}" for p in pairs]
