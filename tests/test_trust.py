@@ -7,9 +7,11 @@ from __future__ import annotations
 import base64
 import contextlib
 import copy
+import hashlib
 import importlib.util
 import json
 import io
+import pickle
 import sys
 import textwrap
 from pathlib import Path
@@ -19,6 +21,7 @@ import pytest
 from PIL import Image
 
 from benchbackcompat.cli import main
+from benchbackcompat.errors import BenchError
 from benchbackcompat.store import ResultStore
 from helpers import install_plugin
 
@@ -570,3 +573,75 @@ def test_records_that_hold_together_are_kept_outcomes_and_all(tmp_path):
     record = consistent()
     store.write_record(record["key"], record)
     assert store.record(record["key"]).metrics["cmc@1"].p_com == pytest.approx(1 / 3)
+
+
+class _Touch:
+    """A pickle that creates a marker file when unpickled (what a planted weights file could do)."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self):
+        return (Path.touch, (self.marker,))
+
+
+@pytest.fixture
+def hub(tmp_path):
+    """An empty torch hub cache: its checkpoints folder."""
+    import torch
+
+    previous = torch.hub.get_dir()
+    torch.hub.set_dir(str(tmp_path / "hub"))
+    (tmp_path / "hub" / "checkpoints").mkdir(parents=True)
+    yield tmp_path / "hub" / "checkpoints"
+    torch.hub.set_dir(previous)
+
+
+def _named_by_hash(folder: Path, stem: str, data: bytes) -> Path:
+    path = folder / f"{stem}-{hashlib.sha256(data).hexdigest()[:8]}.pth"
+    path.write_bytes(data)
+    return path
+
+
+def _zoo(name: str):
+    from benchbackcompat.models.zoo import create_zoo_model
+
+    return create_zoo_model(name, num_classes=1000, image_size=32, in_chans=3, pretrained=True, data_stats=((0.5,) * 3, (0.5,) * 3))
+
+
+def test_a_pickle_planted_as_torchvision_weights_runs_no_code_and_the_error_names_the_file(hub, tmp_path):
+    marker = tmp_path / "ran"
+    planted = hub / "resnet18-f37072fd.pth"  # torchvision's file name for resnet18's published weights
+    planted.write_bytes(pickle.dumps({"fc.weight": _Touch(marker)}))
+    with pytest.raises(BenchError) as error:
+        _zoo("torchvision:resnet18")
+    assert not marker.exists()
+    assert "\n" not in str(error.value) and str(planted) in str(error.value) and "f37072fd" in str(error.value)
+
+
+def test_a_planted_pickle_whose_name_hash_matches_still_runs_no_code(hub, tmp_path, monkeypatch):
+    import torchvision.models as tvm
+
+    marker = tmp_path / "ran"
+    planted = _named_by_hash(hub, "shufflenetv2_x0.5", pickle.dumps({"fc.weight": _Touch(marker)}))
+    monkeypatch.setattr(tvm.ShuffleNet_V2_X0_5_Weights.IMAGENET1K_V1.value, "url", f"https://download.pytorch.org/models/{planted.name}")
+    with pytest.raises(BenchError) as error:
+        _zoo("torchvision:shufflenet_v2_x0_5")
+    assert not marker.exists()
+    assert "\n" not in str(error.value) and str(planted) in str(error.value) and "not a plain state dict" in str(error.value)
+
+
+def test_published_weights_whose_name_hash_matches_load_into_the_zoo_model(hub, monkeypatch):
+    import torch
+    import torchvision.models as tvm
+
+    torch.manual_seed(0)
+    state = tvm.shufflenet_v2_x0_5().state_dict()
+    buffer = io.BytesIO()
+    torch.save(state, buffer)
+    path = _named_by_hash(hub, "shufflenetv2_x0.5", buffer.getvalue())
+    monkeypatch.setattr(tvm.ShuffleNet_V2_X0_5_Weights.IMAGENET1K_V1.value, "url", f"https://download.pytorch.org/models/{path.name}")
+    model = _zoo("torchvision:shufflenet_v2_x0_5")
+    assert torch.equal(model.head.weight, state["fc.weight"])  # the classifier: the file's, not a random one
+    backbone = dict(model.backbone.named_parameters())
+    assert torch.equal(next(v for k, v in backbone.items() if k.endswith("conv1.0.weight")), state["conv1.0.weight"])

@@ -2,7 +2,8 @@
 
 Names: ``timm:<model>``, ``torchvision:<model>[.<WEIGHTS>]`` (e.g. ``torchvision:resnet50.IMAGENET1K_V1``;
 default: the library's DEFAULT weights) or a built-in backbone (given a random linear classifier).
-``pretrained``: True loads the library's weights from its cache (downloading when online; when the
+``pretrained``: True loads the library's weights from its cache (downloading when online; torchvision's files are
+checked against the SHA-256 in their names and read as tensors only, see hub_weights; when the
 file is neither cached nor reachable the error names it and where to put it), a path loads a local
 checkpoint of the whole classifier, False keeps the random initialisation (tests of the plumbing).
 Loaded models see the images in their own normalisation (the data's is undone first).
@@ -10,15 +11,14 @@ Loaded models see the images in their own normalisation (the data's is undone fi
 from __future__ import annotations
 
 import os
-import socket
-from pathlib import Path
-from urllib.parse import urlparse
+from unittest import mock
 
 import torch
 from torch import Tensor, nn
 
 from benchbackcompat.errors import BenchError, UnknownNameError
 from benchbackcompat.models.heads import LinearHead
+from benchbackcompat.models.hub_weights import load_published_state_dict
 from benchbackcompat.models.network import Network
 from benchbackcompat.models.registry import TIMM_PREFIX, create_backbone, load_weights
 
@@ -126,21 +126,11 @@ def _torchvision_classifier(spec: str, num_classes: int, pretrained) -> tuple[nn
     classes = len(weights.meta["categories"])
     if classes != num_classes:
         raise BenchError(f"torchvision weights {weights} classify {classes} classes, not {num_classes}; set classes = {classes}")
-    _require_torchvision_file(f"torchvision:{spec}", weights.url)
+    name = f"torchvision:{spec}"
+    state = load_published_state_dict(name, weights.url, config_key=f'weights."{name}"')
+    # the builder sets the architecture from the weights, then loads them: hand it the state dict checked above
+    with mock.patch.object(type(weights), "get_state_dict", lambda *args, **kwargs: state):
+        model = tvm.get_model(arch, weights=weights)
     transform = weights.transforms()
-    return tvm.get_model(arch, weights=weights), (tuple(transform.mean), tuple(transform.std))
+    return model, (tuple(transform.mean), tuple(transform.std))
 
-
-def _require_torchvision_file(name: str, url: str) -> None:
-    """BenchError when the weights file is not in torch's hub cache and its host does not resolve."""
-    folder = Path(torch.hub.get_dir()) / "checkpoints"
-    filename = Path(urlparse(url).path).name
-    if (folder / filename).is_file():
-        return
-    try:
-        socket.getaddrinfo(urlparse(url).hostname, 443)
-    except OSError:
-        raise BenchError(
-            f"pretrained weights of {name} are not cached and cannot be downloaded (no network): fetch {url} and put it "
-            f"at {folder / filename}, or set weights.\"{name}\" = \"<path>/{filename}\" in the scenario"
-        ) from None
