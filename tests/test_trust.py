@@ -570,3 +570,29 @@ def test_records_that_hold_together_are_kept_outcomes_and_all(tmp_path):
     record = consistent()
     store.write_record(record["key"], record)
     assert store.record(record["key"]).metrics["cmc@1"].p_com == pytest.approx(1 / 3)
+
+
+def test_an_answer_is_asked_again_when_a_helper_it_imported_changes_keeping_size_and_time(tmp_path, monkeypatch):
+    """An edit copied with ``rsync -t`` or ``cp -p`` keeps the size and modification time: the content decides."""
+    import importlib
+    import os
+
+    from benchbackcompat.cli.answer_cache import cached_answer
+
+    helper = tmp_path / "code" / "bbc_test_helper_notes.py"
+    helper.parent.mkdir()
+    helper.write_text('NOTE = "weight one"\n')
+    monkeypatch.syspath_prepend(str(helper.parent))
+    monkeypatch.delitem(sys.modules, helper.stem, raising=False)
+
+    def answer():
+        module = importlib.reload(importlib.import_module(helper.stem))
+        return module.NOTE, True
+
+    assert cached_answer(tmp_path / "cache", ["describe", "x"], answer) == "weight one"
+    before = helper.stat()
+    helper.write_text('NOTE = "weight two"\n')
+    os.utime(helper, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert helper.stat().st_size == before.st_size and helper.stat().st_mtime_ns == before.st_mtime_ns
+    assert cached_answer(tmp_path / "cache", ["describe", "x"], answer) == "weight two"
+    monkeypatch.delitem(sys.modules, helper.stem, raising=False)
