@@ -528,3 +528,20 @@ def test_csv_exports_neutralise_formula_cells_and_keep_negative_numbers(tmp_path
     assert p_com["value"] == "-2.0"
     negative = [cell for row in board + export for cell in row.values() if cell.startswith("-")]
     assert negative and all(math.isfinite(float(cell)) for cell in negative)  # what still starts with "-" is a number
+
+
+@pytest.mark.parametrize("damage", [b"\xff\xfe\x00bytes that are not UTF-8", b"not json", b'{"text": 1}', b"[]", b""])
+def test_a_damaged_answers_cache_entry_is_discarded_and_asked_again(damage, tmp_path):
+    from benchbackcompat.cli.answer_cache import cached_answer
+
+    calls = []
+
+    def answer():
+        calls.append(1)
+        return "the methods table", True
+
+    assert cached_answer(tmp_path, ["list", "methods"], answer) == "the methods table"
+    (entry,) = (tmp_path / "answers").iterdir()
+    entry.write_bytes(damage)
+    assert cached_answer(tmp_path, ["list", "methods"], answer) == "the methods table" and len(calls) == 2
+    assert cached_answer(tmp_path, ["list", "methods"], answer) == "the methods table" and len(calls) == 2  # kept again

@@ -645,3 +645,28 @@ def test_published_weights_whose_name_hash_matches_load_into_the_zoo_model(hub, 
     assert torch.equal(model.head.weight, state["fc.weight"])  # the classifier: the file's, not a random one
     backbone = dict(model.backbone.named_parameters())
     assert torch.equal(next(v for k, v in backbone.items() if k.endswith("conv1.0.weight")), state["conv1.0.weight"])
+
+def test_an_answer_is_asked_again_when_a_helper_it_imported_changes_keeping_size_and_time(tmp_path, monkeypatch):
+    """An edit copied with ``rsync -t`` or ``cp -p`` keeps the size and modification time: the content decides."""
+    import importlib
+    import os
+
+    from benchbackcompat.cli.answer_cache import cached_answer
+
+    helper = tmp_path / "code" / "bbc_test_helper_notes.py"
+    helper.parent.mkdir()
+    helper.write_text('NOTE = "weight one"\n')
+    monkeypatch.syspath_prepend(str(helper.parent))
+    monkeypatch.delitem(sys.modules, helper.stem, raising=False)
+
+    def answer():
+        module = importlib.reload(importlib.import_module(helper.stem))
+        return module.NOTE, True
+
+    assert cached_answer(tmp_path / "cache", ["describe", "x"], answer) == "weight one"
+    before = helper.stat()
+    helper.write_text('NOTE = "weight two"\n')
+    os.utime(helper, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert helper.stat().st_size == before.st_size and helper.stat().st_mtime_ns == before.st_mtime_ns
+    assert cached_answer(tmp_path / "cache", ["describe", "x"], answer) == "weight two"
+    monkeypatch.delitem(sys.modules, helper.stem, raising=False)
