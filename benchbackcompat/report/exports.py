@@ -43,11 +43,18 @@ def table_dicts(tables: list[Table]) -> list[dict[str, Any]]:
     } for t in tables]
 
 
+def _plain(value: Any) -> float | str:
+    """A number as a built-in float (a NumPy scalar's repr, ``np.float64(1.5)``, is not a number to a CSV reader);
+    "" for None."""
+    return "" if value is None else float(value)
+
+
 def _cell(cell: Stat | Missing) -> dict[str, Any]:
     if isinstance(cell, Missing):
         return {"missing": cell.text, "reason": cell.reason}
-    return {"mean": cell.mean, "std": cell.std, "interval": list(cell.interval) if cell.interval else None, "n": cell.n,
-            "values": list(cell.values)}
+    return {"mean": float(cell.mean), "std": None if cell.std is None else float(cell.std),
+            "interval": [float(v) for v in cell.interval] if cell.interval else None, "n": cell.n,
+            "values": [float(v) for v in cell.values]}
 
 
 def json_export(tables: list[Table], provenance: dict[str, str]) -> str:
@@ -68,11 +75,11 @@ def csv_export(tables: list[Table]) -> str:
                     "method": row.label, "params": json.dumps(row.params, sort_keys=True),
                     "config_hash": row.config_hash, "metric": column.metric,
                     "statistic": column.statistic.key, "higher_is_better": column.statistic.higher_is_better,
-                    "mean": repr(stat.mean) if stat else "", "std": repr(stat.std) if stat and stat.std is not None else "",
+                    "mean": _plain(stat.mean) if stat else "", "std": _plain(stat.std) if stat else "",
                     "n": stat.n if stat else 0, "seeds": len(row.finished),
-                    "minutes_per_cell": repr(row.minutes) if row.minutes is not None else "", "rank": row.rank if row.rank is not None else "",
-                    "ci_low": repr(stat.interval[0]) if stat and stat.interval else "",
-                    "ci_high": repr(stat.interval[1]) if stat and stat.interval else "",
+                    "minutes_per_cell": _plain(row.minutes), "rank": row.rank if row.rank is not None else "",
+                    "ci_low": _plain(stat.interval[0]) if stat and stat.interval else "",
+                    "ci_high": _plain(stat.interval[1]) if stat and stat.interval else "",
                     "chance_level": row.chance,
                     "missing": cell.text if isinstance(cell, Missing) else "",
                     "note": cell.reason if isinstance(cell, Missing) else "; ".join(row.notes),
