@@ -646,6 +646,7 @@ def test_published_weights_whose_name_hash_matches_load_into_the_zoo_model(hub, 
     backbone = dict(model.backbone.named_parameters())
     assert torch.equal(next(v for k, v in backbone.items() if k.endswith("conv1.0.weight")), state["conv1.0.weight"])
 
+
 def test_an_answer_is_asked_again_when_a_helper_it_imported_changes_keeping_size_and_time(tmp_path, monkeypatch):
     """An edit copied with ``rsync -t`` or ``cp -p`` keeps the size and modification time: the content decides."""
     import importlib
