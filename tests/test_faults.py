@@ -525,7 +525,9 @@ def test_a_traceback_that_cannot_be_written_does_not_crash_the_failure_handler(t
 # --- a leaderboard killed while rendering leaves the previous one ---------------------------------------------------
 
 def leaderboard_files(out: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
+    """The files a reader of ``out`` sees (a killed rendering's hidden staging folder, removed by the next, aside)."""
+    return {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*"))
+            if p.is_file() and not p.relative_to(out).parts[0].startswith(".rendering-")}
 
 
 def links_resolve(out: Path) -> None:
@@ -565,7 +567,7 @@ def test_a_leaderboard_killed_while_rendering_leaves_the_old_pages_and_the_files
     else:  # killed or failed while rendering: the folder is the old rendering, byte for byte
         assert leaderboard_files(board) == before
     assert main(["leaderboard", "--results", str(tmp_path / "new"), "--out", str(board)]) == 0  # the next run repairs it
-    assert not list(tmp_path.glob(".board.rendering-*"))  # the killed rendering's folder is removed
+    assert not list(board.glob(".rendering-*"))  # the killed rendering's folder is removed
     after = leaderboard_files(board)
     assert after["records/cell.json"] == b"not the renderer's" and after["NOTES.md"] == b"not the renderer's either"
     assert not multi_step & set(after) and "multi-step" not in after["embedded-quick.md"].decode()
@@ -747,3 +749,85 @@ def test_a_timeout_note_holds_for_its_run_only(tmp_path):
     assert store.timed_out_in("a" * 16, "run-2") is None  # a later run retries the cell
     (store.cell_dir("a" * 16) / "timed-out.json").write_bytes(b"\xff")  # damaged: as if there were none
     assert store.timed_out_in("a" * 16, "run-1") is None
+
+
+def fixture_results(tmp_path: Path, name: str, drop: str = "", presets: dict[str, str] | None = None) -> Path:
+    """A results folder of the fixture's records, without scenario ``drop``, scenario -> preset moved by ``presets``."""
+    store = ResultStore(tmp_path / name)
+    for record in json.loads((Path(__file__).parent / "fixtures" / "leaderboard_records.json").read_text()):
+        if record["scenario"] != drop:
+            store.write_record(record["key"], {**record, "preset": (presets or {}).get(record["scenario"], record["preset"])})
+    return tmp_path / name
+
+
+def test_a_rendering_with_fewer_pages_removes_the_earlier_pages_and_nothing_it_did_not_write(tmp_path):
+    from benchbackcompat.cli import main
+
+    two = fixture_results(tmp_path, "two", presets={"multi-step": "cpu"})  # two pages: embedded-quick, embedded-cpu
+    one = fixture_results(tmp_path, "one", drop="multi-step")
+    board = tmp_path / "board"
+    assert main(["leaderboard", "--results", str(two), "--out", str(board)]) == 0
+    assert (board / "embedded-cpu.md").is_file() and (board / "embedded-quick.md").is_file()
+    (board / "NOTES.md").write_text("not the renderer's")
+    (board / "figures" / "drawn-by-hand.md").write_text("not the renderer's either")
+    assert main(["leaderboard", "--results", str(one), "--out", str(board)]) == 0
+    fresh = tmp_path / "fresh"
+    assert main(["leaderboard", "--results", str(one), "--out", str(fresh)]) == 0
+    assert set(leaderboard_files(board)) == set(leaderboard_files(fresh)) | {"NOTES.md", "figures/drawn-by-hand.md"}
+    links_resolve(board)
+
+
+def test_rendering_into_a_mount_point_whose_parent_is_read_only(tmp_path, monkeypatch):
+    """``board`` is its own file system (a rename across its boundary fails as the kernel's does) in a read-only
+    folder (no new folder beside it): the rendering still lands, and nothing is written outside ``board``."""
+    from benchbackcompat.cli import main
+
+    results = fixture_results(tmp_path, "results")
+    board = tmp_path / "mounted" / "board"
+    board.mkdir(parents=True)
+    mkdir, replace, rename = os.mkdir, os.replace, os.rename
+
+    def inside(path) -> bool:
+        return Path(os.path.abspath(path)).is_relative_to(board)
+
+    def guarded_mkdir(path, *args, **kwargs):
+        if not inside(path) and Path(os.path.abspath(path)).is_relative_to(board.parent):
+            raise OSError(errno.EPERM, os.strerror(errno.EPERM), str(path))
+        return mkdir(path, *args, **kwargs)
+
+    def across(move):
+        def guarded(src, dst, *args, **kwargs):
+            if inside(src) != inside(dst):
+                raise OSError(errno.EXDEV, os.strerror(errno.EXDEV), str(src), None, str(dst))
+            return move(src, dst, *args, **kwargs)
+        return guarded
+
+    monkeypatch.setattr(os, "mkdir", guarded_mkdir)
+    monkeypatch.setattr(os, "replace", across(replace))
+    monkeypatch.setattr(os, "rename", across(rename))
+    assert main(["leaderboard", "--results", str(results), "--out", str(board)]) == 0
+    monkeypatch.undo()
+    assert (board / "README.md").is_file() and (board / "embedded-quick.md").is_file()
+    assert [p.name for p in board.parent.iterdir()] == ["board"]
+    links_resolve(board)
+
+
+@pytest.mark.parametrize("file", ["*.png", "README.md"])
+def test_a_full_disk_while_rendering_names_the_file_in_one_line_and_keeps_the_old_rendering(file, tmp_path, capsys):
+    from benchbackcompat.cli import main
+
+    results = fixture_results(tmp_path, "results")
+    board = tmp_path / "board"
+    assert main(["leaderboard", "--results", str(results), "--out", str(board)]) == 0
+    before = leaderboard_files(board)
+    capsys.readouterr()
+    faults.configure(f"write:{file}:full")
+    try:
+        assert main(["leaderboard", "--results", str(results), "--out", str(board)]) == 2
+    finally:
+        faults.configure(None)
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    published = rf"{re.escape(str(board))}/{'figures/[^/ ]+[.]png' if file == '*.png' else 'README[.]md'}"
+    assert re.fullmatch(rf"error: cannot access {published}: No space left on device; check the path, its permissions "
+                        "and the free space", line), line
+    assert leaderboard_files(board) == before and not list(board.glob(".rendering-*"))

@@ -19,6 +19,7 @@ from PIL import Image
 from benchbackcompat.report.aggregate import Row, Table, margin
 from benchbackcompat.report.columns import metric_name
 from benchbackcompat.report.markdown import plain_label, slug
+from benchbackcompat.store.checkpoint import atomic_write_bytes
 
 DPI = 100
 COLOURS = 256  # palette size of a stored PNG
@@ -260,11 +261,13 @@ def _save(fig: Figure, path: Path) -> Path:
     """Write ``fig`` as a palette PNG: matplotlib renders it (opaque, white background), Pillow maps it to at most
     ``COLOURS`` colours by median cut without dithering (flat fills, lines and anti-aliased text keep their look;
     a heatmap cell's colour moves by at most a quantisation step, and its value is written in it) and stores it
-    optimised. The bytes depend only on the pixels: no time and no software version in the file."""
+    optimised, atomically (a failed write names the file). The bytes depend only on the pixels: no time and no
+    software version in the file."""
     rendered = io.BytesIO()
     fig.savefig(rendered, format="png")
     image = Image.open(rendered).convert("RGB")
     palette = image.quantize(colors=COLOURS, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    palette.save(path, format="PNG", optimize=True)
+    png = io.BytesIO()
+    palette.save(png, format="PNG", optimize=True)
+    atomic_write_bytes(path, png.getvalue())
     return path

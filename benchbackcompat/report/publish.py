@@ -7,7 +7,6 @@ rendering the same results again gives the same bytes apart from that date.
 """
 from __future__ import annotations
 
-import glob
 import logging
 import os
 import re
@@ -326,25 +325,43 @@ def write_leaderboard(merged: Merged, out: Path, command: str, date: str,
     named in the claims report; ``methods``: what each method's class declares (description, paper,
     hyperparameters), for its page.
 
-    The files are rendered into a folder beside ``out`` and then moved in (``swap_in``), so that a kill or an error
-    while rendering leaves the previous rendering as it was. ``out`` may hold files the renderer does not own (stored
-    records, archives): only the rendered files are replaced, and of the earlier rendering only its figures
-    (``figures/*.png``), reproduction presets (``reproduce/*.toml``) and method pages that this one does not write are
-    removed."""
+    The files are rendered into a hidden folder inside ``out`` (the same file system, whatever is mounted where, and
+    no write beside ``out``) and then moved in (``swap_in``), so that a kill or an error while rendering leaves the
+    previous rendering as it was. ``out`` may hold files the renderer does not own (stored records, archives): only
+    the rendered files are replaced, and of the earlier rendering only what this one does not write is removed: its
+    pages (those its index lists), figures (``figures/*.png``), reproduction presets (``reproduce/*.toml``) and
+    method pages. A file that cannot be written (a full disk) is named as it would be published."""
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    remove_orphan_stages(out)
-    stage = out.parent / f"{STAGE_PREFIX.format(name=out.name)}{os.getpid()}"
-    shutil.rmtree(stage, ignore_errors=True)
+    stage = out / f"{STAGE_PREFIX}{os.getpid()}"
     try:
-        rendered = render(merged, out, stage, command, date, calibrations, methods or {})
-        swap_in(stage, out, rendered)
-    finally:
+        out.mkdir(parents=True, exist_ok=True)
+        remove_orphan_stages(out)
+        earlier = earlier_pages(out)
         shutil.rmtree(stage, ignore_errors=True)
+        try:
+            rendered = render(merged, out, stage, command, date, calibrations, methods or {})
+            swap_in(stage, out, rendered, earlier)
+        finally:
+            shutil.rmtree(stage, ignore_errors=True)
+    except OSError as error:
+        where = str(error.filename or out)
+        published = out / Path(where).relative_to(stage) if Path(where).is_relative_to(stage) else Path(where)
+        raise OSError(error.errno, error.strerror or str(error), str(published)) from error
     return [out / name for name in rendered]
 
 
-STAGE_PREFIX = ".{name}.rendering-"  # + the pid of the rendering process
+STAGE_PREFIX = ".rendering-"  # + the pid of the rendering process; a folder inside the output folder
+PAGE_LINK = re.compile(r"^- \[([a-z0-9][a-z0-9.-]*)\]\(\1\.md\)", re.M)  # a page in the index's list of pages
+
+
+def earlier_pages(out: Path) -> set[Path]:
+    """The pages (relative to ``out``) that the earlier rendering's index, ``out/README.md``, lists as its own."""
+    try:
+        index = (out / "README.md").read_text(encoding="utf-8")
+    except (OSError, ValueError):  # no earlier rendering, or an index that is not the renderer's
+        return set()
+    section = index.partition("\n## Pages\n")[2].partition("\n## ")[0]
+    return {Path(f"{name}.md") for name in PAGE_LINK.findall(section)}
 
 
 def render(merged: Merged, out: Path, stage: Path, command: str, date: str,
@@ -373,26 +390,26 @@ def render(merged: Merged, out: Path, stage: Path, command: str, date: str,
     return [p.relative_to(stage) for p in linked + [p for p in written if p.parent == stage]]
 
 
-def swap_in(stage: Path, out: Path, rendered: list[Path]) -> None:
+def swap_in(stage: Path, out: Path, rendered: list[Path], earlier: set[Path] = frozenset()) -> None:
     """Move the ``rendered`` files (relative paths, in order) from ``stage`` into ``out``, each with one atomic rename,
-    figures and presets before the pages that link to them and the index last; then remove the earlier rendering's
-    figures and presets that the new pages no longer link to. No page ever links to a missing figure."""
+    figures and presets before the pages that link to them and the index last; then remove the ``earlier``
+    rendering's pages, and its figures and presets, that the new index and pages no longer link to. No page ever
+    links to a missing figure."""
     for name in rendered:
         (out / name).parent.mkdir(parents=True, exist_ok=True)
         fault_point(f"swap:{name}")
         os.replace(stage / name, out / name)
     kept = set(rendered)
-    for old in [*sorted((out / "figures").glob("*.png")), *sorted((out / "reproduce").glob("*.toml")),
-                *sorted((out / METHODS_FOLDER).glob("*.md"))]:
-        if old.relative_to(out) not in kept:
+    for old in [*sorted(out / page for page in earlier), *sorted((out / "figures").glob("*.png")),
+                *sorted((out / "reproduce").glob("*.toml")), *sorted((out / METHODS_FOLDER).glob("*.md"))]:
+        if old.relative_to(out) not in kept and old.is_file():
             old.unlink()
 
 
 def remove_orphan_stages(out: Path) -> None:
-    """Delete the folders that renderings of ``out`` killed before their swap left beside it (their process is gone)."""
-    prefix = STAGE_PREFIX.format(name=out.name)
-    for stage in out.parent.glob(f"{glob.escape(prefix)}*"):
-        pid = stage.name[len(prefix):]
+    """Delete the folders that renderings of ``out`` killed before their swap left in it (their process is gone)."""
+    for stage in out.glob(f"{STAGE_PREFIX}*"):
+        pid = stage.name[len(STAGE_PREFIX):]
         if pid.isdigit() and not process_running(int(pid)):
             shutil.rmtree(stage, ignore_errors=True)
 
