@@ -686,20 +686,23 @@ def test_a_signal_to_a_workers_run_leaves_no_worker_behind(signal_name, tmp_path
         assert free  # the hung cell is free for the next run, which resumes it
     assert statuses(out) == {HEALTHY: "finished"}
 
+def finish_run(out: Path, fault: str, *extra: str) -> tuple[int, str]:
+    """:func:`start_run` waited for (at most 10 minutes, then killed): its exit status and its output."""
+    process, log = start_run(out, fault, *extra)
+    try:
+        return process.wait(timeout=600), log.read_text()
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=60)
+
 
 @pytest.mark.slow
 def test_a_killed_worker_costs_only_its_cell(tmp_path):
     """The cell kills its worker as the out-of-memory killer would (and the worker that takes it up next): the healthy
     cell is finished and reported, each death is one line naming the cell, the run ends non-zero."""
     out = tmp_path / "run"
-    process, log = start_run(out, f"cell:{HUNG}:kill")
-    try:
-        rc = process.wait(timeout=600)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait(timeout=60)
-    text = log.read_text()
+    rc, text = finish_run(out, f"cell:{HUNG}:kill")
     assert rc == 1 and "Traceback" not in text, text
     assert statuses(out) == {HEALTHY: "finished"}
     deaths = [line for line in text.splitlines() if "was killed by SIGKILL (as the out-of-memory killer does)" in line]
@@ -715,14 +718,7 @@ def test_a_killed_worker_costs_only_its_cell(tmp_path):
 def test_a_cell_that_timed_out_is_not_retried_by_the_other_workers(tmp_path):
     """Every cell hangs: each times out once (not once per worker), and the cells count as computed by the run."""
     out = tmp_path / "run"
-    process, log = start_run(out, "cell:*:hang", "--cell-timeout", "5")
-    try:
-        rc = process.wait(timeout=600)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait(timeout=60)
-    text = log.read_text()
+    rc, text = finish_run(out, "cell:*:hang", "--cell-timeout", "5")
     assert rc == 1 and "Traceback" not in text, text
     timeouts = sorted(re.findall(r"^(?:warning: )?cell (\S+): timed out after 5 s in ", text, re.MULTILINE))
     assert timeouts == [HEALTHY, HUNG], text
