@@ -17,6 +17,7 @@ import torch.nn.functional as F
 from pydantic import BaseModel, ConfigDict
 from torch import Tensor, nn
 
+from benchbackcompat import geometry
 from benchbackcompat.errors import BenchError
 from benchbackcompat.metrics.retrieval import Templates, cosine_similarity, normalised_templates
 from benchbackcompat.models.network import Network, build_network
@@ -204,12 +205,20 @@ class Method:
 
     def index_features(self, query: Tensor, gallery: Tensor) -> tuple[Tensor, Tensor]:
         """``pair_features``' output mapped to features whose inner product ranks the gallery as ``similarity()``
-        does, for a maximum-inner-product index (FAISS). Default: L2-normalised, for the cosine similarity; a method
-        with another similarity overrides it or cannot be evaluated through an index."""
-        if self.similarity() is not cosine_similarity:
-            raise BenchError(f"{self.name}: its similarity has no inner-product form for an index "
-                             "(override Method.index_features)")
-        return F.normalize(query, dim=1), F.normalize(gallery, dim=1)
+        does, for a maximum-inner-product index (FAISS). Default, by the similarity: cosine, L2-normalised; the
+        Lorentz geodesic distance, the query's time coordinate negated (the distance is monotone decreasing in the
+        Lorentz inner product -x0 y0 + <x_s, y_s>); a similarity that is the inner product plus a constant on these
+        features (e.g. -||q - g||^2 / 2 of unit vectors, PSP/LSP), unchanged. Any other: override, or the method
+        cannot be evaluated through an index."""
+        similarity = self.similarity()
+        if similarity is cosine_similarity:
+            return F.normalize(query, dim=1), F.normalize(gallery, dim=1)
+        if geometry.is_geodesic_similarity(similarity):
+            return torch.cat([-query[:, :1], query[:, 1:]], 1), gallery
+        if _inner_product_plus_constant(similarity, query, gallery):
+            return query, gallery
+        raise BenchError(f"{self.name}: its similarity has no inner-product form for an index "
+                         "(override Method.index_features)")
 
     def reference(self) -> Method:
         """The method that trains the models pretrained elsewhere (IAM-CL2R) and, for a method that trains
@@ -302,6 +311,15 @@ class StandardRecipe(Method):
 
     def model_identity(self) -> dict[str, Any]:
         return self.owner.model_identity()
+
+def _inner_product_plus_constant(similarity: Callable[[Tensor, Tensor], Tensor], query: Tensor, gallery: Tensor,
+                                 sample: int = 64) -> bool:
+    """Whether ``similarity`` equals the inner product plus one constant on a sample of these features (then an
+    inner-product index ranks as it does)."""
+    q, g = query[:sample].double(), gallery[:sample].double()
+    offset = similarity(q, g).double() - q @ g.T
+    return bool((offset - offset.mean()).abs().max() < 1e-6)
+
 
 
 def match_size(features: Tensor, size: int) -> Tensor:

@@ -75,4 +75,7 @@ def test_a_similarity_without_an_inner_product_form_is_refused():
             return negative_squared_euclidean
 
     with pytest.raises(BenchError, match="euclidean: its similarity has no inner-product form"):
-        Euclidean().index_features(torch.ones(2, 3), torch.ones(2, 3))
+        Euclidean().index_features(torch.randn(8, 3), torch.randn(8, 3))  # -||q - g||^2 of free-norm features
+    unit = torch.nn.functional.normalize(torch.randn(8, 3), dim=1)  # of unit features it is 2 <q, g> - 2: monotone
+    with pytest.raises(BenchError, match="no inner-product form"):  # but not the inner product plus a constant
+        Euclidean().index_features(unit, unit)

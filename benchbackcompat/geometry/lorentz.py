@@ -116,6 +116,11 @@ def negative_distance(curvature: float = 1.0) -> Callable[[Tensor, Tensor], Tens
     return functools.partial(_negative_distance, curvature=curvature)
 
 
+def is_geodesic_similarity(similarity: Callable[[Tensor, Tensor], Tensor]) -> bool:
+    """Whether ``similarity`` is one made by :func:`negative_distance`."""
+    return isinstance(similarity, functools.partial) and similarity.func is _negative_distance
+
+
 def _negative_distance(query: Tensor, gallery: Tensor, curvature: float) -> Tensor:
     return -pairwise_distance(query, gallery, curvature)
 

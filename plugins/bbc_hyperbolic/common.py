@@ -61,11 +61,6 @@ class LorentzMethod(Method):
     def similarity(self) -> Similarity:
         return geometry.negative_distance(self.params.curvature)
 
-    def index_features(self, query: Tensor, gallery: Tensor) -> tuple[Tensor, Tensor]:
-        """The geodesic distance is monotone decreasing in the Lorentz inner product -x0 y0 + <x_s, y_s>: the query
-        with its time coordinate (column 0) negated turns it into a Euclidean inner product."""
-        return torch.cat([-query[:, :1], query[:, 1:]], 1), gallery
-
     def templates(self) -> Templates:
         """Class templates on the hyperboloid: the Lorentzian centroid (a normalised Euclidean mean of
         hyperboloid points leaves the manifold, and its geodesic distances collapse to the clamp)."""

@@ -94,10 +94,6 @@ class OutputFeatures(Method):
     def similarity(self) -> Similarity:
         return simplex_similarity
 
-    def index_features(self, query: Tensor, gallery: Tensor) -> tuple[Tensor, Tensor]:
-        """The features of ``pair_features`` are unit vectors, whose -||q - g||^2 / 2 = <q, g> - 1: unchanged."""
-        return query, gallery
-
     def reference(self) -> Method:
         """P_com/P_up references: this method's own models and features (they need no compatibility training)."""
         return type(self)(self.params)
