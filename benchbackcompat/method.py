@@ -206,10 +206,9 @@ class Method:
     def index_features(self, query: Tensor, gallery: Tensor) -> tuple[Tensor, Tensor]:
         """``pair_features``' output mapped to features whose inner product ranks the gallery as ``similarity()``
         does, for a maximum-inner-product index (FAISS). Default, by the similarity: cosine, L2-normalised; the
-        Lorentz geodesic distance, the query's time coordinate negated (the distance is monotone decreasing in the
-        Lorentz inner product -x0 y0 + <x_s, y_s>); a similarity that is the inner product plus a constant on these
-        features (e.g. -||q - g||^2 / 2 of unit vectors, PSP/LSP), unchanged. Any other: override, or the method
-        cannot be evaluated through an index."""
+        Lorentz geodesic distance, the query's time coordinate negated (the distance falls as the Lorentz inner
+        product grows); a similarity equal to the inner product plus a constant on these features (PSP/LSP's
+        unit features), unchanged. Any other: override, or the method cannot be evaluated through an index."""
         similarity = self.similarity()
         if similarity is cosine_similarity:
             return F.normalize(query, dim=1), F.normalize(gallery, dim=1)
