@@ -30,6 +30,7 @@ from benchbackcompat.step import Pretrained, Step, equal_increments
 SEED_MAX = 2**32 - 1  # NumPy's seed range (Python's and torch's are wider)
 CLASSES_MAX = 1_000_000
 IMAGES_MAX = 10**7  # images per class, batch sizes
+TIMEOUT_MAX = 10**7  # seconds (about 116 days): longer waits are none, and overflow the system's timers
 EPOCHS_MAX = 100_000
 STEPS_MAX = 10**9  # optimiser steps
 MODELS_MAX = 1_000  # models in a sequence
@@ -612,8 +613,8 @@ class RunConfig(StrictModel):
     channels_last: Literal["auto", "on", "off"] = "auto"  # NHWC training; auto: on CUDA and CPU
     compile: bool = False  # torch.compile the backbone for training
     cache_dir: Path = Field(default_factory=lambda: Path.home() / ".cache" / "benchbackcompat")
-    lock_timeout: float | None = Field(default=None, gt=0, le=10**7)  # seconds to wait for another process's cell/model lock
-    cell_timeout: float | None = Field(default=None, gt=0, le=10**7)  # seconds a cell may take (in its own process), then it fails
+    lock_timeout: float | None = Field(default=None, gt=0, le=TIMEOUT_MAX)  # seconds to wait for another process's cell/model lock
+    cell_timeout: float | None = Field(default=None, gt=0, le=TIMEOUT_MAX)  # seconds a cell may take (in its own process), then it fails
 
 
 def format_validation_error(error: ValidationError, where: str, model: type[BaseModel] | None = None) -> str:

@@ -464,6 +464,16 @@ def test_a_huge_seed_fails_before_training_naming_the_seeds(tmp_path, capsys):
     assert "seeds.1: Input should be less than or equal to 4294967295" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("option", ["--cell-timeout", "--lock-timeout"])
+@pytest.mark.parametrize("value", ["inf", "1e300", "1e8"])
+def test_a_timeout_beyond_the_timers_fails_before_training_in_one_line(option, value, tmp_path, capsys):
+    argv = ["run", "--scenario", "ext-class", "--methods", "independent", option, value, "--dry-run", "--out", str(tmp_path / "run")]
+    assert main(argv) == 2
+    message = capsys.readouterr().err
+    field = option[2:].replace("-", "_")
+    assert message.count("\n") == 1 and f"{field}: Input should be less than or equal to 10000000" in message, message
+
+
 def test_every_numeric_configuration_field_has_an_upper_bound():
     """Every int and float of the configuration models is bounded above (the learning rate alone may be inf: a run
     that diverges on purpose)."""

@@ -12,6 +12,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, field_validator
 
+from benchbackcompat.config import TIMEOUT_MAX
+
 # --smoke: tiny data and one epoch of every model the scenario trains, to check a plugin end to end in seconds
 SMOKE_DATA = {"train_per_class": 10, "test_per_class": 4}
 SMOKE_TRAIN = {"epochs": 1, "min_steps": 0}
@@ -61,8 +63,8 @@ class RunRequest(BaseModel):
     share_models: bool = Field(True, description="False: every cell trains its own models (no shared old models)")
     channels_last: Literal["auto", "on", "off"] | None = None
     compile: bool = False
-    lock_timeout: PositiveFloat | None = Field(None, description="seconds to wait for a lock another process holds")
-    cell_timeout: PositiveFloat | None = Field(None, description="seconds a cell may take; then it fails, the run goes on")
+    lock_timeout: PositiveFloat | None = Field(None, le=TIMEOUT_MAX, description="seconds to wait for a lock another process holds")
+    cell_timeout: PositiveFloat | None = Field(None, le=TIMEOUT_MAX, description="seconds a cell may take; then it fails, the run goes on")
     dry_run: bool = Field(False, description="plan, check the data and mark each cell; train nothing")
     shard: str | None = Field(None, pattern=r"^\d+/\d+$", description="I/N: only every N-th cell from the I-th")
     executor: Literal["inline", "local", "slurm"] = "inline"
