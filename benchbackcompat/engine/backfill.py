@@ -52,12 +52,14 @@ def backfill_curves(method: Method, bank: FeatureBank, data: ScenarioData, proto
                 refreshed = torch.zeros(len(g_old), dtype=torch.bool)
                 refreshed[order[:count]] = True
                 gallery = bf.pack(g_old, g_new, refreshed)
+                end = count in (0, len(g_old))
                 for metric in metrics:
-                    end = count in (0, len(g_old))
-                    if not end or (metric, count) not in ends:
+                    value = ends.get((metric, count)) if end else None
+                    if value is None:
                         value = score(metric, protocol, query, gallery, data, mixed, None, templates=templates)[0]
-                        ends.update({(metric, count): value} if end else {})
-                    curves[metric].setdefault(name, []).append(ends[metric, count] if end else value)
+                        if end:
+                            ends[metric, count] = value
+                    curves[metric].setdefault(name, []).append(value)
         fractions = [c / len(g_old) for c in counts]
         pairs.append({"old": k, "new": t, "fractions": fractions, "curves": curves,
                       "auc": {m: {name: bf.area_under_curve(fractions, curve) for name, curve in by_order.items()}

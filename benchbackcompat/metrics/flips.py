@@ -50,7 +50,11 @@ def flip_masks(before: np.ndarray, after: np.ndarray) -> tuple[np.ndarray, np.nd
 
 def rates(before: np.ndarray, after: np.ndarray) -> tuple[float, float]:
     """(NFR, PFR) in % of the queries both entries count; NaN when they count none."""
-    negative, positive, counted = flip_masks(before, after)
+    return masked_rates(*flip_masks(before, after))
+
+
+def masked_rates(negative: np.ndarray, positive: np.ndarray, counted: np.ndarray) -> tuple[float, float]:
+    """(NFR, PFR) of :func:`flip_masks`' masks, in % of the counted queries; NaN when none is counted."""
     n = int(counted.sum())
     return (100.0 * negative.sum() / n, 100.0 * positive.sum() / n) if n else (float("nan"), float("nan"))
 
@@ -81,10 +85,8 @@ def pair_rates(stored: dict[str, Any]) -> list[dict[str, float | int]]:
     rows = []
     for t, k, masks in pair_masks(stored):
         row: dict[str, float | int] = {"query_model": t, "gallery_model": k, "queries": int(masks["cross"][2].sum())}
-        for target, (negative, positive, counted) in masks.items():
-            n = counted.sum()
-            row[f"nfr_{target}"] = 100.0 * negative.sum() / n if n else float("nan")
-            row[f"pfr_{target}"] = 100.0 * positive.sum() / n if n else float("nan")
+        for target, found in masks.items():
+            row[f"nfr_{target}"], row[f"pfr_{target}"] = masked_rates(*found)
         rows.append(row)
     return rows
 

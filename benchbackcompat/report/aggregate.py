@@ -285,23 +285,25 @@ def _fill(row: Row, columns: list[Column]) -> None:
     for record in unfinished:
         row.notes.append(f"seed {record.seed} {record.status}: {record.reason}".rstrip(": "))
     replicates = [record_replicates(r) for r in finished]
+    flip_rates = [{m: record_flips(r, m) for m in dict.fromkeys(c.metric for c in columns)} for r in finished]
     for column in columns:
-        row.cells[column.id] = _stat(finished, replicates, column.metric, column.statistic.key) or Missing(
+        row.cells[column.id] = _stat(finished, replicates, flip_rates, column.metric, column.statistic.key) or Missing(
             "-", _why_missing(finished[0], column))
     for column in columns:
         if column.statistic.key == "p_com":
-            hidden = undecidable_update(_stat(finished, replicates, column.metric, "gain"))
+            hidden = undecidable_update(_stat(finished, replicates, flip_rates, column.metric, "gain"))
             if hidden is not None:
                 row.cells[column.id] = hidden
     row.chance = _chance_reason(finished, columns)
 
 
-def _stat(records: list[FinishedRecord], replicates: list[dict], metric: str, key: str) -> Stat | None:
+def _stat(records: list[FinishedRecord], replicates: list[dict], flip_rates: list[dict[str, dict[str, float]]],
+          metric: str, key: str) -> Stat | None:
     """The statistic ``key`` of ``metric`` over the seeds with a finite value; replicates combined over
-    those seeds when each of them has some."""
+    those seeds when each of them has some. ``flip_rates``: each record's :func:`record_flips` per metric."""
     values, reps, seeds = [], [], []
-    for record, rep in zip(records, replicates):
-        value = _metric_value(record, metric, key)
+    for record, rep, rates in zip(records, replicates, flip_rates):
+        value = _metric_value(record, metric, key, rates.get(metric, {}))
         if value is not None:
             values.append(value)
             reps.append(rep.get(metric, {}).get(key))
@@ -313,12 +315,12 @@ def _stat(records: list[FinishedRecord], replicates: list[dict], metric: str, ke
     return Stat(tuple(values), combined, statistic.bounds if statistic else (-math.inf, math.inf))
 
 
-def _metric_value(record: FinishedRecord, metric: str, key: str) -> float | None:
+def _metric_value(record: FinishedRecord, metric: str, key: str, flip_rates: dict[str, float]) -> float | None:
     summary = record.metrics.get(metric)
     if summary is None:
         return None
     if key in flips.KEYS:
-        value = record_flips(record, metric).get(key)
+        value = flip_rates.get(key)
         return value if value is not None and math.isfinite(value) else None
     if key == "gain":  # the update P_com divides by: the independent new model's self-test minus the old self-test
         new, old = summary.reference_self, summary.old_self
