@@ -69,7 +69,7 @@ def _pairs(option: str) -> Any:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from benchbackcompat import __version__
+    from benchbackcompat.version import __version__
 
     parser = Parser(prog="benchbackcompat", description=__doc__)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")

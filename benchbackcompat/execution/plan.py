@@ -13,7 +13,8 @@ from benchbackcompat.config import NamedScenario, RunConfig, ScenarioBase
 from benchbackcompat.data.registry import get_dataset
 from benchbackcompat.engine import distributed
 from benchbackcompat.engine.device import availability_line, resolve_device
-from benchbackcompat.engine.cell import Cell, device_name, unsupported, worker_name
+from benchbackcompat.cell import Cell, unsupported
+from benchbackcompat.store.provenance import device_name, worker_name
 from benchbackcompat.errors import BenchError, UnknownNameError
 from benchbackcompat.identity import code_identity
 from benchbackcompat.runtime.logs import log, progress_bar

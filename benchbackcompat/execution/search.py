@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from benchbackcompat.config import NamedScenario, RunConfig
-from benchbackcompat.engine.cell import Cell
+from benchbackcompat.cell import Cell
 from benchbackcompat.errors import BenchError
 from benchbackcompat.method import Method
 from benchbackcompat.record import CellRecord, FinishedRecord
