@@ -6,6 +6,8 @@ import functools
 import json
 import logging
 import sys
+import types
+import typing
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -17,7 +19,6 @@ if TYPE_CHECKING:
     from benchbackcompat.report.provenance import Verification
 
 LISTABLE = ("methods", "scenarios", "datasets", "backbones", "presets")
-SMOKE_HELP = "10 training and 4 test images per class"  # request.SMOKE_DATA, in words
 WIDTH = 120  # the terminal width the table after `run` fits without --wide
 RUN_EXAMPLES = """examples:
   benchbackcompat run --scenario ext-class --methods l2,hoc            quick preset, seed 0, results in ./results
@@ -87,52 +88,9 @@ def build_parser() -> argparse.ArgumentParser:
                                      "store each cell's record and print the leaderboard. Finished cells are skipped; "
                                      "an interrupted cell resumes after its last saved step.",
                          formatter_class=argparse.RawDescriptionHelpFormatter)
-    run.add_argument("--scenario", required=True, metavar="NAME[,NAME]",
-                     help="scenarios of the preset (`list scenarios`), comma-separated, or 'all'")
-    run.add_argument("--methods", required=True, metavar="NAME[,NAME]", help="methods (`list methods`), comma-separated")
-    run.add_argument("--preset", default="quick", help="preset name (`list presets`) or a TOML file (default: quick)")
-    run.add_argument("--dataset", help="override data.name of every scenario (`list datasets`)")
-    run.add_argument("--data-root", type=Path, metavar="DIR", help="folder holding the dataset files or zips")
-    run.add_argument("--seeds", type=_seeds, metavar="0,1,2|0-2", help="seeds, comma-separated or a range (default 0)")
-    run.add_argument("--out", type=Path, metavar="DIR", help="results directory (default ./results)")
-    run.add_argument("--device", help="auto (default: CUDA when available), cpu, cuda, cuda:N or mps")
-    run.add_argument("--set", dest="assignments", action="append", default=[], metavar="KEY=VALUE",
-                     help="override a scenario field (train.epochs=2) or a method hyperparameter (methods.l2.weight=3); "
-                          "the value is read as TOML; repeatable")
-    run.add_argument("--smoke", action="store_true",
-                     help=f"tiny data ({SMOKE_HELP}) and one epoch per model: checks a plugin end to end in seconds "
-                          "(results are keyed apart; --set still wins)")
-    run.add_argument("--grid", dest="grids", action="append", default=[], metavar="methods.NAME.KEY=V1,V2",
-                     help="search these values of a method hyperparameter (repeatable: the Cartesian product) on a validation "
-                          "split of the training data, then run the selected setting; methods.NAME alone: the method's own grid")
-    run.add_argument("--force", action="store_true",
-                     help="recompute every cell of the plan, even finished ones (shared models are keyed by their own "
-                          "code and data identity, and reused)")
-    run.add_argument("--rerun", metavar="METHOD[,METHOD]", default="",
-                     help="recompute the cells of these methods, even finished ones")
-    run.add_argument("--lock-timeout", type=_positive(float), metavar="SECONDS",
-                     help="give up waiting for a cell or model that another process holds (default: wait)")
-    run.add_argument("--cell-timeout", type=_positive(float), metavar="SECONDS",
-                     help="run each cell in its own process and record it as failed when it takes longer (a hung "
-                          "plugin); the run goes on with the next cell (default: no limit)")
-    run.add_argument("--dry-run", action="store_true",
-                     help="print the resolved configuration and the planned steps, check the data and mark each cell "
-                          "done, partial, stale or pending; train nothing")
+    run_options(run)
     run.add_argument("--wide", action="store_true",
                      help=f"print every column of the leaderboard (default: the primary ones, to fit {WIDTH} columns)")
-    run.add_argument("--no-share", action="store_true",
-                     help="train every model inside its own cell (no models shared across methods; for comparisons)")
-    run.add_argument("--channels-last", choices=("auto", "on", "off"), help="NHWC training (default auto: on CUDA and CPU)")
-    run.add_argument("--compile", action="store_true", help="torch.compile the backbone for training")
-    run.add_argument("--shard", metavar="I/N", help="run only shard I of N of the cells (for any scheduler)")
-    run.add_argument("--executor", choices=("inline", "local", "slurm"), default="inline",
-                     help="inline (default): here; local/slurm: one submitit job per shard of cells")
-    run.add_argument("--jobs", type=_positive(int), help="number of jobs for --executor local|slurm (default: one per cell)")
-    run.add_argument("--workers", type=_positive(int), default=1,
-                     help="run N cells at once on this machine, the CPU threads split among them (default 1)")
-    run.add_argument("--executor-param", dest="executor_params", action="append", default=[], metavar="KEY=VALUE",
-                     type=_pairs("--executor-param slurm_partition=gpu"),
-                     help="submitit parameter, e.g. slurm_partition=gpu, timeout_min=600, gpus_per_node=1")
 
     listing = sub.add_parser("list", help="list what is available")
     listing.add_argument("what", choices=LISTABLE, help="what to list")
@@ -232,27 +190,74 @@ def _silence_stdout() -> None:
         pass
 
 
-def run_request(args: argparse.Namespace):
-    """The :class:`~benchbackcompat.execution.request.RunRequest` of ``run``'s arguments."""
-    from benchbackcompat.config import validate_model
-    from benchbackcompat.execution.presets import grid_options, parse_override
+def run_options(parser: argparse.ArgumentParser) -> None:
+    """``run``'s options, one per :class:`~benchbackcompat.execution.request.RunRequest` field, with its help: the
+    flag is the field's name (or the ``flag`` it declares), the argument type follows the field's type."""
     from benchbackcompat.execution.request import RunRequest
 
-    grids = {option: values for option, _, key, values in grid_options(args.grids)}
-    fields = {
-        "scenarios": args.scenario, "methods": args.methods, "preset": args.preset,
-        "dataset": args.dataset, "data_root": args.data_root, "seeds": args.seeds, "out": args.out, "device": args.device,
-        "overrides": dict(map(parse_override, args.assignments)), "grids": {o.split("=")[0]: v for o, v in grids.items()},
-        "smoke": args.smoke, "force": args.force, "rerun": args.rerun, "share_models": not args.no_share,
-        "channels_last": args.channels_last, "compile": args.compile, "lock_timeout": args.lock_timeout,
-        "cell_timeout": args.cell_timeout, "dry_run": args.dry_run, "shard": args.shard, "executor": args.executor,
-        "jobs": args.jobs, "workers": args.workers, "executor_params": {k: _number(v) for k, v in args.executor_params},
-    }
-    return validate_model(RunRequest, fields, "the run options")
+    for name, field in RunRequest.model_fields.items():
+        extra = field.json_schema_extra or {}
+        flag = extra.get("flag", "--" + name.replace("_", "-"))
+        kwargs: dict[str, Any] = {"dest": name, "help": field.description}
+        if "metavar" in extra:
+            kwargs["metavar"] = extra["metavar"]
+        if field.annotation is bool:
+            kwargs["action"] = "store_false" if field.default else "store_true"
+        elif name in CONVERTERS:
+            kwargs.update(action="append", default=[], type=CONVERTERS[name])
+        else:
+            kwargs.update(required=field.is_required(), default=None, **_argument_type(field))
+        parser.add_argument(flag, **kwargs)
+
+
+def _argument_type(field: Any) -> dict[str, Any]:
+    """argparse's ``type`` or ``choices`` for a request field: positive numbers, paths, seeds, literals."""
+    annotation = field.annotation
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):  # X | None: X
+        annotation = next(a for a in typing.get_args(annotation) if a is not type(None))
+    literal = typing.get_args(annotation) if typing.get_origin(annotation) is typing.Literal else ()
+    positive = any(getattr(m, "gt", None) == 0 for m in (*field.metadata, *getattr(annotation, "__metadata__", ())))
+    base = typing.get_args(annotation)[0] if typing.get_origin(annotation) is typing.Annotated else annotation
+    if literal:
+        return {"choices": literal}
+    if positive:
+        return {"type": _positive(base)}
+    if base is Path:
+        return {"type": Path}
+    if base == list[int]:
+        return {"type": _seeds}
+    return {}
+
+
+def _override(text: str) -> tuple[str, Any]:
+    from benchbackcompat.execution.presets import parse_override
+
+    return parse_override(text)
 
 
 def _number(text: str) -> int | str:
     return int(text) if text.lstrip("-").isdigit() else text
+
+
+def _executor_param(text: str) -> tuple[str, int | str]:
+    key, value = _pairs("--executor-param slurm_partition=gpu")(text)
+    return key, _number(value)
+
+
+_executor_param.__name__ = "KEY=VALUE"
+CONVERTERS = {"overrides": _override, "grids": str, "executor_params": _executor_param}  # repeatable options
+
+
+def run_request(args: argparse.Namespace):
+    """The :class:`~benchbackcompat.execution.request.RunRequest` of ``run``'s arguments (those given)."""
+    from benchbackcompat.config import validate_model
+    from benchbackcompat.execution.presets import grid_options
+    from benchbackcompat.execution.request import RunRequest
+
+    fields = {name: getattr(args, name) for name in RunRequest.model_fields if getattr(args, name) is not None}
+    fields["overrides"], fields["executor_params"] = dict(args.overrides), dict(args.executor_params)
+    fields["grids"] = {option.split("=")[0]: values for option, _, _, values in grid_options(args.grids)}
+    return validate_model(RunRequest, fields, "the run options")
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -603,14 +608,16 @@ def cmd_new_method(args: argparse.Namespace) -> int:
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
     from benchbackcompat.results.calibrate import CalibrationOptions, calibrate
-
-    options = CalibrationOptions(preset=args.preset, scenario=args.scenario, methods=args.methods, seeds=args.seeds,
-                                 out=args.out, factor=args.factor, metric=args.metric, tolerance=args.tolerance,
-                                 min_gain=args.min_gain, base=args.base, summary=args.summary,
-                                 run_args=tuple(a for a in args.run_args if a != "--"))
     from benchbackcompat.execution.runner import run
 
-    result = calibrate(options, lambda argv: run(run_request(build_parser().parse_args(argv))).records)
+    run_args = tuple(a for a in args.run_args if a != "--")
+    given = ["run", "--preset", args.preset, "--scenario", args.scenario, "--methods", args.methods, "--seeds",
+             args.seeds, *run_args]  # the calibrate options and the run arguments typed after `--`, as one run
+    options = CalibrationOptions(preset=args.preset, scenario=args.scenario, methods=args.methods, seeds=args.seeds,
+                                 out=args.out, factor=args.factor, metric=args.metric, tolerance=args.tolerance,
+                                 min_gain=args.min_gain, base=args.base, summary=args.summary, run_args=run_args,
+                                 request=run_request(build_parser().parse_args(given)))
+    result = calibrate(options, lambda request: run(request).records)
     print(result.text)
     return 0
 
