@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from benchbackcompat.config import NamedScenario, ScenarioBase, config_hash
+from benchbackcompat.config import config_hash
+from benchbackcompat.scenarios.kinds import NamedScenario, ScenarioBase
 from benchbackcompat.identity import RESULTS_VERSION
 from benchbackcompat.runtime.interrupts import describe, must_propagate
 

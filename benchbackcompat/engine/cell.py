@@ -19,7 +19,7 @@ from typing import Any
 import torch
 
 from benchbackcompat.cell import Cell, cell_fields, unsupported
-from benchbackcompat.config import ScenarioBase
+from benchbackcompat.scenarios.kinds import ScenarioBase
 from benchbackcompat.data.arrays import ImageArrays
 from benchbackcompat.engine import distributed
 from benchbackcompat.engine.device import precision
@@ -213,8 +213,8 @@ class CellRunner:
                     ctx.align_to = frozen_copy(source)
                 self.method.initialise(model, source, ctx)
                 history = self.train(self.method, model, ctx, tag=f"step-{step.index}")
-            if step.replay or getattr(self.scenario, "memory_per_class", 0) > 0:
-                per_class = getattr(self.scenario, "memory_per_class", 0)
+            if step.replay or self.scenario.replay_per_class() > 0:
+                per_class = self.scenario.replay_per_class()
                 chosen = select_memory(self.data.train.labels, step.classes, per_class, derive_seed(self.cell.seed, "memory", step.index))
                 memory_index = torch.cat([memory_index, chosen])
             seconds = time.perf_counter() - started - (self.timer.get("shared") - shared_before)  # its own training
@@ -311,7 +311,7 @@ class CellRunner:
         gains = {}
         if reference is not None:
             self.add_update_metrics(metrics, outcomes, *reference)
-        elif getattr(self.scenario, "update_gain", False):
+        elif self.scenario.reports_update_gain():
             gains = {"update_gain": self.update_gains(evaluation.matrices)}
         return {
             "status": "finished",

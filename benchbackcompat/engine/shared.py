@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from benchbackcompat.cell import keyed_config
-from benchbackcompat.config import ScenarioBase, config_hash
+from benchbackcompat.config import config_hash
+from benchbackcompat.scenarios.kinds import ScenarioBase
 from benchbackcompat.identity import RESULTS_VERSION, source_hash, source_packages
 from benchbackcompat.method import Method, StandardRecipe
 from benchbackcompat.scenarios.data import ScenarioData
@@ -97,7 +98,7 @@ def reference_models(method: Method, steps: list[Step], scenario: ScenarioBase, 
     recipe = reference_recipe(method)
     if scenario.single_update:
         chosen, name = steps[1:2], "reference"
-    elif getattr(scenario, "update_gain", False):
+    elif scenario.reports_update_gain():
         chosen, name = steps[1:], "upper"
     else:
         return []

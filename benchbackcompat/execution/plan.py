@@ -9,7 +9,8 @@ from pathlib import Path
 
 import torch
 
-from benchbackcompat.config import NamedScenario, RunConfig, ScenarioBase
+from benchbackcompat.execution.request import RunConfig
+from benchbackcompat.scenarios.kinds import NamedScenario, ScenarioBase
 from benchbackcompat.data.registry import get_dataset
 from benchbackcompat.engine import distributed
 from benchbackcompat.engine.device import availability_line, resolve_device
@@ -144,10 +145,7 @@ def check_names(scenario: ScenarioBase) -> None:
     checked by their library)."""
     for name in filter(None, (scenario.data.name, scenario.data.eval_dataset)):
         get_dataset(name)
-    backbones = [scenario.model.backbone]
-    for field in ("architectures", "pretrain_architectures", "zoo"):
-        backbones += getattr(scenario, field, None) or []
-    for name in backbones:
+    for name in scenario.backbone_names():
         if ":" not in name and name not in BACKBONES:
             raise UnknownNameError("backbone", name, [*list_backbones(), f"{TIMM_PREFIX}<model>"])
 

@@ -1,18 +1,21 @@
-"""What a run is asked to do: one typed request that the command line, the Python API, the ``--workers``
-processes and the executors' jobs all hand to :func:`benchbackcompat.execution.runner.run`.
+"""What a run is asked to do and what it resolves to, side by side.
 
-A request holds the choices as given (scenario and method names, the preset, ``--set`` overrides as
-dotted keys); :func:`benchbackcompat.execution.presets.resolve_run` turns it into the validated ``RunConfig``.
+:class:`RunRequest`, the run as asked: one typed request that the command line, the Python API, the ``--workers``
+processes and the executors' jobs all hand to :func:`benchbackcompat.execution.runner.run`. It holds the choices as
+given (scenario and method names, the preset, ``--set`` overrides as dotted keys), and its fields define the run
+options. :func:`benchbackcompat.execution.presets.resolve_run` turns it into :class:`RunConfig`, the run as
+resolved: the preset's scenarios validated, the methods' hyperparameters, the defaults filled in.
 """
 from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, field_validator
 
-from benchbackcompat.config import TIMEOUT_MAX
+from benchbackcompat.config import SEED_MAX, TIMEOUT_MAX, SelectionConfig, StrictModel
+from benchbackcompat.scenarios.kinds import NamedScenario
 
 # --smoke: tiny data and one epoch of every model the scenario trains, to check a plugin end to end in seconds
 SMOKE_DATA = {"train_per_class": 10, "test_per_class": 4}
@@ -111,3 +114,26 @@ class RunRequest(BaseModel):
     @classmethod
     def _seeds(cls, value: Any) -> Any:
         return parse_seeds(value) if isinstance(value, str) else [value] if isinstance(value, int) else value
+
+
+class RunConfig(StrictModel):
+    """Everything ``benchbackcompat run`` needs, fully resolved."""
+
+    preset: str = "quick"
+    scenarios: list[NamedScenario] = Field(min_length=1)
+    methods: list[str] = Field(min_length=1)
+    method_params: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    grids: dict[str, dict[str, list[Any]] | Literal["default"]] = Field(
+        default_factory=dict,
+        description='method -> hyperparameter -> values (the Cartesian product is searched), or "default": the method\'s own grid',
+    )
+    selection: SelectionConfig = Field(default_factory=SelectionConfig)
+    seeds: list[Annotated[int, Field(ge=0, le=SEED_MAX)]] = Field(default_factory=lambda: [0], min_length=1)
+    out: Path = Path("results")
+    device: str = "auto"
+    share_models: bool = True  # train models that do not depend on the method once per configuration
+    channels_last: Literal["auto", "on", "off"] = "auto"  # NHWC training; auto: on CUDA and CPU
+    compile: bool = False  # torch.compile the backbone for training
+    cache_dir: Path = Field(default_factory=lambda: Path.home() / ".cache" / "benchbackcompat")
+    lock_timeout: float | None = Field(default=None, gt=0, le=TIMEOUT_MAX)  # seconds to wait for another process's cell/model lock
+    cell_timeout: float | None = Field(default=None, gt=0, le=TIMEOUT_MAX)  # seconds a cell may take (in its own process), then it fails

@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from benchbackcompat.config import NamedScenario, RunConfig
+from benchbackcompat.execution.request import RunConfig
+from benchbackcompat.scenarios.kinds import NamedScenario
 from benchbackcompat.cell import Cell
 from benchbackcompat.errors import BenchError
 from benchbackcompat.method import Method

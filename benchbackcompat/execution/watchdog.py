@@ -21,7 +21,7 @@ from multiprocessing.connection import Connection
 
 import torch
 
-from benchbackcompat.config import RunConfig
+from benchbackcompat.execution.request import RunConfig
 from benchbackcompat.cell import Cell, cell_fields
 from benchbackcompat.engine.cell import run_cell
 from benchbackcompat.store.provenance import worker_name

@@ -32,7 +32,8 @@ from typing import Any, Literal
 import torch
 from pydantic import BaseModel
 
-from benchbackcompat.config import SCENARIO_KINDS, ScenarioBase, validate_model
+from benchbackcompat.config import validate_model
+from benchbackcompat.scenarios.kinds import SCENARIO_KINDS, ScenarioBase
 from benchbackcompat.engine.evaluate import ModelFeatures, compatibility_matrices
 from benchbackcompat.cell import Cell
 from benchbackcompat.engine.cell import CellRunner
