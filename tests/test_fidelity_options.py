@@ -11,7 +11,7 @@ import torch.nn.functional as F
 from bbc_baselines.l2 import L2
 from bbc_compat.ift import IncrementalFineTuning
 from bbc_compat.lce import LCE
-from bbc_hyperbolic.hot_refresh import HotRefresh
+from bbc_compat.hot_refresh import HotRefresh
 from bbc_outputs.lsp import LSP
 from bbc_outputs.psp import PSP
 from bbc_baselines.independent import Independent
