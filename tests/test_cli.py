@@ -169,3 +169,25 @@ def test_the_table_after_run_fits_120_columns_unless_wide():
     assert max(map(len, wide.splitlines())) > WIDTH  # all twelve columns do not fit
     assert max(map(len, narrow.splitlines())) <= WIDTH and "P_com (cmc@1)" in narrow and "old self" not in narrow
     assert "more columns: run again with --wide" in narrow
+
+
+def test_logging_options_are_accepted_before_the_command_too(capsys):
+    from benchbackcompat.cli import build_parser
+
+    parse = build_parser().parse_args
+    assert parse(["-q", "list", "presets"]).quiet and parse(["list", "presets", "-q"]).quiet
+    assert not parse(["list", "presets"]).quiet
+    assert parse(["-v", "list", "presets"]).verbose == 1 and parse(["list", "presets", "-vv"]).verbose == 2
+    assert parse(["--log-file", "a.log", "status"]).log_file == Path("a.log")
+    assert main(["-q", "list", "presets"]) == 0 and "| quick " in capsys.readouterr().out
+
+
+def test_methods_all_plans_every_available_method(tmp_path):
+    from benchbackcompat.execution.plugin_host import PluginHost
+    from benchbackcompat.execution.request import RunRequest
+    from benchbackcompat.execution.runner import run
+
+    host = PluginHost()
+    host.load_all()
+    outcome = run(RunRequest(scenarios="ext-class", methods="all", smoke=True, dry_run=True, out=tmp_path))
+    assert sorted(outcome.plan.methods) == sorted(host.methods()) and len(outcome.plan.methods) > 10

@@ -68,17 +68,23 @@ def _pairs(option: str) -> Any:
     return parse
 
 
+def _logging_options(parser: argparse.ArgumentParser, defaults: dict[str, Any]) -> None:
+    parser.add_argument("-v", "--verbose", action="count", default=defaults["verbose"], help="more log lines (debug)")
+    parser.add_argument("-q", "--quiet", action="store_true", default=defaults["quiet"], help="warnings and errors only")
+    parser.add_argument("--log-file", type=Path, default=defaults["log_file"],
+                        help="also write the log to this file (with time stamps)")
+    parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=defaults["progress"],
+                        help="progress bars (default: only when stderr is a terminal)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     from benchbackcompat import __version__
 
     parser = Parser(prog="benchbackcompat", description=__doc__)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    logging_options = Parser(add_help=False)
-    logging_options.add_argument("-v", "--verbose", action="count", default=0, help="more log lines (debug)")
-    logging_options.add_argument("-q", "--quiet", action="store_true", help="warnings and errors only")
-    logging_options.add_argument("--log-file", type=Path, help="also write the log to this file (with time stamps)")
-    logging_options.add_argument("--progress", action=argparse.BooleanOptionalAction,
-                                 help="progress bars (default: only when stderr is a terminal)")
+    _logging_options(parser, {"verbose": 0, "quiet": False, "log_file": None, "progress": None})
+    logging_options = Parser(add_help=False)  # after the command too; given there, they win
+    _logging_options(logging_options, dict.fromkeys(("verbose", "quiet", "log_file", "progress"), argparse.SUPPRESS))
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     sub.add_parser = functools.partial(sub.add_parser, parents=[logging_options])  # every command takes them
 
@@ -89,7 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
                          formatter_class=argparse.RawDescriptionHelpFormatter)
     run.add_argument("--scenario", required=True, metavar="NAME[,NAME]",
                      help="scenarios of the preset (`list scenarios`), comma-separated, or 'all'")
-    run.add_argument("--methods", required=True, metavar="NAME[,NAME]", help="methods (`list methods`), comma-separated")
+    run.add_argument("--methods", required=True, metavar="NAME[,NAME]", help="methods (`list methods`), comma-separated, or 'all' (every available method)")
     run.add_argument("--preset", default="quick", help="preset name (`list presets`) or a TOML file (default: quick)")
     run.add_argument("--dataset", help="override data.name of every scenario (`list datasets`)")
     run.add_argument("--data-root", type=Path, metavar="DIR", help="folder holding the dataset files or zips")
