@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 import pandas as pd
 import pytest
 
@@ -72,9 +74,14 @@ def test_compare_means_differences_seeds_and_configuration_flags(tmp_path, capsy
     lines = out.splitlines()
     cut = lambda line: "|".join(line.split("|")[:11]) + "|"  # noqa: E731  (without the configuration hashes)
     rows = [cut(line) for line in lines if line.startswith("| ext-class")]
-    # l2 cross: A mean (30 + 36) / 2 = 33 over seeds 0,1; B mean (38 + 40) / 2 = 39; B - A = +6
-    assert "| ext-class  |           | l2       | cmc@1    | cross       | 33.00 | 0,1       | 39.00 | 0,1       | +6.00   |" in rows
-    assert "| ext-class  |           | hoc      | cmc@1    | cross       | 45.00 | 0         | -     | -         | -       |" in rows
+    # l2 cross: A mean (30 + 36) / 2 = 33 over seeds 0,1; B mean (38 + 40) / 2 = 39; B - A = +6. The variant is each
+    # side's load_results label: B holds two configurations of ext-class (l2 at 3 epochs, hoc at 2), A one
+    assert ("| ext-class  | A: -; B: train.epochs=3 | l2       | cmc@1    | cross       | 33.00 | 0,1       | 39.00 | 0,1"
+            "       | +6.00   |") in rows
+    assert "| ext-class  |                         | hoc      | cmc@1    | cross       | 45.00 | 0         | -     | -    " \
+           "     | -       |" in rows
+    variants = benchbackcompat.load_results(b).drop_duplicates("method").set_index("method")["variant"]
+    assert variants.to_dict() == {"l2": "train.epochs=3", "hoc": "train.epochs=2"}
     assert "  ext-class/l2/seed0: configuration differs: train.epochs 2 -> 3" in lines
     assert "  ext-class/l2/seed1: configuration differs: train.epochs 2 -> 3" in lines
     assert "  ext-class/hoc/seed0: diverged in B" in lines
@@ -136,3 +143,44 @@ def test_show_lists_interrupted_cells_with_their_saved_steps(tmp_path, capsys):
     assert any("| ext-class/l2/seed0 " in line and "finished" in line for line in lines)
     assert main(["show", "multi-step/hoc/seed0", "--results", root]) == 0
     assert "steps 0, 1 saved; run the same command again to resume" in capsys.readouterr().out
+
+
+def update(method: str, seed: int, cross_hits: int, n: int = 200) -> dict:
+    """An ext-class cell of n queries with stored per-query outcomes: old and new self-tests hit the first 50% and
+    60% of the queries, the cross-test the first ``cross_hits``."""
+    from benchbackcompat.metrics import outcomes
+
+    def hits(k: int) -> dict:
+        values = [True] * k + [False] * (n - k)
+        return outcomes.encode(np.array(values))
+
+    cross = 100.0 * cross_hits / n
+    return {"key": f"{method}{seed}".ljust(16, "0"), "label": f"ext-class/{method}/seed{seed}", "scenario": "ext-class",
+            "kind": "ext-class", "preset": "quick", "method": method, "params": {}, "seed": seed, "dataset": "embedded",
+            "config": {"kind": "ext-class"}, "status": "finished",
+            "matrices": {"cmc@1": [[50.0, None], [cross, 60.0]]},
+            "metrics": {"cmc@1": {"self": 60.0, "cross": cross, "old_self": 50.0}},
+            "outcomes": {"cmc@1": {"C": [[hits(n // 2), None], [hits(cross_hits), hits(6 * n // 10)]]}}}
+
+
+def test_compare_gives_an_interval_on_b_minus_a_paired_over_common_seeds_and_filters(tmp_path, capsys):
+    from benchbackcompat.results.compare import compare_results
+
+    a = store(tmp_path / "a", update("l2", 0, 60), update("l2", 1, 60), update("hoc", 0, 80))
+    b = store(tmp_path / "b", update("l2", 0, 80), update("l2", 2, 90), update("hoc", 0, 80))
+    table, _ = compare_results(a, b, ("cross",))
+    rows = {row["method"]: row for row in table.to_dict("records")}
+    # hoc: the same 80 hits on both sides, seed by seed: the paired difference is 0 in every resample
+    assert (rows["hoc"]["B - A low"], rows["hoc"]["B - A high"], rows["hoc"]["paired seeds"]) == (0.0, 0.0, "0")
+    # l2 seed 0 (the only common seed): B hits 20 more of the 200 queries, queries 60..79; each resample's difference
+    # is 100 x (their resampled count) / 200, so the interval holds 10 points, is above 0 and as wide as a count
+    # of 20 among 200 resampled (about +-4 points), far narrower than the unpaired difference (about +-13)
+    low, high = rows["l2"]["B - A low"], rows["l2"]["B - A high"]
+    assert rows["l2"]["paired seeds"] == "0" and 0 < low < 10 < high and high - low < 12
+    assert rows["l2"]["B - A"] == pytest.approx((80 + 90) / 2 / 2 - 60 / 2)  # means over each side's own seeds
+    assert main(["compare", a, b, "--statistics", "cross", "--methods", "l2", "--scenario", "ext-class"]) == 0
+    out = capsys.readouterr().out
+    assert "| l2 " in out and "| hoc " not in out and f"[{low:+.2f}, {high:+.2f}]" in out
+    assert "95% CI (paired)" in out
+    table, _ = compare_results(a, b, ("cross",), scenarios=("cl2r",))
+    assert table.empty

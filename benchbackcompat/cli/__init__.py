@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
 LISTABLE = ("methods", "scenarios", "datasets", "backbones", "presets")
 SMOKE_HELP = "10 training and 4 test images per class"  # request.SMOKE_DATA, in words
+STATUS_ROWS = 40  # cells `status` lists without --all
 WIDTH = 120  # the terminal width the table after `run` fits without --wide
 RUN_EXAMPLES = """examples:
   benchbackcompat run --scenario ext-class --methods l2,hoc            quick preset, seed 0, results in ./results
@@ -75,6 +76,11 @@ def _logging_options(parser: argparse.ArgumentParser, defaults: dict[str, Any]) 
                         help="also write the log to this file (with time stamps)")
     parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=defaults["progress"],
                         help="progress bars (default: only when stderr is a terminal)")
+
+
+def _filters(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--scenario", default="", metavar="NAME[,NAME]", help="only these scenarios (comma-separated)")
+    command.add_argument("--methods", default="", metavar="NAME[,NAME]", help="only these methods (comma-separated)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -151,6 +157,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     status = sub.add_parser("status", help="list finished, partial, pending, failed and stale cells of a results directory")
     status.add_argument("--results", type=Path, default=Path("results"), help="results directory (default ./results)")
+    _filters(status)
+    status.add_argument("--all", action="store_true", help=f"list every cell (default: the first {STATUS_ROWS}, those "
+                                                           "that need a run first)")
 
     show = sub.add_parser("show", help="print a cell's compatibility matrix and metrics")
     show.add_argument("cell", nargs="?", help="cell key (a prefix is enough) or label scenario/method/seedN; omit to list cells")
@@ -161,6 +170,7 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("b", type=Path, help="results directory B")
     compare.add_argument("--statistics", default="AC,AA,ACA,old_self,self,cross,p_com,p_up",
                          help="comma-separated statistics to compare (default: %(default)s)")
+    _filters(compare)
 
     export = sub.add_parser("export", help="results as a table file (.csv or .parquet) plus a table of matrix entries")
     export.add_argument("out", type=Path, help="file to write, e.g. results.parquet (the matrix entries go to NAME-matrix.parquet)")
@@ -413,7 +423,10 @@ def cmd_describe(args: argparse.Namespace) -> int:
 def cmd_status(args: argparse.Namespace) -> int:
     from benchbackcompat.results.status import render_status
 
-    print(render_status(args.results))
+    from benchbackcompat.execution.request import split_list
+
+    print(render_status(args.results, scenarios=tuple(split_list(args.scenario)),
+                        methods=tuple(split_list(args.methods)), limit=None if args.all else STATUS_ROWS))
     return 0
 
 
@@ -498,7 +511,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from benchbackcompat.results.compare import compare_results, render
     from benchbackcompat.execution.request import split_list
 
-    table, notes = compare_results(args.a, args.b, tuple(split_list(args.statistics)))
+    table, notes = compare_results(args.a, args.b, tuple(split_list(args.statistics)),
+                                   scenarios=tuple(split_list(args.scenario)), methods=tuple(split_list(args.methods)))
     print(render(table, notes, str(args.a), str(args.b)))
     return 0
 
