@@ -138,9 +138,9 @@ def test_show_lists_interrupted_cells_with_their_saved_steps(tmp_path, capsys):
     (interrupted / "cell.json").write_text('{"label": "multi-step/hoc/seed0"}')
     assert main(["show", "--results", root]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert any("| feedbeef00000000 | multi-step/hoc/seed0 |" in line and "| partial (steps 0, 1 saved) |" in line
+    assert any("| feedbeef00000000 | multi-step/hoc/seed0 |" in line and "| partial (steps 0, 1 saved) " in line
                for line in lines)
-    assert any("| ext-class/l2/seed0 " in line and "finished" in line for line in lines)
+    assert any("| ext-class/l2/seed0 " in line and "stale (recorded without a code identity" in line for line in lines)
     assert main(["show", "multi-step/hoc/seed0", "--results", root]) == 0
     assert "steps 0, 1 saved; run the same command again to resume" in capsys.readouterr().out
 
@@ -184,3 +184,26 @@ def test_compare_gives_an_interval_on_b_minus_a_paired_over_common_seeds_and_fil
     assert "95% CI (paired)" in out
     table, _ = compare_results(a, b, ("cross",), scenarios=("cl2r",))
     assert table.empty
+
+
+def test_show_marks_stale_cells_as_status_does_and_names_the_variant_it_picked(tmp_path, capsys):
+    from benchbackcompat.execution.plugin_host import PluginHost
+    from benchbackcompat.identity import RESULTS_VERSION, code_identity
+    from benchbackcompat.method import Method
+
+    identity = {"results_version": RESULTS_VERSION, "code": code_identity(PluginHost().method_class("l2"), within=Method)}
+    current = [{**record("l2", 0, 30.0, epochs=epochs), "identity": identity, "computed_at": f"2026-01-0{epochs}"}
+               for epochs in (2, 3)]
+    root = store(tmp_path, *current, record("hoc", 0, 45.0))  # hoc: recorded without a code identity
+    assert main(["show", "--results", root]) == 0
+    listing = {line.split("|")[1].strip(): line for line in capsys.readouterr().out.splitlines()[2:]}
+    assert "stale (recorded without a code identity" in listing["hoc0200000000000"]
+    assert "| train.epochs=2 (config " in listing["l202000000000000"] and "| finished " in listing["l202000000000000"]
+    assert main(["status", "--results", root]) == 0
+    assert "stale" in (status := capsys.readouterr().out).split("| hoc0200000000000 ")[1].split("\n")[0]
+    assert main(["show", "ext-class/l2/seed0", "--results", root]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("ext-class/l2/seed0  key l203000000000000  variant train.epochs=3 (config ")
+    assert "shown: the newest current one, variant train.epochs=3 (config " in out
+    frame = benchbackcompat.load_results(root)
+    assert set(frame["variant"]) == {"train.epochs=2", "train.epochs=3"}  # the labels show prints

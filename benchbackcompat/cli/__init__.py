@@ -433,7 +433,6 @@ def cmd_status(args: argparse.Namespace) -> int:
 def cmd_show(args: argparse.Namespace) -> int:
     from tabulate import tabulate
 
-    from benchbackcompat.config import config_hash
     from benchbackcompat.store import ResultStore
     from benchbackcompat.record import FinishedRecord
     from benchbackcompat.results.flips import flip_lines
@@ -444,8 +443,9 @@ def cmd_show(args: argparse.Namespace) -> int:
     records = list(store.records())
     saved = {key: ", ".join(map(str, steps)) for key, steps in store.partial_cells().items()}
     partial = {key: (store.cell_entry(key) or {}).get("label", "(label not recorded)") for key in saved}
+    variant = _variants(records)
     if not args.cell:
-        rows = [[r.key, r.label, f"config {config_hash(r.config)[:8]}", r.status] for r in records]
+        rows = [[r.key, r.label, variant[r.key], _record_state(r)] for r in records]
         rows += [[key, label, "", f"partial (steps {saved[key]} saved)"] for key, label in partial.items()]
         print(tabulate(rows, headers=["key", "cell", "variant", "status"], tablefmt="github") if rows
               else f"no results in {args.results}")
@@ -459,18 +459,19 @@ def cmd_show(args: argparse.Namespace) -> int:
     states = {r.key: _record_state(r) for r in found}
     current = sorted((r for r in found if states[r.key] == r.status), key=lambda r: r.computed_at or "")
     if not found or (len(found) + len(pending) > 1 and (len({r.label for r in found}) > 1 or not current)):
-        rows = [[r.key, r.label, f"config {config_hash(r.config)[:8]}", states[r.key]] for r in found]
+        rows = [[r.key, r.label, variant[r.key], states[r.key]] for r in found]
         rows += [[key, partial[key], "", f"partial (steps {saved[key]} saved)"] for key in pending]
         listing = "\n" + tabulate(rows, headers=["key", "cell", "variant", "state"], tablefmt="github") if rows else ""
         raise BenchError(f"{len(rows)} cells match {args.cell!r} in {args.results}; give a longer key or a label "
                          f"(`benchbackcompat show --results {args.results}` lists them){listing}")
     record = current[-1] if current else found[0]
     others = [r for r in found if r is not record]
-    print(f"{record.label}  key {record.key}  config {config_hash(record.config)[:8]}  status {states[record.key]}  "
+    print(f"{record.label}  key {record.key}  variant {variant[record.key]}  status {states[record.key]}  "
           f"device {record.device or 'unknown'}")
     if others:
         print(f"({len(others)} other records of this label: " + ", ".join(
-            f"{r.key} {states[r.key]}" for r in others) + "; the newest current one is shown)")
+            f"{r.key} {variant[r.key]} {states[r.key]}" for r in others) + "; shown: the newest current one, "
+            f"variant {variant[record.key]})")
     if not isinstance(record, FinishedRecord):
         print(record.reason)
         return 0
@@ -487,6 +488,14 @@ def cmd_show(args: argparse.Namespace) -> int:
     print("\ntraining curves (per step: first -> last epoch, minimum)")
     print(curve_summary(store.curves(record.key)))
     return 0
+
+
+def _variants(records: list) -> dict[str, str]:
+    """Each record's variant as ``load_results`` and the leaderboard name it ("-" for the only configuration of
+    its scenario and method), with its configuration hash: ``train.epochs=3 (config 1a2b3c4d)``."""
+    from benchbackcompat.report.aggregate import configuration_labels
+
+    return {r.key: f"{label or '-'} (config {digest[:8]})" for r, (label, digest) in zip(records, configuration_labels(records))}
 
 
 @functools.cache
