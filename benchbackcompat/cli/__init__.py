@@ -180,7 +180,8 @@ def build_parser() -> argparse.ArgumentParser:
     board.add_argument("--results", type=Path, action="append",
                        help="results directory (repeatable, merged; on a duplicate cell the first listed wins; default ./results); "
                             "its calibration/*.json (benchbackcompat calibrate --summary) go into the claims report")
-    board.add_argument("--out", type=Path, help="write the leaderboard folder (Markdown pages, figures, CSV, JSON) instead of printing")
+    board.add_argument("--out", type=Path, help="write the leaderboard folder (Markdown pages, figures, CSV, JSON) instead of "
+                                                "printing (plain text to a terminal, Markdown when redirected)")
     board.add_argument("--grids", action="store_true", help="also print the whole grid of every method whose hyperparameters were selected")
     board.add_argument("--verified-only", action="store_true",
                        help="with --out, publish only the cells that this commit's code would compute again and that a "
@@ -319,25 +320,38 @@ def print_dry_run(plan) -> None:
 
 
 def terminal_tables(records, wide: bool = False) -> str:
-    """The leaderboard after a run: every column with ``wide``, else the primary statistics of the first metric
-    (the kind's ranking: primary and tie-breaker, or the primary alone where both do not fit ``WIDTH``)."""
+    """The leaderboard after a run, as plain text: every column with ``wide``, else the primary statistics of the
+    first metric (the kind's ranking: primary and tie-breaker, or the primary alone where both do not fit
+    ``WIDTH``), and where some row's P_com is not shown, the cross- and self-tests it would have divided."""
     from dataclasses import replace
 
     from benchbackcompat.report.aggregate import build_tables
     from benchbackcompat.report.markdown import widest_line
-    from benchbackcompat.report.tables import ranking_columns, tables_markdown
+    from benchbackcompat.report.tables import ranking_columns, table_markdown, tables_markdown
 
     tables = build_tables(records)
     if wide:
-        return tables_markdown(tables)
+        return tables_markdown(tables, plain=True)
     text = ""
     for keep in (2, 1):
-        narrow = [replace(t, columns=ranking_columns(t, keep)) for t in tables]
-        text = tables_markdown(narrow)
+        narrow = [replace(t, columns=_with_gated_terms(t, ranking_columns(t, keep))) for t in tables]
+        text = tables_markdown(narrow, plain=True, views=lambda t, notes: table_markdown(t, notes, t.columns))
         if widest_line(text) <= WIDTH:
             break
     hidden = sum(len(t.columns) for t in tables) - sum(len(t.columns) for t in narrow)
     return text + (f"\n\n({hidden} more columns: run again with --wide, or `benchbackcompat leaderboard`)" if hidden else "")
+
+
+def _with_gated_terms(table, columns: list) -> list:
+    """``columns`` and, where a row's P_com is not shown (the update it divides by is too small), the terms of
+    P_com = (cross − old self) / (ref self − old self) of the same metric: cross, old self and ref self."""
+    from benchbackcompat.report.aggregate import Missing
+
+    gated = [c for c in columns if c.statistic.key == "p_com" and any(
+        isinstance(cell := row.cells.get(c.id), Missing) and cell.text == "–" for row in table.rows)]
+    terms = [c for metric in dict.fromkeys(c.metric for c in gated) for key in ("cross", "old_self", "reference_self")
+             for c in table.columns if c.metric == metric and c.statistic.key == key]
+    return columns + [c for c in terms if c not in columns]
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -567,7 +581,7 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
                                     read_calibrations(roots), installed_methods({r.method for r in merged.records}))
         print(f"wrote {len(written)} files to {args.out} ({args.out / 'README.md'})")
     else:
-        print(leaderboard_tables(merged.records, grids=args.grids))
+        print(leaderboard_tables(merged.records, grids=args.grids, plain=sys.stdout.isatty()))
     if merged.superseded:
         print(f"{len(merged.superseded)} older records of the same cells (other method code, results version or data) "
               "left out; `benchbackcompat status` lists them as stale", file=sys.stderr)
