@@ -98,7 +98,7 @@ def test_run_api_has_typed_keywords_and_rejects_unknown_or_abbreviated_ones(tmp_
     with pytest.raises(BenchError, match="workers: Input should be greater than 0"):
         benchbackcompat.run("ext-class", "l2", workers=0, dry_run=True)
     frame = benchbackcompat.run(["ext-class"], "l2", seeds="0-1", overrides={"train.epochs": 2}, dry_run=True, out=tmp_path)
-    assert frame.empty and list(frame.columns)[-3:] == ["metric", "statistic", "value"]
+    assert frame.empty and list(frame.columns)[-4:] == ["metric", "statistic", "value", "gated"]
 
 
 def test_the_public_names_are_visible_and_importing_the_package_stays_cheap():
@@ -207,3 +207,33 @@ def test_show_marks_stale_cells_as_status_does_and_names_the_variant_it_picked(t
     assert "shown: the newest current one, variant train.epochs=3 (config " in out
     frame = benchbackcompat.load_results(root)
     assert set(frame["variant"]) == {"train.epochs=2", "train.epochs=3"}  # the labels show prints
+
+
+def test_the_frame_refuses_the_p_com_the_leaderboard_refuses_and_says_why(tmp_path):
+    from benchbackcompat.report.aggregate import Missing, build_tables
+
+    def cell(method: str, seed: int, old_hits: int, reference_hits: int, cross_hits: int, n: int = 200) -> dict:
+        base = update(method, seed, cross_hits, n)
+        hits = base["outcomes"]["cmc@1"]
+        old, reference, cross = (100.0 * k / n for k in (old_hits, reference_hits, cross_hits))
+        hits["C"][0][0] = update(method, seed, old_hits, n)["outcomes"]["cmc@1"]["C"][1][0]
+        hits["reference_self"] = update(method, seed, reference_hits, n)["outcomes"]["cmc@1"]["C"][1][0]
+        base["matrices"]["cmc@1"][0][0] = old
+        base["metrics"]["cmc@1"].update(old_self=old, reference_self=reference, p_com=(cross - old) / (reference - old))
+        return base
+
+    # hbct: reference self 52% vs old self 50%, a 2-point update (below the 10-point minimum): P_com -0.5 refused;
+    # l2: a 20-point update (70% vs 50%): its P_com (55 - 50) / 20 = 0.25 is shown
+    records = [cell("hbct", s, 100, 104, 99) for s in (0, 1, 2)] + [cell("l2", s, 100, 140, 110) for s in (0, 1, 2)]
+    frame = benchbackcompat.load_results(store(tmp_path, *records))
+    p_com = frame[frame["statistic"] == "p_com"].set_index(["method", "seed"])
+    assert p_com.loc[("hbct", 0), "value"] != p_com.loc[("hbct", 0), "value"]  # NaN, not -0.5
+    assert p_com.loc[("hbct", 0), "gated"].startswith("P_com not shown: the update it divides by, reference self − "
+                                                      "old self = 2.00 [")
+    assert p_com.loc[("l2", 1), "gated"] == "" and p_com.loc[("l2", 1), "value"] == pytest.approx(0.25)
+    assert (frame[frame["statistic"] != "p_com"]["gated"] == "").all() and frame["value"].notna().sum() > 0
+    # the same reason, word for word, as the leaderboard's "–" cell (computed there from every entry's resamples)
+    [table] = build_tables(records)
+    cells = {row.method: row.cells["cmc@1:p_com"] for row in table.rows}
+    assert isinstance(cells["hbct"], Missing) and cells["hbct"].reason == p_com.loc[("hbct", 1), "gated"]
+    assert not isinstance(cells["l2"], Missing)
