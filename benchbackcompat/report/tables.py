@@ -11,7 +11,7 @@ from tabulate import tabulate
 
 from benchbackcompat.report.aggregate import MIN_UPDATE_GAIN, Missing, Row, Stat, Table, best_ids
 from benchbackcompat.report.columns import Column, metric_name, ranking
-from benchbackcompat.report.markdown import PAGE_WIDTH, escape, widest_line
+from benchbackcompat.report.markdown import PAGE_WIDTH, escape, unmarked, widest_line
 from benchbackcompat.report.selection import selection_markdown
 
 
@@ -87,7 +87,8 @@ def table_markdown(table: Table, notes: Footnotes, columns: list[Column] | None 
         for column in columns:
             cell = row.cells[column.id]
             if isinstance(cell, Missing):
-                shared = UNDECIDED if cell.reason.startswith("P_com not shown") else None
+                shared = (UNDECIDED.replace("in the table of self-tests", "beside it") if notes.plain else UNDECIDED) \
+                    if cell.reason.startswith("P_com not shown") else None
                 mark = "" if whole else notes.mark(shared or f"{row.label}: {cell.reason}")
                 cells.append(cell.text + mark)
             else:
@@ -157,7 +158,7 @@ def tables_markdown(tables: list[Table], grids: bool = False, plain: bool = Fals
     for t in tables:
         title = f"{notes.inline(t.title)} · {notes.inline(t.dataset)} · preset {notes.inline(t.preset)}"
         parts.append((f"{title}\n{'=' * len(title)}" if plain else f"### {title}") + f"\n\n{views(t, notes)}"
-                     + (f"\n\n{chosen}" if (chosen := selection_markdown(t, grids)) else ""))
+                     + (f"\n\n{unmarked(chosen) if plain else chosen}" if (chosen := selection_markdown(t, grids)) else ""))
     if notes.texts or notes.starred:
         parts.append(notes.render())
     return "\n\n".join(parts)
