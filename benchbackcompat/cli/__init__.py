@@ -339,7 +339,7 @@ def terminal_tables(records, wide: bool = False) -> str:
         if widest_line(text) <= WIDTH:
             break
     hidden = sum(len(t.columns) for t in tables) - sum(len(t.columns) for t in narrow)
-    return text + (f"\n\n({hidden} more columns: run again with --wide, or `benchbackcompat leaderboard`)" if hidden else "")
+    return text + (f"\n\n({hidden} more columns: run again with --wide, or run benchbackcompat leaderboard)" if hidden else "")
 
 
 def _with_gated_terms(table, columns: list) -> list:
