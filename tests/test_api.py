@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 import pandas as pd
 import pytest
 
@@ -72,9 +74,14 @@ def test_compare_means_differences_seeds_and_configuration_flags(tmp_path, capsy
     lines = out.splitlines()
     cut = lambda line: "|".join(line.split("|")[:11]) + "|"  # noqa: E731  (without the configuration hashes)
     rows = [cut(line) for line in lines if line.startswith("| ext-class")]
-    # l2 cross: A mean (30 + 36) / 2 = 33 over seeds 0,1; B mean (38 + 40) / 2 = 39; B - A = +6
-    assert "| ext-class  |           | l2       | cmc@1    | cross       | 33.00 | 0,1       | 39.00 | 0,1       | +6.00   |" in rows
-    assert "| ext-class  |           | hoc      | cmc@1    | cross       | 45.00 | 0         | -     | -         | -       |" in rows
+    # l2 cross: A mean (30 + 36) / 2 = 33 over seeds 0,1; B mean (38 + 40) / 2 = 39; B - A = +6. The variant is each
+    # side's load_results label: B holds two configurations of ext-class (l2 at 3 epochs, hoc at 2), A one
+    assert ("| ext-class  | A: -; B: train.epochs=3 | l2       | cmc@1    | cross       | 33.00 | 0,1       | 39.00 | 0,1"
+            "       | +6.00   |") in rows
+    assert "| ext-class  |                         | hoc      | cmc@1    | cross       | 45.00 | 0         | -     | -    " \
+           "     | -       |" in rows
+    variants = benchbackcompat.load_results(b).drop_duplicates("method").set_index("method")["variant"]
+    assert variants.to_dict() == {"l2": "train.epochs=3", "hoc": "train.epochs=2"}
     assert "  ext-class/l2/seed0: configuration differs: train.epochs 2 -> 3" in lines
     assert "  ext-class/l2/seed1: configuration differs: train.epochs 2 -> 3" in lines
     assert "  ext-class/hoc/seed0: diverged in B" in lines
@@ -91,7 +98,7 @@ def test_run_api_has_typed_keywords_and_rejects_unknown_or_abbreviated_ones(tmp_
     with pytest.raises(BenchError, match="workers: Input should be greater than 0"):
         benchbackcompat.run("ext-class", "l2", workers=0, dry_run=True)
     frame = benchbackcompat.run(["ext-class"], "l2", seeds="0-1", overrides={"train.epochs": 2}, dry_run=True, out=tmp_path)
-    assert frame.empty and list(frame.columns)[-3:] == ["metric", "statistic", "value"]
+    assert frame.empty and list(frame.columns)[-4:] == ["metric", "statistic", "value", "gated"]
 
 
 def test_the_public_names_are_visible_and_importing_the_package_stays_cheap():
@@ -131,8 +138,102 @@ def test_show_lists_interrupted_cells_with_their_saved_steps(tmp_path, capsys):
     (interrupted / "cell.json").write_text('{"label": "multi-step/hoc/seed0"}')
     assert main(["show", "--results", root]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert any("| feedbeef00000000 | multi-step/hoc/seed0 |" in line and "| partial (steps 0, 1 saved) |" in line
+    assert any("| feedbeef00000000 | multi-step/hoc/seed0 |" in line and "| partial (steps 0, 1 saved) " in line
                for line in lines)
-    assert any("| ext-class/l2/seed0 " in line and "finished" in line for line in lines)
+    assert any("| ext-class/l2/seed0 " in line and "stale (recorded without a code identity" in line for line in lines)
     assert main(["show", "multi-step/hoc/seed0", "--results", root]) == 0
     assert "steps 0, 1 saved; run the same command again to resume" in capsys.readouterr().out
+
+
+def update(method: str, seed: int, cross_hits: int, n: int = 200) -> dict:
+    """An ext-class cell of n queries with stored per-query outcomes: old and new self-tests hit the first 50% and
+    60% of the queries, the cross-test the first ``cross_hits``."""
+    from benchbackcompat.metrics import outcomes
+
+    def hits(k: int) -> dict:
+        values = [True] * k + [False] * (n - k)
+        return outcomes.encode(np.array(values))
+
+    cross = 100.0 * cross_hits / n
+    return {"key": f"{method}{seed}".ljust(16, "0"), "label": f"ext-class/{method}/seed{seed}", "scenario": "ext-class",
+            "kind": "ext-class", "preset": "quick", "method": method, "params": {}, "seed": seed, "dataset": "embedded",
+            "config": {"kind": "ext-class"}, "status": "finished",
+            "matrices": {"cmc@1": [[50.0, None], [cross, 60.0]]},
+            "metrics": {"cmc@1": {"self": 60.0, "cross": cross, "old_self": 50.0}},
+            "outcomes": {"cmc@1": {"C": [[hits(n // 2), None], [hits(cross_hits), hits(6 * n // 10)]]}}}
+
+
+def test_compare_gives_an_interval_on_b_minus_a_paired_over_common_seeds_and_filters(tmp_path, capsys):
+    from benchbackcompat.results.compare import compare_results
+
+    a = store(tmp_path / "a", update("l2", 0, 60), update("l2", 1, 60), update("hoc", 0, 80))
+    b = store(tmp_path / "b", update("l2", 0, 80), update("l2", 2, 90), update("hoc", 0, 80))
+    table, _ = compare_results(a, b, ("cross",))
+    rows = {row["method"]: row for row in table.to_dict("records")}
+    # hoc: the same 80 hits on both sides, seed by seed: the paired difference is 0 in every resample
+    assert (rows["hoc"]["B - A low"], rows["hoc"]["B - A high"], rows["hoc"]["paired seeds"]) == (0.0, 0.0, "0")
+    # l2 seed 0 (the only common seed): B hits 20 more of the 200 queries, queries 60..79; each resample's difference
+    # is 100 x (their resampled count) / 200, so the interval holds 10 points, is above 0 and as wide as a count
+    # of 20 among 200 resampled (about +-4 points), far narrower than the unpaired difference (about +-13)
+    low, high = rows["l2"]["B - A low"], rows["l2"]["B - A high"]
+    assert rows["l2"]["paired seeds"] == "0" and 0 < low < 10 < high and high - low < 12
+    assert rows["l2"]["B - A"] == pytest.approx((80 + 90) / 2 / 2 - 60 / 2)  # means over each side's own seeds
+    assert main(["compare", a, b, "--statistics", "cross", "--methods", "l2", "--scenario", "ext-class"]) == 0
+    out = capsys.readouterr().out
+    assert "| l2 " in out and "| hoc " not in out and f"[{low:+.2f}, {high:+.2f}]" in out
+    assert "95% CI (paired)" in out
+    table, _ = compare_results(a, b, ("cross",), scenarios=("cl2r",))
+    assert table.empty
+
+
+def test_show_marks_stale_cells_as_status_does_and_names_the_variant_it_picked(tmp_path, capsys):
+    from benchbackcompat.execution.plugin_host import PluginHost
+    from benchbackcompat.identity import RESULTS_VERSION, code_identity
+    from benchbackcompat.method import Method
+
+    identity = {"results_version": RESULTS_VERSION, "code": code_identity(PluginHost().method_class("l2"), within=Method)}
+    current = [{**record("l2", 0, 30.0, epochs=epochs), "identity": identity, "computed_at": f"2026-01-0{epochs}"}
+               for epochs in (2, 3)]
+    root = store(tmp_path, *current, record("hoc", 0, 45.0))  # hoc: recorded without a code identity
+    assert main(["show", "--results", root]) == 0
+    listing = {line.split("|")[1].strip(): line for line in capsys.readouterr().out.splitlines()[2:]}
+    assert "stale (recorded without a code identity" in listing["hoc0200000000000"]
+    assert "| train.epochs=2 (config " in listing["l202000000000000"] and "| finished " in listing["l202000000000000"]
+    assert main(["status", "--results", root]) == 0
+    assert "stale" in (status := capsys.readouterr().out).split("| hoc0200000000000 ")[1].split("\n")[0]
+    assert main(["show", "ext-class/l2/seed0", "--results", root]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("ext-class/l2/seed0  key l203000000000000  variant train.epochs=3 (config ")
+    assert "shown: the newest current one, variant train.epochs=3 (config " in out
+    frame = benchbackcompat.load_results(root)
+    assert set(frame["variant"]) == {"train.epochs=2", "train.epochs=3"}  # the labels show prints
+
+
+def test_the_frame_refuses_the_p_com_the_leaderboard_refuses_and_says_why(tmp_path):
+    from benchbackcompat.report.aggregate import Missing, build_tables
+
+    def cell(method: str, seed: int, old_hits: int, reference_hits: int, cross_hits: int, n: int = 200) -> dict:
+        base = update(method, seed, cross_hits, n)
+        hits = base["outcomes"]["cmc@1"]
+        old, reference, cross = (100.0 * k / n for k in (old_hits, reference_hits, cross_hits))
+        hits["C"][0][0] = update(method, seed, old_hits, n)["outcomes"]["cmc@1"]["C"][1][0]
+        hits["reference_self"] = update(method, seed, reference_hits, n)["outcomes"]["cmc@1"]["C"][1][0]
+        base["matrices"]["cmc@1"][0][0] = old
+        base["metrics"]["cmc@1"].update(old_self=old, reference_self=reference, p_com=(cross - old) / (reference - old))
+        return base
+
+    # hbct: reference self 52% vs old self 50%, a 2-point update (below the 10-point minimum): P_com -0.5 refused;
+    # l2: a 20-point update (70% vs 50%): its P_com (55 - 50) / 20 = 0.25 is shown
+    records = [cell("hbct", s, 100, 104, 99) for s in (0, 1, 2)] + [cell("l2", s, 100, 140, 110) for s in (0, 1, 2)]
+    frame = benchbackcompat.load_results(store(tmp_path, *records))
+    p_com = frame[frame["statistic"] == "p_com"].set_index(["method", "seed"])
+    assert p_com.loc[("hbct", 0), "value"] != p_com.loc[("hbct", 0), "value"]  # NaN, not -0.5
+    assert p_com.loc[("hbct", 0), "gated"].startswith("P_com not shown: the update it divides by, reference self − "
+                                                      "old self = 2.00 [")
+    assert p_com.loc[("l2", 1), "gated"] == "" and p_com.loc[("l2", 1), "value"] == pytest.approx(0.25)
+    assert (frame[frame["statistic"] != "p_com"]["gated"] == "").all() and frame["value"].notna().sum() > 0
+    # the same reason, word for word, as the leaderboard's "–" cell (computed there from every entry's resamples)
+    [table] = build_tables(records)
+    cells = {row.method: row.cells["cmc@1:p_com"] for row in table.rows}
+    assert isinstance(cells["hbct"], Missing) and cells["hbct"].reason == p_com.loc[("hbct", 1), "gated"]
+    assert not isinstance(cells["l2"], Missing)

@@ -169,3 +169,60 @@ def test_the_table_after_run_fits_120_columns_unless_wide():
     assert max(map(len, wide.splitlines())) > WIDTH  # all twelve columns do not fit
     assert max(map(len, narrow.splitlines())) <= WIDTH and "P_com (cmc@1)" in narrow and "old self" not in narrow
     assert "more columns: run again with --wide" in narrow
+
+
+def test_logging_options_are_accepted_before_the_command_too(capsys):
+    from benchbackcompat.cli import build_parser
+
+    parse = build_parser().parse_args
+    assert parse(["-q", "list", "presets"]).quiet and parse(["list", "presets", "-q"]).quiet
+    assert not parse(["list", "presets"]).quiet
+    assert parse(["-v", "list", "presets"]).verbose == 1 and parse(["list", "presets", "-vv"]).verbose == 2
+    assert parse(["--log-file", "a.log", "status"]).log_file == Path("a.log")
+    assert main(["-q", "list", "presets"]) == 0 and "| quick " in capsys.readouterr().out
+
+
+def test_methods_all_plans_every_available_method(tmp_path):
+    from benchbackcompat.execution.plugin_host import PluginHost
+    from benchbackcompat.execution.request import RunRequest
+    from benchbackcompat.execution.runner import run
+
+    host = PluginHost()
+    host.load_all()
+    outcome = run(RunRequest(scenarios="ext-class", methods="all", smoke=True, dry_run=True, out=tmp_path))
+    assert sorted(outcome.plan.methods) == sorted(host.methods()) and len(outcome.plan.methods) > 10
+
+
+def test_the_terminal_table_is_plain_text_and_shows_the_terms_of_a_p_com_it_does_not_show(monkeypatch, capsys, tmp_path):
+    from benchbackcompat.cli import terminal_tables
+
+    def record(method: str, old: float, cross: float, reference: float) -> dict:
+        return {"key": method.ljust(16, "0"), "label": f"ext-class/{method}/seed0", "scenario": "ext-class",
+                "kind": "ext-class", "preset": "quick", "method": method, "seed": 0, "dataset": "embedded",
+                "config": {"kind": "ext-class"}, "status": "finished", "matrices": {"cmc@1": [[old, None], [cross, 55.0]]},
+                "metrics": {"cmc@1": {"old_self": old, "reference_self": reference, "self": 55.0, "cross": cross,
+                                      "p_com": (cross - old) / (reference - old)}}}
+
+    # a 4-point update (reference 54 vs old 50): P_com is not shown; its terms are, by hand: cross 47.5 and 52.25
+    records = [record("my_method", 50.0, 47.5, 54.0), record("l2", 50.0, 52.25, 54.0)]
+    text = terminal_tables(records)
+    header = next(line for line in text.splitlines() if line.startswith("| method"))
+    assert [h.strip() for h in header.split("|")[3:7]] == ["P_com (cmc@1)", "cross (cmc@1)", "old self (cmc@1)",
+                                                          "ref self (cmc@1)"]
+    rows = {line.split("|")[1].strip(): line for line in text.splitlines() if line.startswith("| l2 ") or "my_method" in line}
+    assert "| –[1] " in rows["l2"] and "| 52.25 " in rows["l2"] and "| 50.00 " in rows["l2"] and "| 54.00 " in rows["l2"]
+    assert "| 47.50 " in rows["my_method"]  # the name plain: no my\_method
+    assert "\\" not in text and "[^" not in text and "**" not in text and "`" not in text
+    assert "\nNotes:\n[1] –: P_com not shown" in text
+    # a decidable P_com (a 20-point update): no terms added, the best value starred and the star explained
+    decided = terminal_tables([record("l2", 50.0, 60.0, 70.0), record("hoc", 50.0, 52.0, 70.0)])
+    assert "cross (cmc@1)" in decided and "old self (cmc@1)" not in decided
+    assert "0.500 *" in decided and "*: not significantly worse than the best of its column" in decided
+    # `leaderboard` prints plain text to a terminal, Markdown when redirected
+    for r in records:
+        ResultStore(tmp_path).write_record(r["key"], r)
+    assert main(["leaderboard", "--results", str(tmp_path)]) == 0
+    assert "[^1]" in capsys.readouterr().out
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    assert main(["leaderboard", "--results", str(tmp_path)]) == 0
+    assert "[^1]" not in (out := capsys.readouterr().out) and "Notes:\n[1]" in out and "my_method" in out

@@ -73,12 +73,14 @@ def test_cli_errors_are_one_line_and_exit_2(capsys, tmp_path):
 
 
 def test_dry_run_prints_configuration_and_steps(capsys, tmp_path):
-    assert main(["run", "--scenario", "both,cl2r", "--methods", "independent,er", "--dry-run", "--out", str(tmp_path)]) == 0
+    assert main(["run", "--scenario", "both,cl2r,ext-data", "--methods", "independent,er", "--dry-run", "--out",
+                 str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert '"epochs": 6' in out
-    assert "step 1: classes [0, 20) x1, knows 20, convnet-m, init scratch" in out
+    assert "step 1: classes [0, 20), knows 20, convnet-m, init scratch" in out  # all their images: no share named
     assert "er: not applicable" in out
-    assert "step 6: classes [17, 20) x1, knows 20, convnet-s, init previous, replay" in out
+    assert "step 6: classes [17, 20), knows 20, convnet-s, init previous, replay" in out
+    assert "step 0: classes [0, 20) (30% of their images), knows 20" in out
 
 
 def test_cpu_preset_is_the_published_scale_and_its_seeds_vary_the_class_order():

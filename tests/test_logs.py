@@ -71,3 +71,10 @@ def test_errors_are_one_line_each_and_bars_follow_one_switch(tmp_path, capsys):
         for _ in logs.progress_bar(range(2), desc="inner"):
             pass
     assert capsys.readouterr().err == ""
+
+
+def test_a_step_of_one_epoch_says_epoch():
+    from benchbackcompat.engine.cell import step_summary
+
+    assert step_summary([{"loss": 2.0, "lr": 0.1}]) == "1 epoch, loss 2 -> 2, lr 0.1 -> 0.1"
+    assert step_summary([{"loss": 2.0, "lr": 0.1}] * 2).startswith("2 epochs, ")

@@ -156,3 +156,6 @@ def test_leaderboard_shows_the_selected_setting_apart_from_the_same_setting_run_
     assert "grid cost 20 s" in text
     grid = [line for line in text.splitlines() if line.startswith("| 0.1") or line.startswith("| 1.0")]
     assert [line.rstrip(" |").endswith("←") for line in grid] == [True, False]
+    terminal = leaderboard_tables(records + chosen + validation, grids=True, plain=True)  # the same, in plain text
+    assert "weight=0.1 of 2 settings, rule hbct" in terminal and "validation p_com 0.250, p_up 0.000" in terminal
+    assert "\\" not in terminal and "**" not in terminal and "[^" not in terminal

@@ -170,6 +170,27 @@ def test_status_lists_finished_partial_failed_and_pending_cells(tmp_path, capsys
     assert "failed" in lines["s/m/seed2"] and "pending" in lines["s/m/seed3"]
 
 
+def test_status_prints_its_summary_first_caps_the_list_and_filters(tmp_path, capsys, monkeypatch):
+    import benchbackcompat.cli as cli
+
+    store = ResultStore(tmp_path)
+    for scenario in ("s", "t"):
+        for method in ("a", "b"):
+            for seed in range(3):
+                store.write_cell_entry(f"{scenario}{method}{seed}".ljust(16, "0"), {"label": f"{scenario}/{method}/seed{seed}"})
+    monkeypatch.setattr(cli, "STATUS_ROWS", 5)
+    assert main(["status", "--results", str(tmp_path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "12 cells: 12 pending"  # the summary first
+    assert sum("/seed" in line for line in lines) == 5 and lines[-1] == "(7 more cells: --all lists every cell)"
+    assert main(["status", "--results", str(tmp_path), "--all"]) == 0
+    assert sum("/seed" in line for line in capsys.readouterr().out.splitlines()) == 12
+    assert main(["status", "--results", str(tmp_path), "--scenario", "t", "--methods", "b"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("3 cells of scenario t, method b: 3 pending\n")
+    assert {line.split("|")[2].strip() for line in out.splitlines() if "/seed" in line} == {f"t/b/seed{i}" for i in range(3)}
+
+
 def test_status_prices_the_cells_left_at_their_scenarios_mean_recorded_time():
     from benchbackcompat.results.status import cost_by_scenario
 

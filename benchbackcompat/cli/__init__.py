@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from benchbackcompat.report.provenance import Verification
 
 LISTABLE = ("methods", "scenarios", "datasets", "backbones", "presets")
+STATUS_ROWS = 40  # cells `status` lists without --all
 WIDTH = 120  # the terminal width the table after `run` fits without --wide
 RUN_EXAMPLES = """examples:
   benchbackcompat run --scenario ext-class --methods l2,hoc            quick preset, seed 0, results in ./results
@@ -69,17 +70,28 @@ def _pairs(option: str) -> Any:
     return parse
 
 
+def _logging_options(parser: argparse.ArgumentParser, defaults: dict[str, Any]) -> None:
+    parser.add_argument("-v", "--verbose", action="count", default=defaults["verbose"], help="more log lines (debug)")
+    parser.add_argument("-q", "--quiet", action="store_true", default=defaults["quiet"], help="warnings and errors only")
+    parser.add_argument("--log-file", type=Path, default=defaults["log_file"],
+                        help="also write the log to this file (with time stamps)")
+    parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=defaults["progress"],
+                        help="progress bars (default: only when stderr is a terminal)")
+
+
+def _filters(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--scenario", default="", metavar="NAME[,NAME]", help="only these scenarios (comma-separated)")
+    command.add_argument("--methods", default="", metavar="NAME[,NAME]", help="only these methods (comma-separated)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     from benchbackcompat.version import __version__
 
     parser = Parser(prog="benchbackcompat", description=__doc__)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    logging_options = Parser(add_help=False)
-    logging_options.add_argument("-v", "--verbose", action="count", default=0, help="more log lines (debug)")
-    logging_options.add_argument("-q", "--quiet", action="store_true", help="warnings and errors only")
-    logging_options.add_argument("--log-file", type=Path, help="also write the log to this file (with time stamps)")
-    logging_options.add_argument("--progress", action=argparse.BooleanOptionalAction,
-                                 help="progress bars (default: only when stderr is a terminal)")
+    _logging_options(parser, {"verbose": 0, "quiet": False, "log_file": None, "progress": None})
+    logging_options = Parser(add_help=False)  # after the command too; given there, they win
+    _logging_options(logging_options, dict.fromkeys(("verbose", "quiet", "log_file", "progress"), argparse.SUPPRESS))
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     sub.add_parser = functools.partial(sub.add_parser, parents=[logging_options])  # every command takes them
 
@@ -103,6 +115,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     status = sub.add_parser("status", help="list finished, partial, pending, failed and stale cells of a results directory")
     status.add_argument("--results", type=Path, default=Path("results"), help="results directory (default ./results)")
+    _filters(status)
+    status.add_argument("--all", action="store_true", help=f"list every cell (default: the first {STATUS_ROWS}, those "
+                                                           "that need a run first)")
 
     show = sub.add_parser("show", help="print a cell's compatibility matrix and metrics")
     show.add_argument("cell", nargs="?", help="cell key (a prefix is enough) or label scenario/method/seedN; omit to list cells")
@@ -113,6 +128,7 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("b", type=Path, help="results directory B")
     compare.add_argument("--statistics", default="AC,AA,ACA,old_self,self,cross,p_com,p_up",
                          help="comma-separated statistics to compare (default: %(default)s)")
+    _filters(compare)
 
     export = sub.add_parser("export", help="results as a table file (.csv or .parquet) plus a table of matrix entries")
     export.add_argument("out", type=Path, help="file to write, e.g. results.parquet (the matrix entries go to NAME-matrix.parquet)")
@@ -122,7 +138,8 @@ def build_parser() -> argparse.ArgumentParser:
     board.add_argument("--results", type=Path, action="append",
                        help="results directory (repeatable, merged; on a duplicate cell the first listed wins; default ./results); "
                             "its calibration/*.json (benchbackcompat calibrate --summary) go into the claims report")
-    board.add_argument("--out", type=Path, help="write the leaderboard folder (Markdown pages, figures, CSV, JSON) instead of printing")
+    board.add_argument("--out", type=Path, help="write the leaderboard folder (Markdown pages, figures, CSV, JSON) instead of "
+                                                "printing (plain text to a terminal, Markdown when redirected)")
     board.add_argument("--grids", action="store_true", help="also print the whole grid of every method whose hyperparameters were selected")
     board.add_argument("--verified-only", action="store_true",
                        help="with --out, publish only the cells that this commit's code would compute again and that a "
@@ -308,25 +325,38 @@ def print_dry_run(plan) -> None:
 
 
 def terminal_tables(records, wide: bool = False) -> str:
-    """The leaderboard after a run: every column with ``wide``, else the primary statistics of the first metric
-    (the kind's ranking: primary and tie-breaker, or the primary alone where both do not fit ``WIDTH``)."""
+    """The leaderboard after a run, as plain text: every column with ``wide``, else the primary statistics of the
+    first metric (the kind's ranking: primary and tie-breaker, or the primary alone where both do not fit
+    ``WIDTH``), and where some row's P_com is not shown, the cross- and self-tests it would have divided."""
     from dataclasses import replace
 
     from benchbackcompat.report.aggregate import build_tables
     from benchbackcompat.report.markdown import widest_line
-    from benchbackcompat.report.tables import ranking_columns, tables_markdown
+    from benchbackcompat.report.tables import ranking_columns, table_markdown, tables_markdown
 
     tables = build_tables(records)
     if wide:
-        return tables_markdown(tables)
+        return tables_markdown(tables, plain=True)
     text = ""
     for keep in (2, 1):
-        narrow = [replace(t, columns=ranking_columns(t, keep)) for t in tables]
-        text = tables_markdown(narrow)
+        narrow = [replace(t, columns=_with_gated_terms(t, ranking_columns(t, keep))) for t in tables]
+        text = tables_markdown(narrow, plain=True, views=lambda t, notes: table_markdown(t, notes, t.columns))
         if widest_line(text) <= WIDTH:
             break
     hidden = sum(len(t.columns) for t in tables) - sum(len(t.columns) for t in narrow)
-    return text + (f"\n\n({hidden} more columns: run again with --wide, or `benchbackcompat leaderboard`)" if hidden else "")
+    return text + (f"\n\n({hidden} more columns: run again with --wide, or run benchbackcompat leaderboard)" if hidden else "")
+
+
+def _with_gated_terms(table, columns: list) -> list:
+    """``columns`` and, where a row's P_com is not shown (the update it divides by is too small), the terms of
+    P_com = (cross − old self) / (ref self − old self) of the same metric: cross, old self and ref self."""
+    from benchbackcompat.report.aggregate import Missing
+
+    gated = [c for c in columns if c.statistic.key == "p_com" and any(
+        isinstance(cell := row.cells.get(c.id), Missing) and cell.text == "–" for row in table.rows)]
+    terms = [c for metric in dict.fromkeys(c.metric for c in gated) for key in ("cross", "old_self", "reference_self")
+             for c in table.columns if c.metric == metric and c.statistic.key == key]
+    return columns + [c for c in terms if c not in columns]
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -412,14 +442,16 @@ def cmd_describe(args: argparse.Namespace) -> int:
 def cmd_status(args: argparse.Namespace) -> int:
     from benchbackcompat.results.status import render_status
 
-    print(render_status(args.results))
+    from benchbackcompat.execution.request import split_list
+
+    print(render_status(args.results, scenarios=tuple(split_list(args.scenario)),
+                        methods=tuple(split_list(args.methods)), limit=None if args.all else STATUS_ROWS))
     return 0
 
 
 def cmd_show(args: argparse.Namespace) -> int:
     from tabulate import tabulate
 
-    from benchbackcompat.config import config_hash
     from benchbackcompat.store import ResultStore
     from benchbackcompat.record import FinishedRecord
     from benchbackcompat.results.flips import flip_lines
@@ -430,8 +462,9 @@ def cmd_show(args: argparse.Namespace) -> int:
     records = list(store.records())
     saved = {key: ", ".join(map(str, steps)) for key, steps in store.partial_cells().items()}
     partial = {key: (store.cell_entry(key) or {}).get("label", "(label not recorded)") for key in saved}
+    variant = _variants(records)
     if not args.cell:
-        rows = [[r.key, r.label, f"config {config_hash(r.config)[:8]}", r.status] for r in records]
+        rows = [[r.key, r.label, variant[r.key], _record_state(r)] for r in records]
         rows += [[key, label, "", f"partial (steps {saved[key]} saved)"] for key, label in partial.items()]
         print(tabulate(rows, headers=["key", "cell", "variant", "status"], tablefmt="github") if rows
               else f"no results in {args.results}")
@@ -445,18 +478,19 @@ def cmd_show(args: argparse.Namespace) -> int:
     states = {r.key: _record_state(r) for r in found}
     current = sorted((r for r in found if states[r.key] == r.status), key=lambda r: r.computed_at or "")
     if not found or (len(found) + len(pending) > 1 and (len({r.label for r in found}) > 1 or not current)):
-        rows = [[r.key, r.label, f"config {config_hash(r.config)[:8]}", states[r.key]] for r in found]
+        rows = [[r.key, r.label, variant[r.key], states[r.key]] for r in found]
         rows += [[key, partial[key], "", f"partial (steps {saved[key]} saved)"] for key in pending]
         listing = "\n" + tabulate(rows, headers=["key", "cell", "variant", "state"], tablefmt="github") if rows else ""
         raise BenchError(f"{len(rows)} cells match {args.cell!r} in {args.results}; give a longer key or a label "
                          f"(`benchbackcompat show --results {args.results}` lists them){listing}")
     record = current[-1] if current else found[0]
     others = [r for r in found if r is not record]
-    print(f"{record.label}  key {record.key}  config {config_hash(record.config)[:8]}  status {states[record.key]}  "
+    print(f"{record.label}  key {record.key}  variant {variant[record.key]}  status {states[record.key]}  "
           f"device {record.device or 'unknown'}")
     if others:
         print(f"({len(others)} other records of this label: " + ", ".join(
-            f"{r.key} {states[r.key]}" for r in others) + "; the newest current one is shown)")
+            f"{r.key} {variant[r.key]} {states[r.key]}" for r in others) + "; shown: the newest current one, "
+            f"variant {variant[record.key]})")
     if not isinstance(record, FinishedRecord):
         print(record.reason)
         return 0
@@ -473,6 +507,14 @@ def cmd_show(args: argparse.Namespace) -> int:
     print("\ntraining curves (per step: first -> last epoch, minimum)")
     print(curve_summary(store.curves(record.key)))
     return 0
+
+
+def _variants(records: list) -> dict[str, str]:
+    """Each record's variant as ``load_results`` and the leaderboard name it ("-" for the only configuration of
+    its scenario and method), with its configuration hash: ``train.epochs=3 (config 1a2b3c4d)``."""
+    from benchbackcompat.report.aggregate import configuration_labels
+
+    return {r.key: f"{label or '-'} (config {digest[:8]})" for r, (label, digest) in zip(records, configuration_labels(records))}
 
 
 @functools.cache
@@ -497,7 +539,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from benchbackcompat.results.compare import compare_results, render
     from benchbackcompat.execution.request import split_list
 
-    table, notes = compare_results(args.a, args.b, tuple(split_list(args.statistics)))
+    table, notes = compare_results(args.a, args.b, tuple(split_list(args.statistics)),
+                                   scenarios=tuple(split_list(args.scenario)), methods=tuple(split_list(args.methods)))
     print(render(table, notes, str(args.a), str(args.b)))
     return 0
 
@@ -543,7 +586,7 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
                                     read_calibrations(roots), installed_methods({r.method for r in merged.records}))
         print(f"wrote {len(written)} files to {args.out} ({args.out / 'README.md'})")
     else:
-        print(leaderboard_tables(merged.records, grids=args.grids))
+        print(leaderboard_tables(merged.records, grids=args.grids, plain=sys.stdout.isatty()))
     if merged.superseded:
         print(f"{len(merged.superseded)} older records of the same cells (other method code, results version or data) "
               "left out; `benchbackcompat status` lists them as stale", file=sys.stderr)

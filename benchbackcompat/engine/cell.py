@@ -432,7 +432,7 @@ def step_summary(history: list[dict[str, float]]) -> str:
     if not history:
         return "the shared standard model"
     first, last = history[0], history[-1]
-    return (f"{len(history)} epochs, loss {first.get('loss', math.nan):.4g} -> {last.get('loss', math.nan):.4g}, "
+    return (f"{len(history)} epoch{'s' if len(history) != 1 else ''}, loss {first.get('loss', math.nan):.4g} -> {last.get('loss', math.nan):.4g}, "
             f"lr {first.get('lr', math.nan):.4g} -> {last.get('lr', math.nan):.4g}")
 
 

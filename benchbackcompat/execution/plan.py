@@ -76,7 +76,8 @@ class Plan:
                          f"protocol {scenario.protocol}, metrics {', '.join(scenario.metrics)}")
             if classes:
                 for step in build_steps(scenario, classes):
-                    lines.append(f"  step {step.index}: classes [{step.classes[0]}, {step.classes[1]}) x{step.data_fraction:g}, "
+                    share = f" ({step.data_fraction:.0%} of their images)" if step.data_fraction < 1 else ""
+                    lines.append(f"  step {step.index}: classes [{step.classes[0]}, {step.classes[1]}){share}, "
                                  f"knows {step.seen_classes}, {step.backbone}, init {step.init}"
                                  + (f" ({step.pretrained.num_classes}-class pretrained)" if step.pretrained else "")
                                  + (", replay" if step.replay else ""))

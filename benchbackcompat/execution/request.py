@@ -60,7 +60,8 @@ class RunRequest(BaseModel):
 
     scenarios: list[str] = option(help="scenarios of the preset (`list scenarios`), comma-separated, or 'all'",
                                   flag="--scenario", metavar="NAME[,NAME]", min_length=1)
-    methods: list[str] = option(help="methods (`list methods`), comma-separated", metavar="NAME[,NAME]", min_length=1)
+    methods: list[str] = option(help="methods (`list methods`), comma-separated, or 'all' (every available method)",
+                                metavar="NAME[,NAME]", min_length=1)
     preset: str = option("quick", "preset name (`list presets`) or a TOML file (default: quick)")
     dataset: str | None = option(None, "override data.name of every scenario (`list datasets`)")
     data_root: Path | None = option(None, "folder holding the dataset files or zips", metavar="DIR")

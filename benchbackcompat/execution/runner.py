@@ -39,6 +39,10 @@ def run(request: RunRequest, link: WorkerLink | None = None) -> RunOutcome:
     """Plan ``request``'s cells (its configuration: defaults < preset < (smoke) < the request's values) and compute
     the unfinished ones (inline, in ``workers`` processes or as executor jobs), then the selected settings of its
     grids; a dry run stops after planning. ``link``: this process is a worker of a larger run."""
+    host = PluginHost()
+    if request.methods == ["all"]:
+        host.load_all()
+        request = request.model_copy(update={"methods": sorted(host.methods())})
     data = {key: value for key, value in (("name", request.dataset), ("root", request.data_root and str(request.data_root)))
             if value}
     config = resolve_run(preset=request.preset, scenarios=request.scenarios, methods=request.methods,
@@ -55,7 +59,6 @@ def run(request: RunRequest, link: WorkerLink | None = None) -> RunOutcome:
         raise BenchError("--cell-timeout runs each cell in a child process: use it without torchrun")
     if not distributed.is_main():
         log.setLevel(max(log.level, logging.WARNING))  # one rank reports the cells
-    host = PluginHost()
     plan = make_plan(config, host)
     plan.rerun = rerun_methods(list(plan.methods), request.force, request.rerun)
     if request.shard:

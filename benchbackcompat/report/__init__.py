@@ -13,10 +13,11 @@ from benchbackcompat.report.aggregate import build_tables
 from benchbackcompat.report.tables import tables_markdown
 
 
-def leaderboard_tables(records: Iterable[CellRecord | dict[str, Any]], grids: bool = False) -> str:
+def leaderboard_tables(records: Iterable[CellRecord | dict[str, Any]], grids: bool = False, plain: bool = False) -> str:
     """One Markdown table per (scenario, dataset, preset, configuration), with footnotes (records in their stored
-    form are parsed first); ``grids``: the whole grid of every method whose hyperparameters were selected."""
-    return tables_markdown(build_tables(records), grids)
+    form are parsed first); ``grids``: the whole grid of every method whose hyperparameters were selected;
+    ``plain``: terminal text instead of Markdown."""
+    return tables_markdown(build_tables(records), grids, plain)
 
 
 __all__ = ["leaderboard_tables"]

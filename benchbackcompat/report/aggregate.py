@@ -358,6 +358,48 @@ def undecidable_update(gain: Stat | None) -> Missing | None:
                    word)
 
 
+def gain_stat(records: list[FinishedRecord], metric: str, replicates: dict[tuple[str, str], np.ndarray]) -> Stat | None:
+    """The update P_com divides by (reference self − old self) over one row's seeds, as the tables' "gain" statistic;
+    ``replicates``: :func:`gain_replicates` of (at least) these records."""
+    values, reps, seeds = [], [], []
+    for record in records:
+        summary = record.metrics.get(metric)
+        if summary is None or summary.reference_self is None or summary.old_self is None:
+            continue
+        values.append(float(summary.reference_self) - float(summary.old_self))
+        reps.append(replicates.get((record.key, metric)))
+        seeds.append(record.seed)
+    if not values:
+        return None
+    return Stat(tuple(values), bootstrap.over_seeds(values, reps, seeds) if all(r is not None for r in reps) else None)
+
+
+def gain_replicates(records: Iterable[FinishedRecord], metrics: Iterable[str]) -> dict[tuple[str, str], np.ndarray]:
+    """(record key, metric) -> bootstrap replicates of reference self − old self for one-update records with both
+    self-tests' outcomes, as :func:`record_replicates` resamples them (the same query weights) but from those two
+    entries only, in one matrix product per query count and seed: cheap enough for every DataFrame."""
+    wanted = set(metrics)
+    pairs: dict[tuple[int, int], list[tuple[tuple[str, str], np.ndarray, np.ndarray]]] = defaultdict(list)
+    for record in records:
+        for metric in wanted & set(record.outcomes):
+            stored = record.outcomes[metric] or {}
+            try:
+                entries = stored.get("C") or []
+                if len(entries) != 2 or entries[0][0] is None or not stored.get("reference_self"):
+                    continue
+                old, new = outcomes.decode(entries[0][0]), outcomes.decode(stored["reference_self"])
+            except (BenchError, KeyError, TypeError, ValueError):
+                continue
+            if len(old) == len(new):
+                pairs[(len(old), int(record.seed))].append(((record.key, metric), old, new))
+    found = {}
+    for (n, seed), members in pairs.items():
+        stacked = np.stack([vector for _, old, new in members for vector in (old, new)])
+        scores = bootstrap.resampled_scores(stacked, bootstrap.query_weights(n, seed))
+        found.update({key: scores[:, 2 * i + 1] - scores[:, 2 * i] for i, (key, _, _) in enumerate(members)})
+    return found
+
+
 def margin(row: Row, metric: str) -> tuple[float, tuple[float, float] | None] | None:
     """A one-update row's compatibility margin, cross − its own old self-test (> 0: compatible): (mean over seeds,
     95% interval of the paired difference, None without replicates); None without both tests."""

@@ -26,6 +26,13 @@ def escape(text: object) -> str:
     return "".join(out).strip()
 
 
+def unmarked(text: str) -> str:
+    """Markdown text as plain text for a terminal: no escapes, entities, bold or code marks (tables keep their
+    pipes)."""
+    text = re.sub(r"\*\*(.+?)\*\*", r"\1", text).replace("`", "")
+    return re.sub(r"\\(.)", r"\1", text).replace("&lt;", "<").replace("&amp;", "&")
+
+
 def slug(text: str) -> str:
     """A file-name-safe form of ``text``; a short hash keeps distinct texts distinct."""
     plain = re.sub(r"[^a-z0-9.]+", "-", text.lower()).strip("-.") or "x"

@@ -4,28 +4,47 @@ the best, "-", "–" or "nan" cells with a footnote saying why."""
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tabulate import tabulate
 
 from benchbackcompat.report.aggregate import MIN_UPDATE_GAIN, Missing, Row, Stat, Table, best_ids
 from benchbackcompat.report.columns import Column, metric_name, ranking
-from benchbackcompat.report.markdown import PAGE_WIDTH, escape, widest_line
+from benchbackcompat.report.markdown import PAGE_WIDTH, escape, unmarked, widest_line
 from benchbackcompat.report.selection import selection_markdown
+
+
+BEST_NOTE = "*: not significantly worse than the best of its column (bold on the published pages)"
 
 
 @dataclass
 class Footnotes:
-    """Numbered footnotes of one page; the same text gets the same number."""
+    """Numbered footnotes of one page; the same text gets the same number. ``plain``: the page is terminal text,
+    not Markdown (no escapes, notes ``[1]`` listed under the tables, the best values marked ``*``, not bold)."""
 
     texts: list[str] = field(default_factory=list)
+    plain: bool = False
+    starred: bool = False  # a plain page marked a best value
 
     def mark(self, text: str) -> str:
         if text not in self.texts:
             self.texts.append(text)
-        return f"[^{self.texts.index(text) + 1}]"
+        number = self.texts.index(text) + 1
+        return f"[{number}]" if self.plain else f"[^{number}]"
+
+    def inline(self, text: object) -> str:
+        """``text`` as one line of the page: escaped Markdown, or plain."""
+        return " ".join(str(text).split()) if self.plain else escape(text)
+
+    def best(self, text: str) -> str:
+        self.starred |= self.plain
+        return f"{text} *" if self.plain else f"**{text}**"
 
     def render(self) -> str:
+        if self.plain:
+            return "Notes:\n" + "\n".join([*(f"[{i}] {self.inline(t)}" for i, t in enumerate(self.texts, 1)),
+                                            *([BEST_NOTE] if self.starred else [])])
         return "\n".join(f"[^{i}]: {escape(text)}" for i, text in enumerate(self.texts, 1))
 
 
@@ -54,32 +73,34 @@ def table_markdown(table: Table, notes: Footnotes, columns: list[Column] | None 
     """``columns`` of ``table`` (default all) with the rank, minutes of compute per cell (``min``) and seeds. A reason shared by a
     whole row (not applicable) is one footnote on its label; undecidable P_com cells share one footnote."""
     columns = table.columns if columns is None else columns
-    headers = ["method", *(["rank"] if ranked else []), *(f"{c.statistic.header} ({escape(c.metric)})" for c in columns),
+    headers = ["method", *(["rank"] if ranked else []), *(f"{c.statistic.header} ({notes.inline(c.metric)})" for c in columns),
                *(["min"] if cost else []), "seeds"]
     best = {c.id: best_ids(table, c) for c in columns}
     rows = []
     for i, row in enumerate(table.rows):
         whole = _row_reason(row)
         flags = [*row.notes, *([row.chance] if row.chance else []), *([whole] if whole else [])]
-        label = escape(row.label) + (" (chance level)" if row.chance else "") + "".join(
+        label = notes.inline(row.label) + (" (chance level)" if row.chance else "") + "".join(
             notes.mark(f"{row.label}: {note}") for note in flags)
         finished = len(row.finished)
         cells = []
         for column in columns:
             cell = row.cells[column.id]
             if isinstance(cell, Missing):
-                shared = UNDECIDED if cell.reason.startswith("P_com not shown") else None
+                shared = (UNDECIDED.replace("in the table of self-tests", "beside it") if notes.plain else UNDECIDED) \
+                    if cell.reason.startswith("P_com not shown") else None
                 mark = "" if whole else notes.mark(shared or f"{row.label}: {cell.reason}")
                 cells.append(cell.text + mark)
             else:
                 text = format_stat(cell, column, finished)
-                cells.append(f"**{text}**" if i in best[column.id] else text)
+                cells.append(notes.best(text) if i in best[column.id] else text)
         minutes = row.minutes
         seeds = str(finished) if finished == len(row.records) else f"{finished} of {len(row.records)}"
         rows.append([label, *([str(row.rank) if row.rank is not None else "-"] if ranked else []), *cells,
                      *([f"{minutes:.1f}" if minutes is not None else "-"] if cost else []), seeds])
     text = tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True)
-    return f"{table.unranked}\n\n{text}" if table.unranked and ranked else text
+    unranked = table.unranked.replace("`", "") if notes.plain else table.unranked
+    return f"{unranked}\n\n{text}" if unranked and ranked else text
 
 
 def headline_columns(table: Table) -> list[Column]:
@@ -124,17 +145,20 @@ def views_markdown(table: Table, notes: Footnotes, fold: bool = False) -> str:
     for title, columns in other_views(table, shown):
         view = table_markdown(table, notes, columns, ranked=False, cost=False)
         parts.append(f"<details><summary>{escape(title)}</summary>\n\n{view}\n\n</details>" if fold
-                     else f"{escape(title[0].upper() + title[1:])}:\n\n{view}")
+                     else f"{notes.inline(title[0].upper() + title[1:])}:\n\n{view}")
     return "\n\n".join(parts)
 
 
-def tables_markdown(tables: list[Table], grids: bool = False) -> str:
+def tables_markdown(tables: list[Table], grids: bool = False, plain: bool = False,
+                    views: Callable[[Table, Footnotes], str] = views_markdown) -> str:
     """Every table with a heading, how grid rows were selected (and with ``grids`` their whole grids) and the
-    footnotes (the terminal summary after a run)."""
-    notes = Footnotes()
-    parts = [f"### {escape(t.title)} · {escape(t.dataset)} · preset {escape(t.preset)}\n\n{views_markdown(t, notes)}"
-             + (f"\n\n{chosen}" if (chosen := selection_markdown(t, grids)) else "")
-             for t in tables]
-    if notes.texts:
+    footnotes; ``plain``: terminal text (:class:`Footnotes`); ``views``: the tables of one scenario table."""
+    notes = Footnotes(plain=plain)
+    parts = []
+    for t in tables:
+        title = f"{notes.inline(t.title)} · {notes.inline(t.dataset)} · preset {notes.inline(t.preset)}"
+        parts.append((f"{title}\n{'=' * len(title)}" if plain else f"### {title}") + f"\n\n{views(t, notes)}"
+                     + (f"\n\n{unmarked(chosen) if plain else chosen}" if (chosen := selection_markdown(t, grids)) else ""))
+    if notes.texts or notes.starred:
         parts.append(notes.render())
     return "\n\n".join(parts)

@@ -4,17 +4,20 @@ configuration hash behind each, and the configuration fields that differ between
 same scenario, variant, method and seed."""
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
+from benchbackcompat.metrics import bootstrap
 from benchbackcompat.results.frames import Paths, read_records, results_frame
-from benchbackcompat.record import CellRecord
-from benchbackcompat.report.aggregate import configuration_labels
+from benchbackcompat.record import CellRecord, FinishedRecord
+from benchbackcompat.report.aggregate import configuration_labels, record_replicates
 
 if TYPE_CHECKING:
     import pandas as pd
 
 DEFAULT_STATISTICS = ("AC", "AA", "ACA", "old_self", "self", "cross", "p_com", "p_up")
 GROUP = ["scenario", "variant", "method", "metric", "statistic"]
+PAIR = ["scenario", "pair", "method", "metric", "statistic"]  # "pair": the variant that pairs A's and B's cells
 
 
 def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
@@ -49,28 +52,81 @@ def method_variants(records: list[CellRecord]) -> list[str]:
 
 
 def _side(records: list[CellRecord], name: str, statistics: tuple[str, ...]) -> pd.DataFrame:
-    """One side's means over seeds, one row per configuration (variant and hash) and statistic."""
+    """One side's means over seeds, one row per configuration (pairing variant and hash) and statistic, with the
+    side's own variant label (the frame's)."""
     frame = results_frame(records)
-    variants = dict(zip((r.key for r in records), method_variants(records)))
-    frame["variant"] = frame["key"].map(variants)
+    frame["pair"] = frame["key"].map(dict(zip((r.key for r in records), method_variants(records))))
     frame = frame[(frame["status"] == "finished") & frame["statistic"].isin(statistics)]
-    grouped = frame.groupby([*GROUP, "config_hash"], sort=True).agg(
-        **{name: ("value", "mean"), f"seeds {name}": ("seed", _seeds)})
+    grouped = frame.groupby([*PAIR, "config_hash"], sort=True).agg(
+        **{name: ("value", "mean"), f"seeds {name}": ("seed", _seeds), f"variant {name}": ("variant", "first")})
     return grouped.reset_index().rename(columns={"config_hash": f"config {name}"})
 
 
-def compare_results(a: Paths, b: Paths, statistics: tuple[str, ...] = DEFAULT_STATISTICS) -> tuple[pd.DataFrame, list[str]]:
+def _samples(records: list[CellRecord], statistics: tuple[str, ...]) -> dict[tuple, bootstrap.SeedSample]:
+    """Per pairing group (``PAIR``): the finished seeds' values with their query-bootstrap replicates (seeds whose
+    record stored no per-query outcomes are left out)."""
+    found: dict[tuple, tuple[list, list, list]] = {}
+    for record, pair in zip(records, method_variants(records)):
+        if not isinstance(record, FinishedRecord):
+            continue
+        replicates = record_replicates(record)
+        for metric, summary in record.metrics.items():
+            for statistic, value in summary.scalars().items():
+                rep = replicates.get(metric, {}).get(statistic)
+                if statistic in statistics and rep is not None and isinstance(value, (int, float)) and math.isfinite(value):
+                    values, reps, seeds = found.setdefault((record.scenario, pair, record.method, metric, statistic),
+                                                           ([], [], []))
+                    values.append(float(value)), reps.append(rep), seeds.append(record.seed)
+    return {group: bootstrap.over_seeds(*sample) for group, sample in found.items()}
+
+
+def _paired_interval(a: bootstrap.SeedSample | None, b: bootstrap.SeedSample | None) -> tuple[float, float, str]:
+    """The 95% interval of B - A paired seed by seed over the seeds both sides hold (``SeedSample.__sub__``; the same
+    seed resamples the same queries), and those seeds; NaN without a common seed."""
+    if a is None or b is None:
+        return math.nan, math.nan, ""
+    difference = b - a
+    if not difference.seeds:
+        return math.nan, math.nan, ""
+    low, high = bootstrap.interval(difference)
+    return low, high, ",".join(map(str, sorted(difference.seeds)))
+
+
+def _filtered(records: list[CellRecord], scenarios: tuple[str, ...], methods: tuple[str, ...]) -> list[CellRecord]:
+    return [r for r in records if (not scenarios or r.scenario in scenarios) and (not methods or r.method in methods)]
+
+
+def compare_results(a: Paths, b: Paths, statistics: tuple[str, ...] = DEFAULT_STATISTICS, *,
+                    scenarios: tuple[str, ...] = (), methods: tuple[str, ...] = ()) -> tuple[pd.DataFrame, list[str]]:
     """The comparison table (one row per scenario, variant, method, metric, statistic present in A or B) and notes
     on the cells: configuration differences, and cells that are in only one set or not finished in one. Each
     side's seeds pool only within one configuration (:func:`method_variants`), and a row pairs A's and B's
-    configurations of the same variant (``config A``/``config B``: their hashes)."""
-    records_a, records_b = read_records(a), read_records(b)
-    table = _side(records_a, "A", statistics).merge(_side(records_b, "B", statistics), on=GROUP, how="outer")
+    configurations of the same variant (``config A``/``config B``: their hashes; ``variant``: the label that
+    ``load_results`` gives each side, "A: ..; B: .." where they differ). ``B - A low``/``high``: the 95% interval
+    of the difference paired over the seeds both hold (``paired seeds``). ``scenarios``/``methods``: only these
+    (empty: all)."""
+    records_a = _filtered(read_records(a), scenarios, methods)
+    records_b = _filtered(read_records(b), scenarios, methods)
+    table = _side(records_a, "A", statistics).merge(_side(records_b, "B", statistics), on=PAIR, how="outer")
     table["B - A"] = table["B"] - table["A"]
+    samples_a, samples_b = _samples(records_a, statistics), _samples(records_b, statistics)
+    intervals = [_paired_interval(samples_a.get(group), samples_b.get(group))
+                 for group in table[PAIR].itertuples(index=False, name=None)]
+    table["B - A low"], table["B - A high"], table["paired seeds"] = (list(column) for column in zip(*intervals)) \
+        if intervals else ([], [], [])
+    table["variant"] = [_label(va, vb) for va, vb in zip(table["variant A"], table["variant B"])]
     order = {s: i for i, s in enumerate(statistics)}
-    table = table.sort_values(GROUP, key=lambda c: c.map(order) if c.name == "statistic" else c)
-    return (table[[*GROUP, "A", "seeds A", "B", "seeds B", "B - A", "config A", "config B"]].reset_index(drop=True),
-            cell_notes(records_a, records_b))
+    table = table.sort_values(PAIR, key=lambda c: c.map(order) if c.name == "statistic" else c)
+    columns = [*GROUP, "A", "seeds A", "B", "seeds B", "B - A", "B - A low", "B - A high", "paired seeds", "config A",
+               "config B"]
+    return table[columns].reset_index(drop=True), cell_notes(records_a, records_b)
+
+
+def _label(a: Any, b: Any) -> str:
+    a, b = (v if isinstance(v, str) else None for v in (a, b))
+    if a is None or b is None or a == b:
+        return a if a is not None else (b or "")
+    return f"A: {a or '-'}; B: {b or '-'}"
 
 
 def cell_notes(records_a: list[CellRecord], records_b: list[CellRecord]) -> list[str]:
@@ -99,12 +155,19 @@ def render(table: pd.DataFrame, notes: list[str], a: str, b: str) -> str:
     from tabulate import tabulate
 
     def text(value: Any) -> str:
-        return value if isinstance(value, str) else "-"
+        return value if isinstance(value, str) and value else "-"
 
-    rows = [[*row[:5], _fmt(row[5]), text(row[6]), _fmt(row[7]), text(row[8]), _fmt(row[9], signed=True),
-             text(row[10]), text(row[11])] for row in table.itertuples(index=False)]
-    text_table = tabulate(rows, headers=list(table.columns), tablefmt="github", disable_numparse=True)
+    def interval(low: float, high: float) -> str:
+        return "-" if low != low else f"[{low:+.2f}, {high:+.2f}]"
+
+    rows = [[row.scenario, row.variant, row.method, row.metric, row.statistic, _fmt(row.A), text(row[6]), _fmt(row.B),
+             text(row[8]), _fmt(row[9], signed=True), interval(row[10], row[11]), text(row[12]), text(row[13]),
+             text(row[14])] for row in table.itertuples(index=False)]
+    headers = [*GROUP, "A", "seeds A", "B", "seeds B", "B - A", "95% CI (paired)", "paired seeds", "config A", "config B"]
+    text_table = tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True)
     out = f"A: {a}\nB: {b}\n" + text_table
+    out += ("\n\nB - A: mean of B's seeds minus mean of A's; its 95% interval pairs the seeds both hold (the same seed "
+            "scores the same queries), over the query bootstrap and the seeds")
     return out + ("\n\ncells:\n" + "\n".join(f"  {note}" for note in notes) if notes else "\n\nevery cell has the same configuration in A and B")
 
 

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 Paths = str | Path | Iterable[str | Path]
 CELL_COLUMNS = ["scenario", "variant", "kind", "method", "seed", "status", "preset", "dataset", "params", "config_hash",
                 "key", "label", "source", "version", "commit", "device"]
-RESULT_COLUMNS = [*CELL_COLUMNS, "metric", "statistic", "value"]
+RESULT_COLUMNS = [*CELL_COLUMNS, "metric", "statistic", "value", "gated"]
 MATRIX_COLUMNS = [*CELL_COLUMNS[:12], "metric", "query_model", "gallery_model", "value"]
 
 
@@ -79,20 +79,50 @@ def results_frame(records: Iterable[CellRecord]) -> pd.DataFrame:
     """One row per cell x retrieval metric x scalar statistic (AC, AA, ACA, self, cross, p_com, ...), then the flip
     rates nfr_cross, pfr_cross, nfr_self, pfr_self (``metrics.flips``, derived from the stored per-query hits; mean over
     the consecutive pairs of a sequence); a cell without metrics (diverged, failed, not applicable) is one row with
-    empty metric, statistic and value."""
+    empty metric, statistic and value.
+
+    ``gated``: why the leaderboard does not show the value ("" where it does). A P_com whose update (reference self
+    − old self, over the seeds of its configuration) is not significantly positive or below the minimum is NaN here
+    as it is "–" there, with the pages' reason."""
     from benchbackcompat.report.aggregate import record_flips
 
+    cells = _cells(records)
+    gates = _p_com_gates(cells)
     rows = []
-    for record, cell in _cells(records):
+    for record, cell in cells:
         metrics = record.metrics if isinstance(record, FinishedRecord) else {}
         if not metrics:
-            rows.append({**cell, "metric": None, "statistic": None, "value": math.nan})
+            rows.append({**cell, "metric": None, "statistic": None, "value": math.nan, "gated": ""})
         for metric, summary in metrics.items():
-            rows += [{**cell, "metric": metric, "statistic": name, "value": _number(value)}
+            gate = gates.get((record.dataset, record.preset, cell["config_hash"], metric), "")
+            rows += [{**cell, "metric": metric, "statistic": name,
+                      "value": math.nan if gate and name == "p_com" else _number(value),
+                      "gated": gate if name == "p_com" else ""}
                      for name, value in summary.scalars().items()]
-            rows += [{**cell, "metric": metric, "statistic": name, "value": value}
+            rows += [{**cell, "metric": metric, "statistic": name, "value": value, "gated": ""}
                      for name, value in record_flips(record, metric).items()]
     return _pandas().DataFrame(rows, columns=RESULT_COLUMNS)
+
+
+def _p_com_gates(cells: list[tuple[CellRecord, dict[str, Any]]]) -> dict[tuple, str]:
+    """(dataset, preset, configuration hash, metric) -> why the leaderboard does not show that configuration's P_com
+    (``report.aggregate.undecidable_update``, over the seeds of the configuration, as a row of the tables)."""
+    from benchbackcompat.report.aggregate import gain_replicates, gain_stat, undecidable_update
+
+    groups: dict[tuple, list[FinishedRecord]] = {}
+    for record, cell in cells:
+        if isinstance(record, FinishedRecord):
+            groups.setdefault((record.dataset, record.preset, cell["config_hash"]), []).append(record)
+    gated = {(group, metric) for group, members in groups.items()
+             for metric in (m for r in members for m, s in r.metrics.items() if "p_com" in s.scalars())}
+    members = {id(r): r for group, _ in gated for r in groups[group]}.values()
+    replicates = gain_replicates(members, {metric for _, metric in gated})
+    gates = {}
+    for group, metric in gated:
+        gate = undecidable_update(gain_stat(groups[group], metric, replicates))
+        if gate is not None:
+            gates[(*group, metric)] = gate.reason
+    return gates
 
 
 def matrix_frame(records: Iterable[CellRecord]) -> pd.DataFrame:

@@ -7,8 +7,9 @@ partial    no record yet, some steps saved (an interrupted run resumes after the
 failed     no record, a traceback (a run retries it)
 pending    queued by a run (``cell.json``) and nothing computed yet
 
-Below the table, the time the finished cells recorded, per scenario, and what the cells left would
-take at that scenario's mean (the cost of a grid, measured on the machine that ran it).
+First the number of cells per state, then the time the finished cells recorded, per scenario, and what the
+cells left would take at that scenario's mean (the cost of a grid, measured on the machine that ran it), then
+the cells, those a run would compute first.
 """
 from __future__ import annotations
 
@@ -95,16 +96,36 @@ def staleness(record: CellRecord, current: dict[str, Any], host: PluginHost) -> 
     return ""
 
 
-def render_status(results: Path) -> str:
+ATTENTION = ("failed", "stale", "partial", "pending", "diverged")  # listed first: what a run would do next
+
+
+def render_status(results: Path, *, scenarios: tuple[str, ...] = (), methods: tuple[str, ...] = (),
+                  limit: int | None = None) -> str:
+    """The summary (cells per state), the compute per scenario, then the cells (those in ``ATTENTION`` first, at
+    most ``limit`` of them; None: all); ``scenarios``/``methods``: only those cells (empty: all)."""
     from tabulate import tabulate
 
     if not (results / "cells").is_dir():
         raise BenchError(f"no results in {results}; pass the results directory of a run with --results DIR")
-    rows = cell_states(results)
+    rows = [row for row in cell_states(results) if _selected(row["cell"], scenarios, methods)]
     counts = Counter(row["state"] for row in rows)
-    table = tabulate([[row["key"], row["cell"], row["state"], row["detail"]] for row in rows],
-                     headers=["key", "cell", "state", "detail"], tablefmt="github")
+    chosen = " of " + ", ".join(f"{name} {'/'.join(values)}" for name, values in (("scenario", scenarios),
+                                                                                  ("method", methods)) if values)
+    summary = (f"{len(rows)} cells{chosen if scenarios or methods else ''}: "
+               + (", ".join(f"{n} {state}" for state, n in sorted(counts.items())) or "none"))
     cost = tabulate(cost_by_scenario(rows), tablefmt="github", headers=[
         "scenario", "cells timed", "hours", "minutes per cell", "cells left", "hours left (at that mean)"])
-    return (f"{table}\n{len(rows)} cells: " + ", ".join(f"{n} {state}" for state, n in sorted(counts.items()))
-            + "\n\nCompute recorded by the finished cells (training, shared models where trained, evaluation):\n" + cost)
+    ordered = sorted(rows, key=lambda row: row["state"] not in ATTENTION)
+    shown = ordered if limit is None else ordered[:limit]
+    table = tabulate([[row["key"], row["cell"], row["state"], row["detail"]] for row in shown],
+                     headers=["key", "cell", "state", "detail"], tablefmt="github")
+    more = f"\n({len(rows) - len(shown)} more cells: --all lists every cell)" if len(shown) < len(rows) else ""
+    return (f"{summary}\n\nCompute recorded by the finished cells (training, shared models where trained, "
+            f"evaluation):\n{cost}\n\n{table}{more}")
+
+
+def _selected(label: str, scenarios: tuple[str, ...], methods: tuple[str, ...]) -> bool:
+    """Whether a cell label (scenario/method/seedN) is among ``scenarios`` and ``methods`` (empty: any)."""
+    parts = label.split("/")
+    return ((not scenarios or parts[0] in scenarios)
+            and (not methods or (len(parts) > 1 and parts[1] in methods)))
