@@ -6,7 +6,8 @@ import inspect
 from pathlib import Path
 
 import benchbackcompat
-from benchbackcompat.cli import build_parser, run_request
+from benchbackcompat.cli import build_parser
+from benchbackcompat.cli.run import run_request
 from benchbackcompat.execution.request import RunRequest
 
 DISPLAY_ONLY = {"wide"}  # `run` options that only choose what the terminal shows
