@@ -17,12 +17,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-import pluggy
-
-__version__ = "0.1.0"
-
-hookimpl = pluggy.HookimplMarker("benchbackcompat")
-"""Marker for plugin hook implementations: ``@benchbackcompat.hookimpl``."""
+from benchbackcompat.hookspecs import hookimpl
+from benchbackcompat.version import __version__
 
 _LAZY = {"run": "benchbackcompat.api", "load_results": "benchbackcompat.results.frames",
          "load_matrix_entries": "benchbackcompat.results.frames", "export_results": "benchbackcompat.results.frames",

@@ -60,24 +60,21 @@ def run(
     """``benchbackcompat run`` from Python; returns :func:`load_results` of the cells of this run (failed cells
     are rows with their status; a dry run returns no rows).
 
-    ``scenarios`` and ``methods`` are names (a list, or one comma-separated string); ``seeds`` a list, one seed
-    or a range such as ``"0-2"``; ``overrides`` maps dotted keys to values as ``--set`` does
-    (``{"train.epochs": 2, "methods.l2.weight": 3}``); ``grids`` maps ``methods.NAME.KEY`` to the values to
-    search (``methods.NAME``: ``"default"``). The other keywords are those of ``benchbackcompat run --help``;
-    ``verbose``/``quiet``/``log_file``/``progress`` set up the log as on the command line. Bad input raises
-    :class:`~benchbackcompat.errors.BenchError` with one line."""
+    The keywords are :class:`RunRequest`'s fields, each one option of ``benchbackcompat run`` with the same help
+    (``RunRequest.model_fields[name].description``); None leaves a field at its default. ``scenarios`` and
+    ``methods`` are names (a list, or one comma-separated string); ``seeds`` a list, one seed or a range such as
+    ``"0-2"``; ``overrides`` maps dotted keys to values as ``--set`` does (``{"train.epochs": 2,
+    "methods.l2.weight": 3}``); ``grids`` maps ``methods.NAME.KEY`` to the values to search (``methods.NAME``:
+    ``"default"``). ``verbose``/``quiet``/``log_file``/``progress`` set up the log as on the command line. Bad input
+    raises :class:`~benchbackcompat.errors.BenchError` with one line."""
     from benchbackcompat.runtime import logs
     from benchbackcompat.config import validate_model
     from benchbackcompat.execution.runner import run as run_request
 
-    request = validate_model(RunRequest, {
-        "scenarios": scenarios, "methods": methods, "preset": preset, "seeds": seeds, "dataset": dataset,
-        "data_root": data_root, "out": out, "device": device, "overrides": dict(overrides or {}),
-        "grids": dict(grids or {}), "smoke": smoke, "force": force, "rerun": rerun, "share_models": share_models,
-        "channels_last": channels_last, "compile": compile, "lock_timeout": lock_timeout, "cell_timeout": cell_timeout,
-        "dry_run": dry_run, "shard": shard, "executor": executor, "jobs": jobs, "workers": workers,
-        "executor_params": dict(executor_params or {}),
-    }, "benchbackcompat.run")
+    given = locals()
+    fields = {name: dict(value) if isinstance(value, Mapping) else value
+              for name in RunRequest.model_fields if (value := given[name]) is not None}
+    request = validate_model(RunRequest, fields, "benchbackcompat.run")
     logs.configure(-1 if quiet else verbose, Path(log_file) if log_file else None, progress)
     return results_frame(run_request(request).records)
 

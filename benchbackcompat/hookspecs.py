@@ -27,6 +27,8 @@ HOOKS_SINCE: dict[str, int] = {
     "bbc_on_cell_finished": 1,
 }
 hookspec = pluggy.HookspecMarker("benchbackcompat")
+hookimpl = pluggy.HookimplMarker("benchbackcompat")
+"""Marker for plugin hook implementations: ``@benchbackcompat.hookimpl``."""
 
 
 @hookspec

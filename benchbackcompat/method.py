@@ -24,7 +24,8 @@ from benchbackcompat.models.network import Network, build_network
 from benchbackcompat.runtime.seeds import derive_seed
 
 if TYPE_CHECKING:
-    from benchbackcompat.config import ScenarioBase, TrainConfig, Trait
+    from benchbackcompat.config import TrainConfig, Trait
+    from benchbackcompat.scenarios.kinds import ScenarioBase
     from benchbackcompat.data.arrays import ImageArrays
     from benchbackcompat.scenarios.steps import Step
 

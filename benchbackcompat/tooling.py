@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from benchbackcompat.engine.cell import PRETRAIN_SEED, CellRunner, SharedModel, is_standard, shared_models
+from benchbackcompat.engine.cell import CellRunner
+from benchbackcompat.engine.shared import PRETRAIN_SEED, SharedModel, is_standard, shared_models
 from benchbackcompat.engine.device import autocast, resolve_device
 from benchbackcompat.engine.evaluate import compatibility_matrices, extract_features
 from benchbackcompat.engine.features import FeatureBank, ModelFeatures

@@ -34,7 +34,8 @@ import torch
 from tabulate import tabulate
 
 from benchbackcompat import BenchError
-from benchbackcompat.config import MultiStep, config_hash
+from benchbackcompat.config import config_hash
+from benchbackcompat.scenarios import MultiStep
 from benchbackcompat.data import ImageArrays
 from benchbackcompat.method import StandardMethod, StepContext
 from benchbackcompat.tooling import (

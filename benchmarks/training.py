@@ -34,7 +34,7 @@ from tabulate import tabulate
 from torch.utils.data import DataLoader, Dataset
 from torchvision import transforms
 
-from benchbackcompat.config import CL2R
+from benchbackcompat.scenarios import CL2R
 from benchbackcompat.data import ImageArrays
 from benchbackcompat.method import Batch, StepContext, frozen_copy
 from benchbackcompat.tooling import Acceleration, build_steps, create_method, make_optimizer, train_model

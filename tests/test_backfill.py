@@ -8,7 +8,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from benchbackcompat.config import BackfillConfig, ExtClass, MultiStep
+from benchbackcompat.config import BackfillConfig
+from benchbackcompat.scenarios.kinds import ExtClass, MultiStep
 from benchbackcompat.data.arrays import ImageArrays
 from benchbackcompat.engine.backfill import backfill_curves, refresh_orders
 from benchbackcompat.engine.evaluate import compatibility_matrices

@@ -18,7 +18,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from benchbackcompat.cli import main
-from benchbackcompat.config import SCENARIO_KINDS, NamedScenario, validate_model
+from benchbackcompat.config import validate_model
+from benchbackcompat.scenarios.kinds import SCENARIO_KINDS, NamedScenario
 from benchbackcompat.data.registry import DatasetRequest, load_dataset
 from benchbackcompat.data.sources import check_member
 from benchbackcompat.store.checkpoint import checksum_path, load_checkpoint, save_checkpoint

@@ -11,6 +11,7 @@ import pytest
 from benchbackcompat.results.calibrate import CalibrationOptions, calibrate, paired, self_tests
 from benchbackcompat.cli import main
 from benchbackcompat.errors import BenchError
+from benchbackcompat.execution.request import RunRequest
 from benchbackcompat.metrics import outcomes
 from benchbackcompat.record import FinishedRecord, parse_record
 from benchbackcompat.report.calibration import read_calibrations
@@ -39,29 +40,32 @@ def single_update(seed: int, old_hits: int, reference_hits: int, epochs: int) ->
 
 
 class Runner:
-    """Records the argument lists it was given; the longer run's old models answer ``gain`` more queries."""
+    """Records the requests it was given; the longer run's old models answer ``gain`` more queries."""
 
     def __init__(self, gain: int) -> None:
-        self.calls: list[list[str]] = []
+        self.calls: list[RunRequest] = []
         self.gain = gain
 
-    def __call__(self, argv: list[str]):
-        self.calls.append(argv)
-        longer = "train.epochs=135" in argv
+    def __call__(self, request: RunRequest):
+        self.calls.append(request)
+        longer = request.overrides.get("train.epochs") == 135
         return [parse_record(single_update(seed, 700 + (self.gain if longer else 0), 900, 135 if longer else 90))
                 for seed in (0, 1, 2)]
 
 
 def test_the_longer_run_multiplies_epochs_and_step_floor_and_the_changes_decide(tmp_path):
     options = CalibrationOptions(preset="cpu", seeds="0,1,2", out=tmp_path, summary=tmp_path / "calibration" / "s.json",
-                                 run_args=("--set", "data.test_per_class=100"))
+                                 run_args=("--set", "data.test_per_class=100"),
+                                 request=RunRequest(scenarios="ext-class", methods="independent", preset="cpu",
+                                                    seeds="0,1,2", overrides={"data.test_per_class": 100}))
     runner = Runner(gain=5)  # +0.5 points at every seed: its 3-seed t-interval lies inside ±2
     result = calibrate(options, runner)
     base, longer = runner.calls
-    assert base[base.index("--out") + 1] == str(tmp_path / "base")
-    assert longer[longer.index("--out") + 1] == str(tmp_path / "longer")
-    assert longer[-6:] == ["--set", "data.test_per_class=100", "--set", "train.epochs=135",
-                           "--set", "train.min_steps=6000"]  # 90 x 1.5, 4,000 x 1.5
+    assert base.out == tmp_path / "base" and base.overrides == {"data.test_per_class": 100}
+    assert longer.out == tmp_path / "longer"
+    assert longer.overrides == {"data.test_per_class": 100, "train.epochs": 135,
+                                "train.min_steps": 6000}  # 90 x 1.5, 4,000 x 1.5
+    assert (base.preset, base.scenarios, base.methods, base.seeds) == ("cpu", ["ext-class"], ["independent"], [0, 1, 2])
     assert result.verdict == "calibrated" and result.text.endswith(f"wrote {options.summary}")
     (summary,) = read_calibrations([tmp_path])
     assert summary.epochs == (90, 135) and summary.min_steps == (4000, 6000)

@@ -153,7 +153,7 @@ def test_smoke_runs_tiny_data_for_one_epoch_and_dry_run_marks_each_cell(tmp_path
 
 
 def test_the_table_after_run_fits_120_columns_unless_wide():
-    from benchbackcompat.cli import WIDTH, terminal_tables
+    from benchbackcompat.cli.run import WIDTH, terminal_tables
 
     def record(method: str, seed: int) -> dict:
         C = [[40.0 + seed, None], [30.0 + seed, 50.0]]
@@ -194,7 +194,7 @@ def test_methods_all_plans_every_available_method(tmp_path):
 
 
 def test_the_terminal_table_is_plain_text_and_shows_the_terms_of_a_p_com_it_does_not_show(monkeypatch, capsys, tmp_path):
-    from benchbackcompat.cli import terminal_tables
+    from benchbackcompat.cli.run import terminal_tables
 
     def record(method: str, old: float, cross: float, reference: float) -> dict:
         return {"key": method.ljust(16, "0"), "label": f"ext-class/{method}/seed0", "scenario": "ext-class",

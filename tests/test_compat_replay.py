@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from benchbackcompat.cli import main
-from benchbackcompat.config import MultiStep
+from benchbackcompat.scenarios.kinds import MultiStep
 from benchbackcompat.scenarios.steps import build_steps
 from benchbackcompat.store import ResultStore
 

@@ -14,7 +14,7 @@ import pytest
 import torch.nn.functional as F
 from pydantic import BaseModel
 
-from benchbackcompat.config import SCENARIO_KINDS
+from benchbackcompat.scenarios.kinds import SCENARIO_KINDS
 from benchbackcompat.errors import BenchError
 from benchbackcompat.method import Method, MethodParams
 from benchbackcompat.testing import Conformance, ConformanceError, check_method, installed_methods

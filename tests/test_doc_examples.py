@@ -21,7 +21,8 @@ import pytest
 import torch
 
 import benchbackcompat
-from benchbackcompat.cli import build_parser, run_request
+from benchbackcompat.cli import build_parser
+from benchbackcompat.cli.run import run_request
 from benchbackcompat.cli.scaffold import create_plugin
 
 ROOT = Path(__file__).resolve().parents[1]

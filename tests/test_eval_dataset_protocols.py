@@ -7,7 +7,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from benchbackcompat.config import CL2R, MultiStep
+from benchbackcompat.scenarios.kinds import CL2R, MultiStep
 from benchbackcompat.data.arrays import DatasetBundle, ImageArrays
 from benchbackcompat.engine.evaluate import evaluate_matrices, model_features
 from benchbackcompat.engine.features import ModelFeatures

@@ -11,7 +11,7 @@ import torch.nn.functional as F
 from bbc_baselines.l2 import L2
 from bbc_compat.ift import IncrementalFineTuning
 from bbc_compat.lce import LCE
-from bbc_hyperbolic.hot_refresh import HotRefresh
+from bbc_compat.hot_refresh import HotRefresh
 from bbc_outputs.lsp import LSP
 from bbc_outputs.psp import PSP
 from bbc_baselines.independent import Independent
@@ -19,7 +19,8 @@ from bbc_stationary.etf_ce import ETFCrossEntropy
 from bbc_stationary.etf_dr import ETFDotRegression
 from bbc_stationary.hoc import DSimplexHOC, HocParams
 from bbc_stationary.hoc_euclidean import EuclideanHOC
-from benchbackcompat.config import CL2R, IAMCL2R, ExtClass, ModelZoo, MultiStep, TrainConfig
+from benchbackcompat.config import TrainConfig
+from benchbackcompat.scenarios.kinds import CL2R, IAMCL2R, ExtClass, ModelZoo, MultiStep
 from benchbackcompat.data.arrays import ImageArrays
 from benchbackcompat.method import Batch, StepContext
 from benchbackcompat.models.heads import dsimplex, dsimplex_frobenius

@@ -82,7 +82,7 @@ def test_method_page_rows_fit_160_characters(rendered):
 
 
 def test_installed_methods_reads_what_the_plugin_declares():
-    from benchbackcompat.cli import installed_methods
+    from benchbackcompat.cli.publish import installed_methods
     from benchbackcompat.report.describe import paper
     from benchbackcompat.execution.plugin_host import PluginHost
 

@@ -11,7 +11,8 @@ import math
 import pytest
 import torch
 
-from benchbackcompat.engine.cell import Cell, CellRunner
+from benchbackcompat.cell import Cell
+from benchbackcompat.engine.cell import CellRunner
 from benchbackcompat.execution.plugin_host import PluginHost
 from benchbackcompat.scenarios.data import load_scenario_data
 from benchbackcompat.store import ResultStore

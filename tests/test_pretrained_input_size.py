@@ -7,7 +7,8 @@ import torch
 
 from bbc_hyperbolic.hbct import HBCT
 from bbc_stationary.hoc import DSimplexHOC
-from benchbackcompat.config import NewArch, TrainConfig
+from benchbackcompat.config import TrainConfig
+from benchbackcompat.scenarios.kinds import NewArch
 from benchbackcompat.data.arrays import ImageArrays
 from benchbackcompat.errors import BenchError
 from benchbackcompat.method import Method, StepContext

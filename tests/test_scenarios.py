@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from benchbackcompat.config import CL2R, IAMCL2R, Both, ExtClass, ExtData, ModelZoo, MultiStep, NewArch
+from benchbackcompat.scenarios.kinds import CL2R, IAMCL2R, Both, ExtClass, ExtData, ModelZoo, MultiStep, NewArch
 from benchbackcompat.errors import BenchError
 from benchbackcompat.scenarios.data import select_memory
 from benchbackcompat.scenarios.steps import build_steps

@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from pydantic import ValidationError
 
 from benchbackcompat.cli import main
-from benchbackcompat.config import MultiStep
+from benchbackcompat.scenarios.kinds import MultiStep
 from benchbackcompat.data.arrays import ImageArrays
 from benchbackcompat.engine.evaluate import chance_level, evaluate_matrices
 from benchbackcompat.engine.features import ModelFeatures

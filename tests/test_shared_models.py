@@ -1,4 +1,4 @@
-"""The engine's list of a cell's shared models (``engine.cell.shared_models``, which benchmarks/grid_cost.py prices)
+"""The engine's list of a cell's shared models (``engine.shared.shared_models``, which benchmarks/grid_cost.py prices)
 is what a run trains or loads: every cell's record names exactly the listed keys, and the store holds exactly the
 models of those keys."""
 from __future__ import annotations
@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from benchbackcompat.cli import main
-from benchbackcompat.engine.cell import shared_models
+from benchbackcompat.engine.shared import shared_models
 from benchbackcompat.execution.plan import assign_fingerprints, make_plan
 from benchbackcompat.execution.plugin_host import PluginHost
 from benchbackcompat.execution.presets import resolve_run

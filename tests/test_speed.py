@@ -102,7 +102,7 @@ def test_a_cpu_record_names_its_threads_and_instruction_set(monkeypatch):
     """fp32 rounds differently under AVX2 and AVX-512 kernels, so the device string says which ran."""
     import torch
 
-    from benchbackcompat.engine.cell import device_name
+    from benchbackcompat.store.provenance import device_name
 
     monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "AVX2")
     threads = torch.get_num_threads()

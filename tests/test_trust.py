@@ -171,7 +171,7 @@ def test_status_lists_finished_partial_failed_and_pending_cells(tmp_path, capsys
 
 
 def test_status_prints_its_summary_first_caps_the_list_and_filters(tmp_path, capsys, monkeypatch):
-    import benchbackcompat.cli as cli
+    import benchbackcompat.cli.stored as cli
 
     store = ResultStore(tmp_path)
     for scenario in ("s", "t"):

@@ -31,7 +31,7 @@ from pydantic import Field
 from torch import Tensor
 
 import benchbackcompat
-from benchbackcompat.config import ScenarioBase
+from benchbackcompat.scenarios import ScenarioBase
 from benchbackcompat.method import Batch, CompatibilityMethod, Method, MethodParams, StepContext
 from benchbackcompat.models.network import Network, NetworkOutput
 

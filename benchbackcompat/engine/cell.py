@@ -1,30 +1,25 @@
 """Runs cells: trains a method through a scenario's steps (resuming finished steps), evaluates, stores the record.
 
-A cell is one (scenario, method, seed, configuration); its key is a hash of the resolved
-configuration (without data paths), the method's code identity, the core's results version and the
-data's content fingerprint (benchbackcompat/identity.py). Models that do not depend on the method (standard old models, the references
-of P_com/P_up, models pretrained elsewhere) are trained once and shared through the store. Trained models (saved steps,
-shared models) are keyed by what training reads: the configuration without its evaluation-only fields and the
-fingerprint of the training images alone, so a larger test set evaluates the models already trained.
+What a cell is and its key: ``benchbackcompat.cell``. Models that do not depend on the method (standard old models,
+the references of P_com/P_up, models pretrained elsewhere) are trained once and shared through the store
+(``engine.shared``). Trained models (saved steps, shared models) are keyed by what training reads: the configuration
+without its evaluation-only fields and the fingerprint of the training images alone, so a larger test set evaluates
+the models already trained.
 """
 from __future__ import annotations
 
 import datetime
 import functools
-import logging
 import math
-import os
-import platform
 import time
 import traceback
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import torch
 
-from benchbackcompat import __version__
-from benchbackcompat.config import NamedScenario, ScenarioBase, config_hash
+from benchbackcompat.cell import Cell, cell_fields, unsupported
+from benchbackcompat.scenarios.kinds import ScenarioBase
 from benchbackcompat.data.arrays import ImageArrays
 from benchbackcompat.engine import distributed
 from benchbackcompat.engine.device import precision
@@ -40,12 +35,13 @@ from benchbackcompat.engine.backfill import backfill_curves
 from benchbackcompat.engine.features import FeatureBank
 from benchbackcompat.engine.indexed import index_matrices
 from benchbackcompat.engine.timing import PhaseTimer
+from benchbackcompat.engine.shared import (PRETRAIN_SEED, SharedModel, is_standard, pretrained_elsewhere,
+                                          reference_models, standard_model)
 from benchbackcompat.engine.train import Acceleration, DivergedError, train_model
 from benchbackcompat.runtime.logs import log
-from benchbackcompat.identity import RESULTS_VERSION, source_hash, source_packages
 from benchbackcompat.runtime.faults import fault_point
 from benchbackcompat.runtime.interrupts import describe, must_propagate
-from benchbackcompat.method import Method, StandardRecipe, StepContext, batches_per_epoch, frozen_copy
+from benchbackcompat.method import Method, StepContext, batches_per_epoch, frozen_copy
 from benchbackcompat.metrics import compatibility as cm
 from benchbackcompat.metrics.summary import summarise
 from benchbackcompat.models.network import Network
@@ -54,112 +50,8 @@ from benchbackcompat.scenarios.data import ScenarioData, select_memory
 from benchbackcompat.scenarios.steps import Step, build_steps
 from benchbackcompat.runtime.seeds import derive_seed, seed_everything
 from benchbackcompat.store import ResultStore
+from benchbackcompat.store.provenance import device_name, versions, worker_name
 from benchbackcompat.record import CellRecord, parse_record
-
-CELL_FORMAT = 2
-log = logging.getLogger("benchbackcompat")
-PRETRAIN_SEED = 0  # models pretrained elsewhere do not depend on the cell's seed
-
-
-@dataclass
-class Cell:
-    scenario: NamedScenario
-    method: str
-    params: dict[str, Any]
-    seed: int
-    preset: str
-    code: dict[str, Any] = field(default_factory=dict)  # the method's code identity (identity.code_identity)
-    data_fingerprint: str | None = None  # set once the scenario's data is loaded
-    training_fingerprint: str | None = None  # its training images' alone (ScenarioData.training_fingerprint)
-    role: Literal["result", "selection"] = "result"  # selection: a grid point scored on the validation split
-    selection: dict[str, Any] | None = None  # how params were chosen (grid, rule, split, seeds): part of the key
-    outcome: dict[str, Any] | None = None  # what the choice saw (validation scores, cost): recorded, not keyed
-    point: str = ""  # the grid point in words (labels only)
-
-    @property
-    def identity(self) -> dict[str, Any]:
-        """What the numbers depend on besides the configuration (stored in the record)."""
-        return {"code": self.code, "results_version": RESULTS_VERSION, "data_sha256": self.data_fingerprint}
-
-    @property
-    def key(self) -> str:
-        return self._key(self.scenario.config, self.data_fingerprint)
-
-    @property
-    def training_key(self) -> str:
-        """What the cell's trained models depend on: its key with the scenario's fields that training never reads at
-        their defaults (``ScenarioBase.as_trained``) and the fingerprint of its training images instead of all its
-        images. Cells with one training key train alike: each loads the steps another has saved, so a larger test
-        set evaluates the models already trained."""
-        return self._key(self.scenario.config.as_trained(), self.training_fingerprint)
-
-    def _key(self, scenario: ScenarioBase, data_sha256: str | None) -> str:
-        if data_sha256 is None:
-            raise RuntimeError(f"cell {self.label}: its key needs the data fingerprint; load the data first")
-        return config_hash({
-            "format": CELL_FORMAT,
-            "scenario": keyed_config(scenario),
-            "method": self.method,
-            "params": self.params,
-            "seed": self.seed,
-            **self.identity,
-            "data_sha256": data_sha256,
-            **({"selection": self.selection} if self.selection is not None else {}),
-        })
-
-    @property
-    def label(self) -> str:
-        point = f"[{'validation ' if self.role == 'selection' else 'selected '}{self.point}]" if self.point else ""
-        return f"{self.scenario.name}/{self.method}{point}/seed{self.seed}"
-
-
-def keyed_config(scenario: ScenarioBase) -> dict[str, Any]:
-    """The scenario configuration as it enters keys: without the data root (a path, not the content;
-    the data fingerprint stands for the content)."""
-    config = scenario.model_dump(mode="json")
-    config["data"].pop("root", None)
-    return config
-
-
-def build_code_hash(method: Method) -> str:
-    """Source hash of the non-core packages behind ``method.build_model`` (its shared models depend on it)."""
-    owner = next(c for c in type(method).__mro__ if "build_model" in vars(c))
-    return source_hash(source_packages(owner, within=Method))
-
-
-def versions(plugin_versions: dict[str, str]) -> dict[str, Any]:
-    import timm
-    import torchvision
-
-    from benchbackcompat.store.provenance import project_commit
-
-    return {
-        "benchbackcompat": __version__,
-        "commit": project_commit(),
-        "python": platform.python_version(),
-        "torch": torch.__version__,
-        "torchvision": torchvision.__version__,
-        "timm": timm.__version__,
-        "plugins": plugin_versions,
-    }
-
-
-def worker_name(pid: int | None = None) -> str:
-    """``host:pid`` of the process that computes a cell (several processes may share a results directory): this
-    one, or process ``pid`` of this host."""
-    return f"{platform.node()}:{os.getpid() if pid is None else pid}"
-
-
-def device_name(device: torch.device) -> str:
-    """The device as records name it. On a CPU: the threads and the vector instruction set torch's kernels use
-    (``torch.backends.cpu.get_cpu_capability``), because fp32 training, though deterministic on one machine,
-    rounds differently with a different thread count or instruction set (AVX2 against AVX-512)."""
-    if device.type == "cuda":
-        return torch.cuda.get_device_name(device)
-    if device.type == "mps":
-        return f"mps ({platform.machine()})"
-    return (f"cpu ({torch.get_num_threads()} threads, {platform.processor() or platform.machine()}, "
-            f"{torch.backends.cpu.get_cpu_capability()})")
 
 
 class CellRunner:
@@ -321,8 +213,8 @@ class CellRunner:
                     ctx.align_to = frozen_copy(source)
                 self.method.initialise(model, source, ctx)
                 history = self.train(self.method, model, ctx, tag=f"step-{step.index}")
-            if step.replay or getattr(self.scenario, "memory_per_class", 0) > 0:
-                per_class = getattr(self.scenario, "memory_per_class", 0)
+            if step.replay or self.scenario.replay_per_class() > 0:
+                per_class = self.scenario.replay_per_class()
                 chosen = select_memory(self.data.train.labels, step.classes, per_class, derive_seed(self.cell.seed, "memory", step.index))
                 memory_index = torch.cat([memory_index, chosen])
             seconds = time.perf_counter() - started - (self.timer.get("shared") - shared_before)  # its own training
@@ -419,7 +311,7 @@ class CellRunner:
         gains = {}
         if reference is not None:
             self.add_update_metrics(metrics, outcomes, *reference)
-        elif getattr(self.scenario, "update_gain", False):
+        elif self.scenario.reports_update_gain():
             gains = {"update_gain": self.update_gains(evaluation.matrices)}
         return {
             "status": "finished",
@@ -544,111 +436,6 @@ def step_summary(history: list[dict[str, float]]) -> str:
             f"lr {first.get('lr', math.nan):.4g} -> {last.get('lr', math.nan):.4g}")
 
 
-def standard_recipe(method: Method) -> StandardRecipe:
-    """Plain cross-entropy training with ``method``'s model, head and retrieval: its shared models."""
-    return StandardRecipe(method)
-
-
-# --- shared models: which a cell trains once for every cell alike (or loads), and their keys -------------------
-@dataclass(frozen=True)
-class SharedModel:
-    """A model that does not depend on the method under test, trained by ``recipe`` for ``step`` and stored under
-    ``key``; its time is recorded under ``label`` (standard-0, pretrained-0, reference-1, upper-2)."""
-
-    label: str
-    recipe: Method
-    step: Step
-    key: str
-
-
-def is_standard(method: Method, step: Step) -> bool:
-    """Whether ``method`` trains ``step`` with its standard recipe, as a shared model (``Method.standard_steps``)."""
-    kind = method.standard_steps
-    return step.init != "pretrained" and (kind == "all" or (kind == "first" and step.index == 0))
-
-
-def reference_recipe(method: Method) -> Method:
-    """The recipe of the independently trained new model of P_com/P_up: the one that trained the
-    method's old model (its standard recipe), or for a method that trains its own old model
-    (``standard_steps = "none"``) ``method.reference()``, which must be its step-0 objective."""
-    if method.standard_steps == "none":
-        return method.reference()
-    return standard_recipe(method)
-
-
-def shared_key(kind: str, recipe: Method, step: Step, train_cfg, scenario: ScenarioBase, data: ScenarioData,
-               **fields: Any) -> str:
-    """A shared model's key: what its training reads (recipe, step, training and model configuration, the training
-    data's configuration and content, not its path), the core's results version and the code behind
-    ``build_model``, plus ``fields`` (seed, ...)."""
-    return config_hash({
-        "kind": kind, "recipe": recipe.model_key(), "step": step.to_dict(),
-        "train": train_cfg.model_dump(mode="json"), "model": scenario.model.model_dump(mode="json"),
-        "data": keyed_config(scenario.as_trained())["data"], "data_sha256": data.training_fingerprint,
-        "results_version": RESULTS_VERSION, "build_code": build_code_hash(getattr(recipe, "code_owner", recipe)),
-        **fields,
-    })
-
-
-def standard_model(method: Method, step: Step, scenario: ScenarioBase, data: ScenarioData, seed: int,
-                   cell_key: str | None = None, recipe: Method | None = None, label: str | None = None) -> SharedModel:
-    """Step ``step`` trained alone with ``recipe`` (default: ``method``'s standard recipe), seed ``seed``; keyed to
-    the cell ``cell_key`` alone when given (sharing off)."""
-    recipe = recipe or standard_recipe(method)
-    key = shared_key("standard", recipe, step, scenario.train_config(step.index), scenario, data,
-                     seed=seed, classes=None, cell=cell_key)
-    return SharedModel(label or f"standard-{step.index}", recipe, step, key)
-
-
-def pretrained_elsewhere(method: Method, step: Step, scenario: ScenarioBase, data: ScenarioData) -> SharedModel:
-    """The model "pretrained elsewhere" that step ``step`` starts from: ``method.reference()`` on the first classes
-    of the pretraining pool, one for every seed (PRETRAIN_SEED) and every cell."""
-    spec, recipe = step.pretrained, method.reference()
-    pretrain_step = Step(spec.index, (0, spec.num_classes), spec.num_classes, 1.0, spec.backbone, "scratch")
-    key = shared_key("pretrained", recipe, pretrain_step, scenario.pretrain, scenario, data, seed=PRETRAIN_SEED)
-    return SharedModel(f"pretrained-{spec.index}", recipe, pretrain_step, key)
-
-
-def reference_models(method: Method, steps: list[Step], scenario: ScenarioBase, data: ScenarioData, seed: int,
-                     cell_key: str | None = None) -> list[SharedModel]:
-    """The models trained alone with ``reference_recipe`` that the cell's metrics divide by: a single update's
-    reference (the new model of P_com/P_up), a sequence's upper bounds of its update gains (one per later step)."""
-    recipe = reference_recipe(method)
-    if scenario.single_update:
-        chosen, name = steps[1:2], "reference"
-    elif getattr(scenario, "update_gain", False):
-        chosen, name = steps[1:], "upper"
-    else:
-        return []
-    return [standard_model(method, step, scenario, data, seed, cell_key, recipe, f"{name}-{step.index}")
-            for step in chosen]
-
-
-def shared_models(method: Method, steps: list[Step], scenario: ScenarioBase, data: ScenarioData, seed: int,
-                  cell_key: str | None = None) -> list[SharedModel]:
-    """Every shared model a cell of ``method`` trains or loads, in the order it needs them: its standard steps, the
-    models pretrained elsewhere that its steps start from, then the references of its metrics."""
-    models = []
-    for step in steps:
-        if step.init == "zoo":
-            continue
-        if is_standard(method, step):
-            models.append(standard_model(method, step, scenario, data, seed, cell_key))
-        elif step.init == "pretrained":
-            models.append(pretrained_elsewhere(method, step, scenario, data))
-    return models + reference_models(method, steps, scenario, data, seed, cell_key)
-
-
-def unsupported(method: Method, scenario: ScenarioBase) -> str | None:
-    """``method.unsupported_reason(scenario)``; a check that raises makes the method unavailable, with the error."""
-    try:
-        return method.unsupported_reason(scenario)
-    except BaseException as error:
-        if must_propagate(error):
-            raise
-        return f"unavailable: its support check raised {describe(error)}"
-
-
 def save_traceback(store: ResultStore, key: str) -> str | None:
     """Write the current exception's traceback into the cell's folder; its path, or None if it cannot be written."""
     path = store.cell_dir(key) / "traceback.txt"
@@ -659,16 +446,6 @@ def save_traceback(store: ResultStore, key: str) -> str | None:
         log.warning(f"cannot write {path} ({error.strerror or error}); the traceback is lost")
         return None
     return str(path)
-
-
-def cell_fields(cell: Cell) -> dict[str, Any]:
-    """The fields of a record that come from its cell alone."""
-    return {
-        "key": cell.key, "label": cell.label, "scenario": cell.scenario.name, "kind": cell.scenario.config.kind,
-        "preset": cell.preset, "method": cell.method, "seed": cell.seed,
-        "config": cell.scenario.config.model_dump(mode="json"), "identity": cell.identity, "role": cell.role,
-        **({"selection": {**cell.selection, **(cell.outcome or {})}} if cell.selection is not None else {}),
-    }
 
 
 def run_cell(cell: Cell, method: Method, data: ScenarioData, store: ResultStore, device: torch.device,

@@ -15,7 +15,7 @@ import torch
 
 from benchbackcompat.errors import BenchError
 from benchbackcompat.runtime.logs import log
-from benchbackcompat.engine.cell import cell_fields
+from benchbackcompat.cell import cell_fields
 from benchbackcompat.execution.plan import Plan, assign_fingerprints
 from benchbackcompat.record import CellRecord, parse_record
 from benchbackcompat.execution.request import RunRequest

@@ -9,11 +9,13 @@ from pathlib import Path
 
 import torch
 
-from benchbackcompat.config import NamedScenario, RunConfig, ScenarioBase
+from benchbackcompat.execution.request import RunConfig
+from benchbackcompat.scenarios.kinds import NamedScenario, ScenarioBase
 from benchbackcompat.data.registry import get_dataset
 from benchbackcompat.engine import distributed
 from benchbackcompat.engine.device import availability_line, resolve_device
-from benchbackcompat.engine.cell import Cell, device_name, unsupported, worker_name
+from benchbackcompat.cell import Cell, unsupported
+from benchbackcompat.store.provenance import device_name, worker_name
 from benchbackcompat.errors import BenchError, UnknownNameError
 from benchbackcompat.identity import code_identity
 from benchbackcompat.runtime.logs import log, progress_bar
@@ -144,10 +146,7 @@ def check_names(scenario: ScenarioBase) -> None:
     checked by their library)."""
     for name in filter(None, (scenario.data.name, scenario.data.eval_dataset)):
         get_dataset(name)
-    backbones = [scenario.model.backbone]
-    for field in ("architectures", "pretrain_architectures", "zoo"):
-        backbones += getattr(scenario, field, None) or []
-    for name in backbones:
+    for name in scenario.backbone_names():
         if ":" not in name and name not in BACKBONES:
             raise UnknownNameError("backbone", name, [*list_backbones(), f"{TIMM_PREFIX}<model>"])
 

@@ -17,7 +17,9 @@ from pathlib import Path
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from benchbackcompat.config import NamedScenario, RunConfig, validate_model
+from benchbackcompat.config import validate_model
+from benchbackcompat.execution.request import RunConfig
+from benchbackcompat.scenarios.kinds import NamedScenario
 from benchbackcompat.errors import BenchError, UnknownNameError
 from benchbackcompat.execution.request import SMOKE_DATA, SMOKE_TRAIN, split_list  # noqa: F401  (split_list: benchmarks)
 from benchbackcompat.execution.selection import DEFAULT_GRID, parse_grid_option
@@ -170,7 +172,7 @@ def resolve_scenarios(
         table = deep_merge(deep_merge(table, smoke_table(table)) if smoke else table, overrides)
         where = f"preset {preset!r}, scenario {name!r}"
         scenario = validate_model(NamedScenario, {"name": name, "config": table}, where)
-        if hasattr(scenario.config, "pretrain") and "train" in defaults:  # models pretrained elsewhere: the preset's
+        if scenario.config.pretrains_elsewhere() and "train" in defaults:  # models pretrained elsewhere: the preset's
             table["pretrain"] = deep_merge(defaults["train"], table.get("pretrain", {}))  # training defaults (amp, ...)
             scenario = validate_model(NamedScenario, {"name": name, "config": table}, where)
         check_metrics(name, scenario.config.protocol, scenario.config.metrics)

@@ -1,18 +1,21 @@
-"""What a run is asked to do: one typed request that the command line, the Python API, the ``--workers``
-processes and the executors' jobs all hand to :func:`benchbackcompat.execution.runner.run`.
+"""What a run is asked to do and what it resolves to, side by side.
 
-A request holds the choices as given (scenario and method names, the preset, ``--set`` overrides as
-dotted keys); :func:`benchbackcompat.execution.presets.resolve_run` turns it into the validated ``RunConfig``.
+:class:`RunRequest`, the run as asked: one typed request that the command line, the Python API, the ``--workers``
+processes and the executors' jobs all hand to :func:`benchbackcompat.execution.runner.run`. It holds the choices as
+given (scenario and method names, the preset, ``--set`` overrides as dotted keys), and its fields define the run
+options. :func:`benchbackcompat.execution.presets.resolve_run` turns it into :class:`RunConfig`, the run as
+resolved: the preset's scenarios validated, the methods' hyperparameters, the defaults filled in.
 """
 from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, field_validator
 
-from benchbackcompat.config import TIMEOUT_MAX
+from benchbackcompat.config import SEED_MAX, TIMEOUT_MAX, SelectionConfig, StrictModel
+from benchbackcompat.scenarios.kinds import NamedScenario
 
 # --smoke: tiny data and one epoch of every model the scenario trains, to check a plugin end to end in seconds
 SMOKE_DATA = {"train_per_class": 10, "test_per_class": 4}
@@ -39,38 +42,69 @@ def split_list(text: str | None) -> list[str]:
     return [item.strip() for item in (text or "").split(",") if item.strip()]
 
 
+def option(default: Any = ..., help: str = "", *, flag: str | None = None, metavar: str | None = None,
+           **constraints: Any) -> Any:
+    """A run option: a :class:`RunRequest` field with its help text and, when the command line spells it otherwise,
+    its flag (``--set`` for ``overrides``) and metavar. The command line's options, the Python API's keywords and
+    their help are all derived from these fields (``cli.run_options``, ``api.run``)."""
+    extra = {key: value for key, value in (("flag", flag), ("metavar", metavar)) if value is not None}
+    return Field(default, description=help, json_schema_extra=extra or None, **constraints)
+
+
 class RunRequest(BaseModel):
     """A benchmark run: which cells (scenarios x methods x seeds of a preset), where, and how to execute them.
-    Names may be given as lists or comma-separated strings; seeds also as ranges (``"0-2"``)."""
+    Names may be given as lists or comma-separated strings; seeds also as ranges (``"0-2"``). Each field is one
+    option of ``benchbackcompat run`` and one keyword of :func:`benchbackcompat.run`, with this help."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    scenarios: list[str] = Field(min_length=1, description="scenario names of the preset, or ['all']")
-    methods: list[str] = Field(min_length=1, description="method names (`benchbackcompat list methods`)")
-    preset: str = Field("quick", description="preset name (`list presets`) or a TOML file")
-    dataset: str | None = Field(None, description="overrides data.name of every scenario")
-    data_root: Path | None = Field(None, description="folder holding the dataset files or zips")
-    seeds: list[int] | None = Field(None, min_length=1, description="None: the preset's (0)")
-    out: Path | None = Field(None, description="results directory (None: ./results)")
-    device: str | None = Field(None, description="auto (default), cpu, cuda, cuda:1, mps")
-    overrides: dict[str, Any] = Field(default_factory=dict,
-                                      description="dotted key -> value: train.epochs, methods.l2.weight, selection.x")
-    grids: dict[str, list[Any] | Literal["default"]] = Field(
-        default_factory=dict, description='methods.NAME.KEY -> values to search; methods.NAME -> "default" (its own grid)')
-    smoke: bool = Field(False, description="tiny data and one epoch: checks a plugin end to end in seconds")
-    force: bool = Field(False, description="recompute every cell, even finished ones")
-    rerun: list[str] = Field(default_factory=list, description="methods whose cells are recomputed")
-    share_models: bool = Field(True, description="False: every cell trains its own models (no shared old models)")
-    channels_last: Literal["auto", "on", "off"] | None = None
-    compile: bool = False
-    lock_timeout: PositiveFloat | None = Field(None, le=TIMEOUT_MAX, description="seconds to wait for a lock another process holds")
-    cell_timeout: PositiveFloat | None = Field(None, le=TIMEOUT_MAX, description="seconds a cell may take; then it fails, the run goes on")
-    dry_run: bool = Field(False, description="plan, check the data and mark each cell; train nothing")
-    shard: str | None = Field(None, pattern=r"^\d+/\d+$", description="I/N: only every N-th cell from the I-th")
-    executor: Literal["inline", "local", "slurm"] = "inline"
-    jobs: PositiveInt | None = Field(None, description="jobs for executor local|slurm (None: one per cell)")
-    workers: PositiveInt = Field(1, description="cells at once on this machine, in processes")
-    executor_params: dict[str, Any] = Field(default_factory=dict, description="submitit parameters")
+    scenarios: list[str] = option(help="scenarios of the preset (`list scenarios`), comma-separated, or 'all'",
+                                  flag="--scenario", metavar="NAME[,NAME]", min_length=1)
+    methods: list[str] = option(help="methods (`list methods`), comma-separated, or 'all' (every available method)",
+                                metavar="NAME[,NAME]", min_length=1)
+    preset: str = option("quick", "preset name (`list presets`) or a TOML file (default: quick)")
+    dataset: str | None = option(None, "override data.name of every scenario (`list datasets`)")
+    data_root: Path | None = option(None, "folder holding the dataset files or zips", metavar="DIR")
+    seeds: list[int] | None = option(None, "seeds, comma-separated or a range (default 0)", metavar="0,1,2|0-2",
+                                     min_length=1)
+    out: Path | None = option(None, "results directory (default ./results)", metavar="DIR")
+    device: str | None = option(None, "auto (default: CUDA when available), cpu, cuda, cuda:N or mps")
+    overrides: dict[str, Any] = option(
+        {}, "override a scenario field (train.epochs=2) or a method hyperparameter (methods.l2.weight=3); the value "
+            "is read as TOML; repeatable", flag="--set", metavar="KEY=VALUE")
+    grids: dict[str, list[Any] | Literal["default"]] = option(
+        {}, "search these values of a method hyperparameter (repeatable: the Cartesian product) on a validation split "
+            "of the training data, then run the selected setting; methods.NAME alone: the method's own grid",
+        flag="--grid", metavar="methods.NAME.KEY=V1,V2")
+    smoke: bool = option(False, f"tiny data ({SMOKE_DATA['train_per_class']} training and {SMOKE_DATA['test_per_class']} "
+                                "test images per class) and one epoch per model: checks a plugin end to end in seconds "
+                                "(results are keyed apart; --set still wins)")
+    force: bool = option(False, "recompute every cell of the plan, even finished ones (shared models are keyed by "
+                                "their own code and data identity, and reused)")
+    rerun: list[str] = option([], "recompute the cells of these methods, even finished ones",
+                              metavar="METHOD[,METHOD]")
+    share_models: bool = option(True, "train every model inside its own cell (no models shared across methods; for "
+                                      "comparisons)", flag="--no-share")
+    channels_last: Literal["auto", "on", "off"] | None = option(None, "NHWC training (default auto: on CUDA and CPU)")
+    compile: bool = option(False, "torch.compile the backbone for training")
+    lock_timeout: PositiveFloat | None = option(
+        None, "give up waiting for a cell or model that another process holds (default: wait)", metavar="SECONDS",
+        le=TIMEOUT_MAX)
+    cell_timeout: PositiveFloat | None = option(
+        None, "run each cell in its own process and record it as failed when it takes longer (a hung plugin); the "
+              "run goes on with the next cell (default: no limit)", metavar="SECONDS", le=TIMEOUT_MAX)
+    dry_run: bool = option(False, "print the resolved configuration and the planned steps, check the data and mark "
+                                  "each cell done, partial, stale or pending; train nothing")
+    shard: str | None = option(None, "run only shard I of N of the cells (for any scheduler)", metavar="I/N",
+                               pattern=r"^\d+/\d+$")
+    executor: Literal["inline", "local", "slurm"] = option(
+        "inline", "inline (default): here; local/slurm: one submitit job per shard of cells")
+    jobs: PositiveInt | None = option(None, "number of jobs for --executor local|slurm (default: one per cell)")
+    workers: PositiveInt = option(1, "run N cells at once on this machine, the CPU threads split among them "
+                                     "(default 1)")
+    executor_params: dict[str, Any] = option(
+        {}, "submitit parameter, e.g. slurm_partition=gpu, timeout_min=600, gpus_per_node=1", flag="--executor-param",
+        metavar="KEY=VALUE")
 
     @field_validator("scenarios", "methods", "rerun", mode="before")
     @classmethod
@@ -81,3 +115,26 @@ class RunRequest(BaseModel):
     @classmethod
     def _seeds(cls, value: Any) -> Any:
         return parse_seeds(value) if isinstance(value, str) else [value] if isinstance(value, int) else value
+
+
+class RunConfig(StrictModel):
+    """Everything ``benchbackcompat run`` needs, fully resolved."""
+
+    preset: str = "quick"
+    scenarios: list[NamedScenario] = Field(min_length=1)
+    methods: list[str] = Field(min_length=1)
+    method_params: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    grids: dict[str, dict[str, list[Any]] | Literal["default"]] = Field(
+        default_factory=dict,
+        description='method -> hyperparameter -> values (the Cartesian product is searched), or "default": the method\'s own grid',
+    )
+    selection: SelectionConfig = Field(default_factory=SelectionConfig)
+    seeds: list[Annotated[int, Field(ge=0, le=SEED_MAX)]] = Field(default_factory=lambda: [0], min_length=1)
+    out: Path = Path("results")
+    device: str = "auto"
+    share_models: bool = True  # train models that do not depend on the method once per configuration
+    channels_last: Literal["auto", "on", "off"] = "auto"  # NHWC training; auto: on CUDA and CPU
+    compile: bool = False  # torch.compile the backbone for training
+    cache_dir: Path = Field(default_factory=lambda: Path.home() / ".cache" / "benchbackcompat")
+    lock_timeout: float | None = Field(default=None, gt=0, le=TIMEOUT_MAX)  # seconds to wait for another process's cell/model lock
+    cell_timeout: float | None = Field(default=None, gt=0, le=TIMEOUT_MAX)  # seconds a cell may take (in its own process), then it fails

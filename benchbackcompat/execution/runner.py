@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass, field, replace
 
 from benchbackcompat.engine import distributed
-from benchbackcompat.engine.cell import worker_name
+from benchbackcompat.store.provenance import worker_name
 from benchbackcompat.errors import BenchError
 from benchbackcompat.execution.executors import submit
 from benchbackcompat.runtime.logs import log

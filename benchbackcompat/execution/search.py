@@ -5,8 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from benchbackcompat.config import NamedScenario, RunConfig
-from benchbackcompat.engine.cell import Cell
+from benchbackcompat.execution.request import RunConfig
+from benchbackcompat.scenarios.kinds import NamedScenario
+from benchbackcompat.cell import Cell
 from benchbackcompat.errors import BenchError
 from benchbackcompat.method import Method
 from benchbackcompat.record import CellRecord, FinishedRecord

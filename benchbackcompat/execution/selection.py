@@ -22,7 +22,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from benchbackcompat.config import NamedScenario, SelectionRule, ValidationSplit
+from benchbackcompat.config import SelectionRule, ValidationSplit
+from benchbackcompat.scenarios.kinds import NamedScenario
 from benchbackcompat.errors import BenchError
 from benchbackcompat.record import CellRecord, FinishedRecord
 

@@ -21,8 +21,10 @@ from multiprocessing.connection import Connection
 
 import torch
 
-from benchbackcompat.config import RunConfig
-from benchbackcompat.engine.cell import Cell, cell_fields, run_cell, worker_name
+from benchbackcompat.execution.request import RunConfig
+from benchbackcompat.cell import Cell, cell_fields
+from benchbackcompat.engine.cell import run_cell
+from benchbackcompat.store.provenance import worker_name
 from benchbackcompat.engine.device import resolve_device
 from benchbackcompat.engine.train import Acceleration
 from benchbackcompat.runtime.logs import configure, log

@@ -29,7 +29,8 @@ from typing import Any
 
 import torch
 
-from benchbackcompat.engine.cell import Cell, worker_name
+from benchbackcompat.cell import Cell
+from benchbackcompat.store.provenance import worker_name
 from benchbackcompat.errors import BenchError
 from benchbackcompat.execution.plan import WorkerLink
 from benchbackcompat.execution.request import RunRequest

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from benchbackcompat import hookimpl
+from benchbackcompat.hookspecs import hookimpl
 from benchbackcompat.record import parse_record
 
 

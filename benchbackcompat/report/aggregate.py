@@ -29,7 +29,7 @@ import numpy as np
 from benchbackcompat.errors import BenchError
 from benchbackcompat.metrics import bootstrap, flips, outcomes
 from benchbackcompat.record import CellRecord, FinishedRecord, parse_record
-from benchbackcompat.config import kind_class
+from benchbackcompat.scenarios.kinds import kind_class
 from benchbackcompat.report.columns import STATISTICS, Column, columns_for, metric_name, ranking
 
 MIN_UPDATE_GAIN = 10.0  # points: below this reference self - old self, P_com divides by noise (a 6-point update

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from benchbackcompat.config import kind_class
+from benchbackcompat.scenarios.kinds import kind_class
 from benchbackcompat.metrics import bootstrap
 from benchbackcompat.report.aggregate import Missing, Row, Stat, Table
 from benchbackcompat.report.calibration import Calibration, convergence

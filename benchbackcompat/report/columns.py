@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from benchbackcompat.config import kind_class
+from benchbackcompat.scenarios.kinds import kind_class
 from benchbackcompat.metrics import flips
 
 

@@ -14,7 +14,7 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
-from benchbackcompat.config import NamedScenario
+from benchbackcompat.scenarios.kinds import NamedScenario
 from benchbackcompat.method import Method
 
 BOUNDS = ((annotated_types.Ge, ">="), (annotated_types.Gt, ">"), (annotated_types.Le, "<="), (annotated_types.Lt, "<"))

@@ -23,7 +23,7 @@ from benchbackcompat.store.checkpoint import atomic_write_bytes
 from benchbackcompat.store.locks import process_running
 from benchbackcompat.report import figures
 from benchbackcompat.report.upgrade import upgrade_sections
-from benchbackcompat.config import SCENARIO_CLASSES, kind_class
+from benchbackcompat.scenarios.kinds import SCENARIO_CLASSES, kind_class
 from benchbackcompat.record import CellRecord, FinishedRecord
 from benchbackcompat.report.aggregate import CHANCE_FACTOR, CHANCE_SHARE, MIN_UPDATE_GAIN, Table, build_tables
 from benchbackcompat.report.calibration import Calibration

@@ -24,16 +24,18 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from tabulate import tabulate
 
 from benchbackcompat.errors import BenchError
+from benchbackcompat.execution.request import RunRequest
 from benchbackcompat.runtime.logs import log
 from benchbackcompat.record import CellRecord, FinishedRecord
 from benchbackcompat.report.calibration import BEYOND, UNDECIDED, CalibratedCell, Calibration, change_intervals
 
-Runner = Callable[[list[str]], Sequence[CellRecord]]
-"""Runs ``benchbackcompat run`` with these arguments and returns the records of every cell it planned."""
+Runner = Callable[[RunRequest], Sequence[CellRecord]]
+"""Runs a request (as ``benchbackcompat run`` does) and returns the records of every cell it planned."""
 
 Cell = tuple[str, str, int]
 
@@ -53,7 +55,8 @@ class CalibrationOptions:
     min_gain: float = 15.0  # smallest update gain of a single update, points
     base: Path | None = None  # results folder of the run as given (default OUT/base)
     summary: Path | None = None  # also write the measured self-tests here as JSON
-    run_args: tuple[str, ...] = ()  # more ``benchbackcompat run`` arguments, given to both runs
+    run_args: tuple[str, ...] = ()  # more ``benchbackcompat run`` arguments, given to both runs (as typed)
+    request: RunRequest | None = None  # the run as given, ``run_args`` included (None: the options above alone)
 
     def command(self) -> str:
         """The ``benchbackcompat calibrate`` command line of these options (recorded in the summary)."""
@@ -66,9 +69,11 @@ class CalibrationOptions:
                 words += ["--" + name.replace("_", "-"), f"{value:g}" if isinstance(value, float) else str(value)]
         return shlex.join([*words, *(["--", *self.run_args] if self.run_args else [])])
 
-    def run_arguments(self, out: Path, extra: Sequence[str] = ()) -> list[str]:
-        return ["run", "--preset", self.preset, "--scenario", self.scenario, "--methods", self.methods,
-                "--seeds", self.seeds, "--out", str(out), *self.run_args, *extra]
+    def run_request(self, out: Path, overrides: dict[str, Any] | None = None) -> RunRequest:
+        """The run as given, into ``out``, with ``overrides`` over its own."""
+        given = self.request or RunRequest(scenarios=self.scenario, methods=self.methods, preset=self.preset,
+                                           seeds=self.seeds)
+        return given.model_copy(update={"out": out, "overrides": {**given.overrides, **(overrides or {})}})
 
 
 @dataclass
@@ -112,38 +117,38 @@ def paired(base: dict[Cell, FinishedRecord], longer: dict[Cell, FinishedRecord])
     return pairs, failures
 
 
-def longer_arguments(record: FinishedRecord, factor: float) -> tuple[list[str], int, int | None]:
-    """The ``--set`` arguments of the longer run, its epochs and its step floor (None without one)."""
+def longer_overrides(record: FinishedRecord, factor: float) -> tuple[dict[str, int], int, int | None]:
+    """The overrides of the longer run, its epochs and its step floor (None without one)."""
     train = record.config["train"]
     epochs = round(train["epochs"] * factor)
-    extra = ["--set", f"train.epochs={epochs}"]
+    overrides = {"train.epochs": epochs}
     min_steps = round(train["min_steps"] * factor) if train.get("min_steps") else None
     if min_steps:  # a step floor (small first models) grows with the epochs
-        extra += ["--set", f"train.min_steps={min_steps}"]
+        overrides["train.min_steps"] = min_steps
     if record.config.get("pretrain"):
-        extra += ["--set", f"pretrain.epochs={round(record.config['pretrain']['epochs'] * factor)}"]
-    return extra, epochs, min_steps
+        overrides["pretrain.epochs"] = round(record.config["pretrain"]["epochs"] * factor)
+    return overrides, epochs, min_steps
 
 
 def calibrate(options: CalibrationOptions, run: Runner) -> CalibrationResult:
     """Run the preset as given and longer (``run``: see :data:`Runner`), compare the self-tests and write the summary
     where ``options.summary`` says."""
     base_dir = options.base or options.out / "base"
-    arguments = options.run_arguments(base_dir)
-    log.info("$ benchbackcompat " + shlex.join(arguments))
+    request = options.run_request(base_dir)
+    log.info(f"the run as given, into {base_dir}")
     started = time.perf_counter()
-    base = finished(run(arguments), options.metric)
+    base = finished(run(request), options.metric)
     base_s = time.perf_counter() - started
     if not base:
         raise BenchError(f"no finished cell of {options.scenario} in {base_dir} computed {options.metric}; check "
                          "--scenario, --seeds and --metric (cl2r and iam-cl2r compute top1)")
     some = next(iter(base.values()))
     epochs, min_steps = some.config["train"]["epochs"], some.config["train"].get("min_steps")
-    extra, longer_epochs, longer_min_steps = longer_arguments(some, options.factor)
-    arguments = options.run_arguments(options.out / "longer", extra)
-    log.info("$ benchbackcompat " + shlex.join(arguments))
+    longer, longer_epochs, longer_min_steps = longer_overrides(some, options.factor)
+    log.info(f"the run {options.factor:g}x longer ({', '.join(f'{k}={v}' for k, v in longer.items())}), into "
+             f"{options.out / 'longer'}")
     started = time.perf_counter()
-    extended = finished(run(arguments), options.metric)
+    extended = finished(run(options.run_request(options.out / "longer", longer)), options.metric)
     longer_s = time.perf_counter() - started
 
     rows, calibrated = [], []

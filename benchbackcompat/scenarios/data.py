@@ -7,7 +7,8 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
-from benchbackcompat.config import DataConfig, ScenarioBase, ValidationSplit
+from benchbackcompat.config import DataConfig, ValidationSplit
+from benchbackcompat.scenarios.kinds import ScenarioBase
 from benchbackcompat.data.arrays import DatasetBundle, ImageArrays
 from benchbackcompat.data.registry import DatasetRequest, check_not_degenerate, load_dataset
 from benchbackcompat.errors import BenchError

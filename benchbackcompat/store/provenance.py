@@ -1,11 +1,20 @@
-"""Provenance that a record carries: the commit of the benchbackcompat code that computed it."""
+"""Provenance that a record carries: the commit and versions of the code that computed it, the worker process and
+the device."""
 from __future__ import annotations
 
 import importlib.metadata as metadata
 import json
+import os
+import platform
 import subprocess
 import tomllib
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from benchbackcompat.version import __version__
+
+if TYPE_CHECKING:
+    import torch
 
 
 def project_commit(root: Path | None = None) -> str | None:
@@ -53,3 +62,40 @@ def recorded_commit(direct_url: str | None) -> str | None:
     except (json.JSONDecodeError, AttributeError):
         return None
     return commit[:12] if isinstance(commit, str) and commit else None
+
+
+def versions(plugin_versions: dict[str, str]) -> dict[str, Any]:
+    """The versions of the core, its commit, Python, torch, torchvision, timm and the plugins that computed a record."""
+    import timm
+    import torch
+    import torchvision
+
+    return {
+        "benchbackcompat": __version__,
+        "commit": project_commit(),
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "torchvision": torchvision.__version__,
+        "timm": timm.__version__,
+        "plugins": plugin_versions,
+    }
+
+
+def worker_name(pid: int | None = None) -> str:
+    """``host:pid`` of the process that computes a cell (several processes may share a results directory): this
+    one, or process ``pid`` of this host."""
+    return f"{platform.node()}:{os.getpid() if pid is None else pid}"
+
+
+def device_name(device: torch.device) -> str:
+    """The device as records name it. On a CPU: the threads and the vector instruction set torch's kernels use
+    (``torch.backends.cpu.get_cpu_capability``), because fp32 training, though deterministic on one machine,
+    rounds differently with a different thread count or instruction set (AVX2 against AVX-512)."""
+    import torch
+
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    if device.type == "mps":
+        return f"mps ({platform.machine()})"
+    return (f"cpu ({torch.get_num_threads()} threads, {platform.processor() or platform.machine()}, "
+            f"{torch.backends.cpu.get_cpu_capability()})")

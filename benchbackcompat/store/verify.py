@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from benchbackcompat.config import kind_class
+from benchbackcompat.scenarios.kinds import kind_class
 from benchbackcompat.errors import BenchError
 from benchbackcompat.metrics import compatibility as cm
 from benchbackcompat.metrics import outcomes as per_query

@@ -32,9 +32,11 @@ from typing import Any, Literal
 import torch
 from pydantic import BaseModel
 
-from benchbackcompat.config import SCENARIO_KINDS, ScenarioBase, validate_model
+from benchbackcompat.config import validate_model
+from benchbackcompat.scenarios.kinds import SCENARIO_KINDS, ScenarioBase
 from benchbackcompat.engine.evaluate import ModelFeatures, compatibility_matrices
-from benchbackcompat.engine.cell import Cell, CellRunner
+from benchbackcompat.cell import Cell
+from benchbackcompat.engine.cell import CellRunner
 from benchbackcompat.errors import BenchError
 from benchbackcompat.method import Method
 from benchbackcompat.models.network import Network

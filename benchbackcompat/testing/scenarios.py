@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from benchbackcompat.config import SCENARIO_KINDS, NamedScenario, kind_class
+from benchbackcompat.scenarios.kinds import SCENARIO_KINDS, NamedScenario, kind_class
 
 DATA: dict[str, Any] = {
     "name": "embedded", "num_classes": 6, "train_per_class": 16, "test_per_class": 4,

@@ -1,1 +1,1 @@
-"""Euclidean compatibility methods: BCT, LCE, AdvBCT, CVS, FAN, LwF and incremental fine-tuning."""
+"""Euclidean compatibility methods: BCT, LCE, AdvBCT, CVS, FAN, Hot-Refresh, LwF and incremental fine-tuning."""

@@ -1,1 +1,1 @@
-"""Hyperbolic backward-compatible training (HBCT) on the Lorentz model, and the Hot-Refresh baseline."""
+"""Hyperbolic backward-compatible training (HBCT) on the Lorentz model, with and without its entailment loss."""

@@ -24,8 +24,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from benchbackcompat.config import NamedScenario, config_hash
-from benchbackcompat.engine.cell import CELL_FORMAT, keyed_config
+from benchbackcompat.config import config_hash
+from benchbackcompat.scenarios.kinds import NamedScenario
+from benchbackcompat.cell import CELL_FORMAT, keyed_config
 from benchbackcompat.identity import RESULTS_VERSION, code_identity, code_text, source_packages
 from benchbackcompat.method import Method
 from benchbackcompat.execution.plugin_host import PluginHost

@@ -11,7 +11,7 @@ from torch import nn
 
 from bbc_compat import advbct, bct, common, cvs, fan, lce, lwf
 from bbc_compat.ift import IncrementalFineTuning
-from benchbackcompat.config import ExtClass, ModelZoo, NewArch
+from benchbackcompat.scenarios.kinds import ExtClass, ModelZoo, NewArch
 from benchbackcompat.data.arrays import ImageArrays
 
 

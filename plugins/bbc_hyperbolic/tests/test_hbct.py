@@ -13,7 +13,7 @@ from bbc_hyperbolic.hbct_no_entail import HBCTNoEntail
 
 from benchbackcompat import geometry
 from benchbackcompat.cli import main
-from benchbackcompat.config import ExtClass, ModelZoo
+from benchbackcompat.scenarios.kinds import ExtClass, ModelZoo
 from benchbackcompat.method import Batch
 from benchbackcompat.models.lorentz import LorentzMLR, LorentzNetwork
 from benchbackcompat.store import ResultStore

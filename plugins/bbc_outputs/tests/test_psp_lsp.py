@@ -11,7 +11,7 @@ import torch.nn.functional as F
 from bbc_outputs.lsp import LSP
 from bbc_outputs.projection import centring_projection, keep_top_k, simplex_features, simplex_similarity
 from bbc_outputs.psp import PSP
-from benchbackcompat.config import CL2R, MultiStep
+from benchbackcompat.scenarios.kinds import CL2R, MultiStep
 from benchbackcompat.method import StandardRecipe
 from benchbackcompat.metrics import retrieval
 from benchbackcompat.store import ResultStore

@@ -14,7 +14,8 @@ from bbc_stationary.dsimplex_fd import DSimplexFD, distillation_weight
 from bbc_stationary.etf_ce import ETFCrossEntropy
 from bbc_stationary.etf_dr import ETFDotRegression, dot_regression
 from bbc_stationary.hoc import DSimplexHOC, HocParams
-from benchbackcompat.config import CL2R, IAMCL2R, MultiStep, TrainConfig
+from benchbackcompat.config import TrainConfig
+from benchbackcompat.scenarios.kinds import CL2R, IAMCL2R, MultiStep
 from benchbackcompat.data.arrays import ImageArrays
 from benchbackcompat.engine.train import make_optimizer
 from benchbackcompat.errors import BenchError

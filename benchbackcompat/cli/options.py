@@ -1,0 +1,50 @@
+"""Argument types and option groups shared by the commands."""
+from __future__ import annotations
+
+import argparse
+from typing import Any, NoReturn
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with a one-line error (the usage stays in ``--help``)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"error: {message} (see `{self.prog} --help`)\n")
+
+
+def seeds(text: str) -> list[int]:
+    from benchbackcompat.execution.request import parse_seeds
+
+    try:
+        return parse_seeds(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def positive(kind: type) -> Any:
+    def parse(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            value = None
+        if value is None or value <= 0:
+            raise argparse.ArgumentTypeError(f"{text!r}: expected a positive {'integer' if kind is int else 'number'}")
+        return value
+    parse.__name__ = f"positive {kind.__name__}"
+    return parse
+
+
+def pairs(option: str) -> Any:
+    """``KEY=VALUE`` -> (KEY, VALUE)."""
+    def parse(text: str) -> tuple[str, str]:
+        key, sep, value = text.partition("=")
+        if not sep or not key.strip():
+            raise argparse.ArgumentTypeError(f"{text!r}: expected KEY=VALUE, e.g. {option}")
+        return key.strip(), value
+    parse.__name__ = "KEY=VALUE"
+    return parse
+
+
+def filters(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--scenario", default="", metavar="NAME[,NAME]", help="only these scenarios (comma-separated)")
+    command.add_argument("--methods", default="", metavar="NAME[,NAME]", help="only these methods (comma-separated)")

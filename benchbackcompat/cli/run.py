@@ -1,0 +1,191 @@
+"""``benchbackcompat run``: its options (one per run request field), the run and the terminal tables after it."""
+from __future__ import annotations
+
+import argparse
+import json
+import types
+import typing
+from pathlib import Path
+from typing import Any
+
+from benchbackcompat.cli.options import Parser, pairs, positive, seeds
+
+WIDTH = 120  # the terminal width the table after `run` fits without --wide
+RUN_EXAMPLES = """examples:
+  benchbackcompat run --scenario ext-class --methods l2,hoc            quick preset, seed 0, results in ./results
+  benchbackcompat run --scenario all --methods hbct --seeds 0-2        every scenario of the preset, three seeds
+  benchbackcompat run --scenario both --methods my-method --smoke      a plugin end to end in seconds
+  benchbackcompat run --scenario ext-class --methods l2 --set train.epochs=5 --set methods.l2.weight=3
+  benchbackcompat run --scenario ext-class --methods l2 --dry-run      the plan and each cell's state, no training
+  benchbackcompat run --scenario all --methods hoc --workers 2 --cell-timeout 3600"""
+
+
+def register(sub: Any) -> None:
+    run = sub.add_parser("run", help="train, evaluate and print the leaderboard", epilog=RUN_EXAMPLES,
+                         description="Train every method under every scenario for every seed (the cells), evaluate, "
+                                     "store each cell's record and print the leaderboard. Finished cells are skipped; "
+                                     "an interrupted cell resumes after its last saved step.",
+                         formatter_class=argparse.RawDescriptionHelpFormatter)
+    run_options(run)
+    run.add_argument("--wide", action="store_true",
+                     help=f"print every column of the leaderboard (default: the primary ones, to fit {WIDTH} columns)")
+    run.set_defaults(handler=command)
+
+
+def request_parser() -> argparse.ArgumentParser:
+    """A parser of ``run``'s options alone (the run request's fields), e.g. for the run that ``calibrate`` builds."""
+    parser = Parser(prog="benchbackcompat run")
+    run_options(parser)
+    return parser
+
+
+def run_options(parser: argparse.ArgumentParser) -> None:
+    """``run``'s options, one per :class:`~benchbackcompat.execution.request.RunRequest` field, with its help: the
+    flag is the field's name (or the ``flag`` it declares), the argument type follows the field's type."""
+    from benchbackcompat.execution.request import RunRequest
+
+    for name, field in RunRequest.model_fields.items():
+        extra = field.json_schema_extra or {}
+        flag = extra.get("flag", "--" + name.replace("_", "-"))
+        kwargs: dict[str, Any] = {"dest": name, "help": field.description}
+        if "metavar" in extra:
+            kwargs["metavar"] = extra["metavar"]
+        if field.annotation is bool:
+            kwargs["action"] = "store_false" if field.default else "store_true"
+        elif name in CONVERTERS:
+            kwargs.update(action="append", default=[], type=CONVERTERS[name])
+        else:
+            kwargs.update(required=field.is_required(), default=None, **_argument_type(field))
+        parser.add_argument(flag, **kwargs)
+
+
+def _argument_type(field: Any) -> dict[str, Any]:
+    """argparse's ``type`` or ``choices`` for a request field: positive numbers, paths, seeds, literals."""
+    annotation = field.annotation
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):  # X | None: X
+        annotation = next(a for a in typing.get_args(annotation) if a is not type(None))
+    literal = typing.get_args(annotation) if typing.get_origin(annotation) is typing.Literal else ()
+    is_positive = any(getattr(m, "gt", None) == 0 for m in (*field.metadata, *getattr(annotation, "__metadata__", ())))
+    base = typing.get_args(annotation)[0] if typing.get_origin(annotation) is typing.Annotated else annotation
+    if literal:
+        return {"choices": literal}
+    if is_positive:
+        return {"type": positive(base)}
+    if base is Path:
+        return {"type": Path}
+    if base == list[int]:
+        return {"type": seeds}
+    return {}
+
+
+def _override(text: str) -> tuple[str, Any]:
+    from benchbackcompat.execution.presets import parse_override
+
+    return parse_override(text)
+
+
+def _number(text: str) -> int | str:
+    return int(text) if text.lstrip("-").isdigit() else text
+
+
+def _executor_param(text: str) -> tuple[str, int | str]:
+    key, value = pairs("--executor-param slurm_partition=gpu")(text)
+    return key, _number(value)
+
+
+_executor_param.__name__ = "KEY=VALUE"
+CONVERTERS = {"overrides": _override, "grids": str, "executor_params": _executor_param}  # repeatable options
+
+
+def run_request(args: argparse.Namespace):
+    """The :class:`~benchbackcompat.execution.request.RunRequest` of ``run``'s arguments (those given)."""
+    from benchbackcompat.config import validate_model
+    from benchbackcompat.execution.presets import grid_options
+    from benchbackcompat.execution.request import RunRequest
+
+    fields = {name: getattr(args, name) for name in RunRequest.model_fields if getattr(args, name) is not None}
+    fields["overrides"], fields["executor_params"] = dict(args.overrides), dict(args.executor_params)
+    fields["grids"] = {option.split("=")[0]: values for option, _, _, values in grid_options(args.grids)}
+    return validate_model(RunRequest, fields, "the run options")
+
+
+def command(args: argparse.Namespace) -> int:
+    from benchbackcompat.runtime.logs import log
+    from benchbackcompat.execution.runner import run
+
+    outcome = run(run_request(args))
+    if args.dry_run:
+        print_dry_run(outcome.plan)
+        return 0
+    if outcome.records:
+        print(terminal_tables(outcome.records, args.wide))
+    if outcome.summary:
+        (log.warning if outcome.code else log.info)(outcome.summary)  # failed or diverged cells stay visible under -q
+    return outcome.code
+
+
+def print_dry_run(plan) -> None:
+    """The resolved configuration, the planned steps and each cell's state in the results directory (the data is
+    loaded, so a bad data root fails here)."""
+    from benchbackcompat.engine.device import resolve_device
+    from benchbackcompat.execution.plan import assign_fingerprints
+    from benchbackcompat.store import ResultStore
+
+    run = plan.run
+    resolved = {name: method.params.model_dump(mode="json") for name, method in plan.methods.items()}
+    print(json.dumps({**run.model_dump(mode="json"), "method_params": resolved}, indent=2))
+    print(plan.describe())
+    assign_fingerprints(plan, resolve_device(run.device))
+    store = ResultStore(run.out)
+    by_label: dict[str, list] = {}  # the records of each label (under any key)
+    for record in store.records():
+        by_label.setdefault(record.label, []).append(record)
+    print(f"cell states in {run.out} (done, partial, stale: recorded by other code or data, pending):")
+    for cell in plan.cells:
+        record = store.record(cell.key)
+        saved = list(store.cell_dir(cell.key).glob("step-*.pt"))
+        config = cell.scenario.config.model_dump(mode="json")
+        if record is not None:
+            state = f"done ({record.status})"
+        elif saved:
+            state = f"partial ({len(saved)} steps saved)"
+        elif any(r.config == config and r.params == cell.params for r in by_label.get(cell.label, [])):
+            state = "stale (recomputed under a new key)"
+        else:
+            state = "pending"
+        print(f"  {cell.label} (key {cell.key}): {state}")
+
+
+def terminal_tables(records, wide: bool = False) -> str:
+    """The leaderboard after a run, as plain text: every column with ``wide``, else the primary statistics of the
+    first metric (the kind's ranking: primary and tie-breaker, or the primary alone where both do not fit
+    ``WIDTH``), and where some row's P_com is not shown, the cross- and self-tests it would have divided."""
+    from dataclasses import replace
+
+    from benchbackcompat.report.aggregate import build_tables
+    from benchbackcompat.report.markdown import widest_line
+    from benchbackcompat.report.tables import ranking_columns, table_markdown, tables_markdown
+
+    tables = build_tables(records)
+    if wide:
+        return tables_markdown(tables, plain=True)
+    text = ""
+    for keep in (2, 1):
+        narrow = [replace(t, columns=_with_gated_terms(t, ranking_columns(t, keep))) for t in tables]
+        text = tables_markdown(narrow, plain=True, views=lambda t, notes: table_markdown(t, notes, t.columns))
+        if widest_line(text) <= WIDTH:
+            break
+    hidden = sum(len(t.columns) for t in tables) - sum(len(t.columns) for t in narrow)
+    return text + (f"\n\n({hidden} more columns: run again with --wide, or run benchbackcompat leaderboard)" if hidden else "")
+
+
+def _with_gated_terms(table, columns: list) -> list:
+    """``columns`` and, where a row's P_com is not shown (the update it divides by is too small), the terms of
+    P_com = (cross − old self) / (ref self − old self) of the same metric: cross, old self and ref self."""
+    from benchbackcompat.report.aggregate import Missing
+
+    gated = [c for c in columns if c.statistic.key == "p_com" and any(
+        isinstance(cell := row.cells.get(c.id), Missing) and cell.text == "–" for row in table.rows)]
+    terms = [c for metric in dict.fromkeys(c.metric for c in gated) for key in ("cross", "old_self", "reference_self")
+             for c in table.columns if c.metric == metric and c.statistic.key == key]
+    return columns + [c for c in terms if c not in columns]

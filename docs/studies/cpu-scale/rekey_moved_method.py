@@ -1,0 +1,143 @@
+"""Re-key stored records after a method's module moved to another plugin package, its code unchanged.
+
+A cell's key names its method's code identity: the class's module path, the distribution and a hash of the code
+of the method's plugin package (every file of it). Moving a module from one package to another changes the
+identity of every method of both packages, though no method's code changed. This script proves that, and moves
+each record to the key the current code gives it, so a run skips it instead of recomputing it.
+
+The proof, for the whole plugin tree: the code of every plugin file at ``--base`` (a commit) and now, by file name,
+is the same (``benchbackcompat.identity.code_text``: code without comments, docstrings and layout), and the files
+that changed package are exactly the ``--moved`` ones. Then, for each record: (1) the key recomputed from its
+stored configuration and identity equals its key; (2) its source hash is its package's code hash at ``--base``
+(it ran that code); (3) its results version is the current one. A record that fails a check is left as it is
+(a run recomputes it) and listed.
+
+    python rekey_moved_method.py RESULTS --base COMMIT --moved hot_refresh.py [--dry-run]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from benchbackcompat.cell import CELL_FORMAT, keyed_config
+from benchbackcompat.config import config_hash
+from benchbackcompat.execution.plugin_host import PluginHost
+from benchbackcompat.identity import RESULTS_VERSION, code_identity, code_text, source_packages
+from benchbackcompat.method import Method
+from benchbackcompat.scenarios import NamedScenario
+from benchbackcompat.store import ResultStore
+from benchbackcompat.store.packed import read_json, stored_file
+
+PLUGINS = Path(__file__).resolve().parents[3] / "plugins"
+
+
+def plugin_files(root: Path) -> dict[str, tuple[str, str]]:
+    """File name -> (package, code text) of every plugin module under ``root`` (tests left out, as the identity does)."""
+    found: dict[str, tuple[str, str]] = {}
+    for path in sorted(root.glob("bbc_*/**/*.py")):
+        package = path.relative_to(root).parts[0]
+        if "tests" in path.relative_to(root / package).parts or "__pycache__" in path.parts:
+            continue
+        name = str(path.relative_to(root / package))
+        if name != "__init__.py":
+            found[name] = (package, code_text(path.read_text(encoding="utf-8")))
+    return found
+
+
+def package_hash(root: Path, package: str) -> str:
+    """``identity.source_hash`` of ``package`` as it is under ``root``."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for path in sorted(p for p in (root / package).rglob("*.py")
+                       if not {"__pycache__", "tests"} & set(p.relative_to(root / package).parts)):
+        digest.update(f"{package}/{path.name}\0".encode())
+        digest.update(code_text(path.read_text(encoding="utf-8")).encode())
+        digest.update(b"\0")
+    return digest.hexdigest()
+
+
+def key_of(record: dict, config: dict, code: dict) -> str:
+    return config_hash({"format": CELL_FORMAT, "scenario": config, "method": record["method"],
+                        "params": record["params"], "seed": record["seed"],
+                        "code": code, "results_version": record["identity"]["results_version"],
+                        "data_sha256": record["identity"]["data_sha256"],
+                        **({"selection": record["selection"]} if record.get("selection") is not None else {})})
+
+
+def moved_only(base: Path, now: Path, moved: set[str]) -> str | None:
+    """Why the plugin code at ``base`` and ``now`` differs by more than the ``moved`` files' package; None if it does not."""
+    before, after = plugin_files(base), plugin_files(now)
+    if set(before) != set(after):
+        return f"files added or removed: {sorted(set(before) ^ set(after))}"
+    changed = [name for name in before if before[name][1] != after[name][1]]
+    if changed:
+        return f"code changed in {changed}"
+    relocated = {name for name in before if before[name][0] != after[name][0]}
+    return None if relocated == moved else f"files that changed package: {sorted(relocated)}, not {sorted(moved)}"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("results", type=Path)
+    parser.add_argument("--base", required=True, help="the commit whose plugin code the records ran")
+    parser.add_argument("--moved", action="append", required=True, help="a module file that changed package")
+    parser.add_argument("--dry-run", action="store_true")
+    args = parser.parse_args()
+    base = Path(tempfile.mkdtemp())
+    archive = subprocess.run(["git", "-C", str(PLUGINS.parent), "archive", args.base, "plugins"], check=True,
+                             capture_output=True)
+    subprocess.run(["tar", "-x", "-C", str(base)], input=archive.stdout, check=True)
+    if (why := moved_only(base / "plugins", PLUGINS, set(args.moved))) is not None:
+        print(f"error: the plugin code is not {args.base}'s with {args.moved} moved: {why}", file=sys.stderr)
+        return 1
+    host = PluginHost()
+    moved, kept = 0, []
+    for folder in sorted(p for p in args.results.glob("cells/*") if p.is_dir()):
+        path = stored_file(folder, "record.json")
+        if path is None:
+            continue
+        record = read_json(path)
+        label, code = record["label"], record["identity"]["code"]
+        stored = dict(record["config"])
+        stored["data"] = {k: v for k, v in stored["data"].items() if k != "root"}
+        if key_of(record, stored, code) != record["key"]:
+            kept.append(f"{label}: its key is not its stored configuration's"); continue
+        if record["identity"]["results_version"] != RESULTS_VERSION:
+            kept.append(f"{label}: results version {record['identity']['results_version']}"); continue
+        cls = host.method_class(record["method"])
+        now = code_identity(cls, within=Method)
+        if code == now:
+            continue  # keyed by the current code identity already
+        package = code["class"].split(".")[0]
+        if package_hash(base / "plugins", package) != code["source_sha256"]:
+            kept.append(f"{label}: not the plugin code of {args.base}"); continue
+        if source_packages(cls, within=Method) != [now["class"].split(".")[0]]:
+            kept.append(f"{label}: its method spans several packages"); continue
+        scenario = NamedScenario.model_validate({"name": record["scenario"], "config": record["config"]})
+        key = key_of(record, keyed_config(scenario.config), now)
+        record["key"], record["identity"]["code"] = key, now
+        if not args.dry_run:
+            target = path.parent.parent / key
+            if target.exists():
+                kept.append(f"{label}: {key} exists already"); continue
+            shutil.move(folder, target)
+            ResultStore(args.results).write_record(key, {k: v for k, v in record.items() if k not in ("sha256", "format")})
+            cell = target / "cell.json"
+            if cell.exists():  # the training key named saved steps to borrow; records carry none
+                entry = {k: v for k, v in json.loads(cell.read_text()).items() if k not in ("key", "training_key")}
+                ResultStore(args.results).write_cell_entry(key, entry)
+        moved += 1
+    print(f"{moved} records re-keyed, {len(kept)} left as they are")
+    for line in kept:
+        print("  " + line)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
