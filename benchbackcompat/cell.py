@@ -31,6 +31,7 @@ class Cell:
     code: dict[str, Any] = field(default_factory=dict)  # the method's code identity (identity.code_identity)
     data_fingerprint: str | None = None  # set once the scenario's data is loaded
     training_fingerprint: str | None = None  # its training images' alone (ScenarioData.training_fingerprint)
+    data_source: str | None = None  # the dataset's before the seed orders it (recorded, not keyed: seeds share it)
     role: Literal["result", "selection"] = "result"  # selection: a grid point scored on the validation split
     selection: dict[str, Any] | None = None  # how params were chosen (grid, rule, split, seeds): part of the key
     outcome: dict[str, Any] | None = None  # what the choice saw (validation scores, cost): recorded, not keyed
@@ -88,6 +89,7 @@ def cell_fields(cell: Cell) -> dict[str, Any]:
         "preset": cell.preset, "method": cell.method, "seed": cell.seed,
         "config": cell.scenario.config.model_dump(mode="json"), "identity": cell.identity, "role": cell.role,
         **({"selection": {**cell.selection, **(cell.outcome or {})}} if cell.selection is not None else {}),
+        **({"data_source": cell.data_source} if cell.data_source else {}),
     }
 
 

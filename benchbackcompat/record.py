@@ -122,6 +122,7 @@ class RecordBase(BaseModel):
     worker: str | None = None  # host:pid of the process that computed it
     versions: Versions = Versions()
     identity: dict[str, Any] = {}  # code, results version, data fingerprint (the parts of the key besides the config)
+    data_source: str | None = None  # the dataset's fingerprint before a seed orders it: seeds of one table share it
     computed_at: str | None = None
     source: str | None = Field(default=None, exclude=True)  # the results directory it was read from (not stored)
 

@@ -120,3 +120,27 @@ def test_nothing_is_ranked_when_no_row_has_a_decidable_p_com():
     [table] = build_tables([*records, single("hbct", 40.0, 70.0, 55.0, 70.0)])
     assert {row.method: row.rank for row in table.rows} == {"hbct": 1, "independent": None, "l2": None}
     assert table.unranked == ""
+
+
+def test_seeds_computed_on_different_data_are_kept_apart_with_a_warning(tmp_path, caplog):
+    # one configuration, seed 0 rendered from data root A and seed 1 from B (same layout, other pixels): AC 0.6 and
+    # 0.0 would pool into one row of mean 0.3 over "2 seeds"; kept apart, each is its own table of one seed
+    a, b = cell(0, 0.6), cell(1, 0.0)
+    a["data_source"], b["data_source"] = "a" * 64, "b" * 64
+    with caplog.at_level("WARNING", logger="benchbackcompat"):
+        tables = build_tables([a, b])
+    assert sorted(t.variant for t in tables) == ["data aaaaaaaa", "data bbbbbbbb"]
+    assert [len(t.rows[0].records) for t in tables] == [1, 1]
+    assert "cl2r (one configuration): cells computed on different data (data aaaaaaaa, data bbbbbbbb) are kept apart" \
+        in caplog.text
+    frame = benchbackcompat.load_results(store(tmp_path / "r", [a, b]))
+    assert means(frame, ["variant"]) == {"data aaaaaaaa": 0.6, "data bbbbbbbb": 0.0}
+
+
+def test_one_dataset_records_one_data_source_for_every_seed(tmp_path):
+    frame = benchbackcompat.run(["ext-class"], ["independent"], seeds="0-1", smoke=True, out=tmp_path,
+                                overrides={"data.order_by_seed": True})
+    records = list(ResultStore(tmp_path).records())
+    assert len(records) == 2 and len({r.identity["data_sha256"] for r in records}) == 2  # each seed orders the classes
+    assert len({r.data_source for r in records}) == 1 and len(records[0].data_source) == 64
+    assert set(frame["variant"]) == {""}  # one table: the seeds pool

@@ -63,6 +63,7 @@ class CellRunner:
         self.cell, self.method, self.data, self.store, self.device = cell, method, data, store, device
         if cell.data_fingerprint is None:  # a cell built outside a plan: keyed by the data it runs on
             cell.data_fingerprint, cell.training_fingerprint = data.fingerprint, data.training_fingerprint
+            cell.data_source = data.source_fingerprint
         self.share_models, self.acceleration, self.borrow_steps = share_models, acceleration, borrow_steps
         self.scenario: ScenarioBase = cell.scenario.config
         self.steps: list[Step] = build_steps(self.scenario, data.num_classes)

@@ -266,6 +266,7 @@ def assign_fingerprints(plan: Plan, device: torch.device, cells: list[Cell] | No
     for cell in plan.cells if cells is None else cells:
         data = data_of(cell.scenario.config)
         cell.data_fingerprint, cell.training_fingerprint = data.fingerprint, data.training_fingerprint
+        cell.data_source = data.source_fingerprint
     return data_of
 
 

@@ -37,6 +37,7 @@ class ScenarioData:
     # gallery when they differ from the training data's (eval_normalisation = "eval"); None: mean, std
     fingerprint: str = ""  # SHA-256 of the images and labels above (content, not path): part of cell keys
     training_fingerprint: str = ""  # the same of the training and pretraining images alone: part of the trained models' keys
+    source_fingerprint: str = ""  # the same of the dataset as loaded, before a seed orders or splits it: one for every seed
 
     @property
     def query_stats(self) -> tuple[tuple[float, float, float], tuple[float, float, float]]:
@@ -138,6 +139,7 @@ def load_scenario_data(scenario: ScenarioBase, cache_dir: Path, device: torch.de
     bundle: DatasetBundle = load_dataset(cfg.name, request)
     check_not_degenerate(cfg.name, bundle, request)
     train, test = bundle.splits["train"], bundle.splits["test"]
+    source = _fingerprint((train, test, bundle.splits.get("pretrain")), (bundle.mean, bundle.std, bundle.num_classes))
     if cfg.class_order_seed is not None:
         order = torch.randperm(bundle.num_classes, generator=generator(cfg.class_order_seed))
         train, test = _reorder(train, order), _reorder(test, order)
@@ -170,6 +172,7 @@ def load_scenario_data(scenario: ScenarioBase, cache_dir: Path, device: torch.de
         eval_stats=eval_stats,
         fingerprint=fingerprint,
         training_fingerprint=_fingerprint((train, pretrain), stats),
+        source_fingerprint=source,
     )
 
 
