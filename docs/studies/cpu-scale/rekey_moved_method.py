@@ -17,20 +17,18 @@ stored configuration and identity equals its key; (2) its source hash is its pac
 from __future__ import annotations
 
 import argparse
-import json
-import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from benchbackcompat.cell import CELL_FORMAT, keyed_config
-from benchbackcompat.config import config_hash
+from rekey_records import key_of, move_record, text_hash  # this folder's script: the key and the move, as it does
+
+from benchbackcompat.cell import keyed_config
 from benchbackcompat.execution.plugin_host import PluginHost
 from benchbackcompat.identity import RESULTS_VERSION, code_identity, code_text, source_packages
 from benchbackcompat.method import Method
 from benchbackcompat.scenarios import NamedScenario
-from benchbackcompat.store import ResultStore
 from benchbackcompat.store.packed import read_json, stored_file
 
 PLUGINS = Path(__file__).resolve().parents[3] / "plugins"
@@ -47,27 +45,6 @@ def plugin_files(root: Path) -> dict[str, tuple[str, str]]:
         if name != "__init__.py":
             found[name] = (package, code_text(path.read_text(encoding="utf-8")))
     return found
-
-
-def package_hash(root: Path, package: str) -> str:
-    """``identity.source_hash`` of ``package`` as it is under ``root``."""
-    import hashlib
-
-    digest = hashlib.sha256()
-    for path in sorted(p for p in (root / package).rglob("*.py")
-                       if not {"__pycache__", "tests"} & set(p.relative_to(root / package).parts)):
-        digest.update(f"{package}/{path.name}\0".encode())
-        digest.update(code_text(path.read_text(encoding="utf-8")).encode())
-        digest.update(b"\0")
-    return digest.hexdigest()
-
-
-def key_of(record: dict, config: dict, code: dict) -> str:
-    return config_hash({"format": CELL_FORMAT, "scenario": config, "method": record["method"],
-                        "params": record["params"], "seed": record["seed"],
-                        "code": code, "results_version": record["identity"]["results_version"],
-                        "data_sha256": record["identity"]["data_sha256"],
-                        **({"selection": record["selection"]} if record.get("selection") is not None else {})})
 
 
 def moved_only(base: Path, now: Path, moved: set[str]) -> str | None:
@@ -115,23 +92,15 @@ def main() -> int:
         if code == now:
             continue  # keyed by the current code identity already
         package = code["class"].split(".")[0]
-        if package_hash(base / "plugins", package) != code["source_sha256"]:
+        if text_hash(base / "plugins", [package]) != code["source_sha256"]:
             kept.append(f"{label}: not the plugin code of {args.base}"); continue
         if source_packages(cls, within=Method) != [now["class"].split(".")[0]]:
             kept.append(f"{label}: its method spans several packages"); continue
         scenario = NamedScenario.model_validate({"name": record["scenario"], "config": record["config"]})
         key = key_of(record, keyed_config(scenario.config), now)
         record["key"], record["identity"]["code"] = key, now
-        if not args.dry_run:
-            target = path.parent.parent / key
-            if target.exists():
-                kept.append(f"{label}: {key} exists already"); continue
-            shutil.move(folder, target)
-            ResultStore(args.results).write_record(key, {k: v for k, v in record.items() if k not in ("sha256", "format")})
-            cell = target / "cell.json"
-            if cell.exists():  # the training key named saved steps to borrow; records carry none
-                entry = {k: v for k, v in json.loads(cell.read_text()).items() if k not in ("key", "training_key")}
-                ResultStore(args.results).write_cell_entry(key, entry)
+        if not args.dry_run and not move_record(args.results, folder, record):
+            kept.append(f"{label}: {key} exists already"); continue
         moved += 1
     print(f"{moved} records re-keyed, {len(kept)} left as they are")
     for line in kept:

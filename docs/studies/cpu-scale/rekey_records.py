@@ -68,6 +68,21 @@ def key_of(record: dict, config: dict, code: dict) -> str:
                         **({"selection": record["selection"]} if record.get("selection") is not None else {})})
 
 
+def move_record(results: Path, folder: Path, record: dict) -> bool:
+    """Move the cell ``folder`` to the record's (new) key and rewrite its record there; False if that key exists."""
+    key = record["key"]
+    target = folder.parent / key
+    if target.exists():
+        return False
+    shutil.move(folder, target)
+    ResultStore(results).write_record(key, {k: v for k, v in record.items() if k not in ("sha256", "format")})
+    cell = target / "cell.json"
+    if cell.exists():  # the training key named saved steps to borrow; records carry none
+        entry = {k: v for k, v in json.loads(cell.read_text()).items() if k not in ("key", "training_key")}
+        ResultStore(results).write_cell_entry(key, entry)
+    return True
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("results", type=Path)
@@ -108,16 +123,8 @@ def main() -> int:
         if key == record["key"]:
             continue
         record["key"], record["identity"]["code"] = key, now
-        if not args.dry_run:
-            target = path.parent.parent / key
-            if target.exists():
-                kept.append(f"{label}: {key} exists already"); continue
-            shutil.move(folder, target)
-            ResultStore(args.results).write_record(key, {k: v for k, v in record.items() if k not in ("sha256", "format")})
-            cell = target / "cell.json"
-            if cell.exists():  # the training key named saved steps to borrow; records carry none
-                entry = {k: v for k, v in json.loads(cell.read_text()).items() if k not in ("key", "training_key")}
-                ResultStore(args.results).write_cell_entry(key, entry)
+        if not args.dry_run and not move_record(args.results, folder, record):
+            kept.append(f"{label}: {key} exists already"); continue
         moved += 1
     print(f"{moved} records re-keyed, {len(kept)} left as they are")
     for line in kept:
