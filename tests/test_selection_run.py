@@ -63,7 +63,7 @@ def test_selection_runs_on_the_validation_split_and_never_reads_the_test_set(tmp
     # selection trains on 80% of each class and scores on the other 20% (4 classes x 30 images: 24 + 6 each)
     assert selection[0.1].config["data"]["validation"] == {"fraction": 0.2, "seed": 0}
     assert "validation" not in final.config["data"]
-    assert f"**weight={chosen['selected']['weight']}** of 2 settings" in out
+    assert f"weight={chosen['selected']['weight']} of 2 settings" in out  # plain text in the terminal
     assert "| l2" in out and out.count("| l2") == out.count("| method")  # one row a view: validation cells are not rows
 
     # the same run in two shards, the test set replaced by noise: the shard that completes the selection runs the

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
 import math
 import statistics
 from collections import defaultdict
@@ -157,10 +156,10 @@ def build_tables(records: Iterable[CellRecord | dict[str, Any]]) -> list[Table]:
 def _grouped(records: list[CellRecord]) -> tuple[dict[tuple[str, str, str, str], list[CellRecord]], dict[tuple, str]]:
     """The records of each table (dataset, preset, scenario, configuration) and each table's variant label.
     Grid points on the validation split (``role == "selection"``) are shown only in their search's grid table."""
-    groups: dict[tuple[str, str, str, str, str], list[CellRecord]] = defaultdict(list)
+    groups: dict[tuple[str, str, str, str], list[CellRecord]] = defaultdict(list)
     for record in records:
         config = json.dumps(table_config(record.config), sort_keys=True)
-        groups[(record.dataset or "?", record.preset or "?", record.scenario, config, record.data_source or "")].append(record)
+        groups[(record.dataset or "?", record.preset or "?", record.scenario, config)].append(record)
     return groups, _variant_labels({key: table_config(members[0].config) for key, members in groups.items()})
 
 
@@ -207,10 +206,8 @@ def table_config(config: dict[str, Any]) -> dict[str, Any]:
     return {**config, "data": {k: v for k, v in data.items() if k not in drop}}
 
 
-def _variant_labels(configs: dict[tuple[str, str, str, str, str], dict[str, Any]]) -> dict[tuple, str]:
-    """For scenarios stored with several configurations: the fields that tell them apart; for one configuration
-    computed on different data (another data root, or a machine that renders the data otherwise), the data
-    fingerprint too, so that seeds on different data are never pooled into one row (with a warning)."""
+def _variant_labels(configs: dict[tuple[str, str, str, str], dict[str, Any]]) -> dict[tuple, str]:
+    """For scenarios stored with several configurations: the fields that tell them apart."""
     by_scenario: dict[tuple[str, str, str], list[tuple]] = defaultdict(list)
     for key in configs:
         by_scenario[key[:3]].append(key)
@@ -219,24 +216,8 @@ def _variant_labels(configs: dict[tuple[str, str, str, str, str], dict[str, Any]
         flat = {key: flatten(configs[key]) for key in keys}
         differing = sorted({f for key in keys for f in flat[key] if len({json.dumps(flat[k].get(f)) for k in keys}) > 1})
         for key in keys:
-            labels[key] = ", ".join(f"{f}={json.dumps(flat[key].get(f))}" for f in differing)
-        sources: dict[str, set[str]] = defaultdict(set)
-        for key in keys:
-            sources[key[3]].add(key[4])
-        for config, found in sources.items():
-            if len(found) > 1:
-                names = ", ".join(_data_name(s) for s in sorted(found))
-                logging.getLogger("benchbackcompat").warning(
-                    f"{keys[0][2]} ({labels[next(k for k in keys if k[3] == config)] or 'one configuration'}): cells "
-                    f"computed on different data ({names}) are kept apart, in one table each; check the --data-root "
-                    "and the machines that computed them")
-                for key in (k for k in keys if k[3] == config):
-                    labels[key] = ", ".join(p for p in (labels[key], _data_name(key[4])) if p)
+            labels[key] = ", ".join(f"{f}={json.dumps(flat[key].get(f))}" for f in differing) if len(keys) > 1 else ""
     return labels
-
-
-def _data_name(source: str) -> str:
-    return f"data {source[:8]}" if source else "data not recorded"
 
 
 def flatten(value: Any, prefix: str = "") -> dict[str, Any]:

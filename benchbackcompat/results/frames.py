@@ -94,7 +94,7 @@ def results_frame(records: Iterable[CellRecord]) -> pd.DataFrame:
         if not metrics:
             rows.append({**cell, "metric": None, "statistic": None, "value": math.nan, "gated": ""})
         for metric, summary in metrics.items():
-            gate = gates.get((record.dataset, record.preset, cell["config_hash"], record.data_source, metric), "")
+            gate = gates.get((record.dataset, record.preset, cell["config_hash"], metric), "")
             rows += [{**cell, "metric": metric, "statistic": name,
                       "value": math.nan if gate and name == "p_com" else _number(value),
                       "gated": gate if name == "p_com" else ""}
@@ -105,14 +105,14 @@ def results_frame(records: Iterable[CellRecord]) -> pd.DataFrame:
 
 
 def _p_com_gates(cells: list[tuple[CellRecord, dict[str, Any]]]) -> dict[tuple, str]:
-    """(dataset, preset, configuration hash, data source, metric) -> why the leaderboard does not show that configuration's P_com
+    """(dataset, preset, configuration hash, metric) -> why the leaderboard does not show that configuration's P_com
     (``report.aggregate.undecidable_update``, over the seeds of the configuration, as a row of the tables)."""
     from benchbackcompat.report.aggregate import gain_replicates, gain_stat, undecidable_update
 
     groups: dict[tuple, list[FinishedRecord]] = {}
     for record, cell in cells:
         if isinstance(record, FinishedRecord):
-            groups.setdefault((record.dataset, record.preset, cell["config_hash"], record.data_source), []).append(record)
+            groups.setdefault((record.dataset, record.preset, cell["config_hash"]), []).append(record)
     gated = {(group, metric) for group, members in groups.items()
              for metric in (m for r in members for m, s in r.metrics.items() if "p_com" in s.scalars())}
     members = {id(r): r for group, _ in gated for r in groups[group]}.values()
