@@ -25,7 +25,7 @@ from typing import Any
 
 from benchbackcompat.store.checkpoint import atomic_write_bytes, checksum_path, load_checkpoint, log, save_checkpoint
 from benchbackcompat.store.locks import file_lock, process_running
-from benchbackcompat.store.packed import packed_name, read_json, stored_file, write_packed
+from benchbackcompat.store.packed import OversizedFile, packed_name, read_json, stored_file, write_packed
 from benchbackcompat.record import CellRecord, FinishedRecord, RecordBase, ValidationError, parse_record
 from benchbackcompat.store.verify import contradiction
 
@@ -57,6 +57,9 @@ class ResultStore:
         try:
             record = read_json(path)
             stored = record.pop("sha256", None) if isinstance(record, dict) else None
+        except OversizedFile as error:
+            self._report(path, f"{error}; ignoring it, unread (a run recomputes the cell)")
+            return None
         except (OSError, ValueError):
             record, stored = None, None
         if isinstance(record, dict) and stored == record_checksum(record) and record.get("format") == RECORD_FORMAT:
