@@ -657,3 +657,21 @@ def test_a_damaged_or_incomplete_zip_names_the_archive_and_the_member_in_one_lin
         load_dataset(dataset, DatasetRequest(cache_dir=tmp_path / "cache", root=archive))
     message = str(caught.value)
     assert "\n" not in message and f"zip {archive}, member {member}: " in message, message
+
+
+def test_an_image_size_the_memory_cannot_hold_fails_before_allocating_in_one_line(tmp_path):
+    """data.image_size=4096 passes validation (the maximum) but asks for hundreds of GiB: refused with the estimate
+    and the limit, run under a 16 GiB address-space limit so that an allocation before the check fails rather than
+    swamping the machine."""
+    import resource
+    import subprocess
+    import sys
+
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (16 * 2**30, 16 * 2**30))
+
+    argv = [sys.executable, "-m", "benchbackcompat", "run", "--scenario", "ext-class", "--methods", "independent",
+            "--set", "data.image_size=4096", "--dry-run", "--out", str(tmp_path / "run")]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=300, preexec_fn=limited, env=os.environ)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr[-2000:]
+    assert "images of 3x4096x4096 pixels need" in done.stderr and "GiB of memory available" in done.stderr, done.stderr
