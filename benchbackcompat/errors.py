@@ -14,7 +14,7 @@ class UnknownNameError(BenchError, KeyError):
 
     def __init__(self, kind: str, name: str, known: Iterable[str]) -> None:
         self.kind, self.name, self.known = kind, name, sorted(known)
-        close = difflib.get_close_matches(name, self.known, n=1, cutoff=0.5)
+        close = difflib.get_close_matches(name, [k for k in self.known if k != name], n=1, cutoff=0.5)
         hint = f" Did you mean {close[0]!r}?" if close else ""
         super().__init__(f"unknown {kind} {name!r}.{hint} Known: {', '.join(self.known) or '(none)'}.")
 

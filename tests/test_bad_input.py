@@ -556,3 +556,123 @@ def test_a_damaged_answers_cache_entry_is_discarded_and_asked_again(damage, tmp_
     entry.write_bytes(damage)
     assert cached_answer(tmp_path, ["list", "methods"], answer) == "the methods table" and len(calls) == 2
     assert cached_answer(tmp_path, ["list", "methods"], answer) == "the methods table" and len(calls) == 2  # kept again
+
+
+# --- decompression bombs and damaged archives ---------------------------------------------------------------------
+
+def _tiny_png() -> bytes:
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.new("RGB", (4, 4), (1, 2, 3)).save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def _zip_tree(path: Path) -> Path:
+    """An ImageFolder zip: two classes, one train and one test image each."""
+    files = {f"{split}/{c}/1.png": _tiny_png() for split in ("train", "test") for c in ("a", "b")}
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for name, data in files.items():
+            archive.writestr(name, data)
+    return path
+
+
+def _peak_mib(call) -> tuple[float, object]:
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        result = call()
+    except BenchError as error:
+        result = error
+    finally:
+        peak = tracemalloc.get_traced_memory()[1] / 2**20
+        tracemalloc.stop()
+    return peak, result
+
+
+def test_a_zip_member_that_expands_beyond_the_bound_is_refused_by_name_before_it_is_unpacked(tmp_path):
+    archive = tmp_path / "bomb.zip"
+    _zip_tree(archive)
+    with zipfile.ZipFile(archive, "a", compression=zipfile.ZIP_DEFLATED) as zf, zf.open("train/a/2.png", "w") as member:
+        for _ in range(300):  # 300 MiB of zeros in about 300 KB
+            member.write(bytes(2**20))
+    peak, error = _peak_mib(lambda: load_dataset("imagefolder", DatasetRequest(cache_dir=tmp_path / "c", root=archive)))
+    assert isinstance(error, BenchError) and "\n" not in str(error), error
+    assert f"zip {archive}, member train/a/2.png: expands to 300 MiB, above the limit" in str(error)
+    assert peak < 50, f"{peak:.0f} MiB held while refusing it"
+
+
+def test_a_record_that_decompresses_beyond_the_bound_is_refused_unread_with_one_line(tmp_path, caplog):
+    import gzip
+    import json
+    import zlib
+
+    from benchbackcompat.store import ResultStore
+
+    store = ResultStore(tmp_path)
+    path = store.record_path("k" * 16)
+    path.parent.mkdir(parents=True)
+    packer = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)  # gzip framing
+    with path.open("wb") as file:
+        for _ in range(200):  # 200 MiB of blanks, then a small JSON value: valid JSON once unpacked
+            file.write(packer.compress(b" " * 2**20))
+        file.write(packer.compress(json.dumps({"key": "k" * 16}).encode()) + packer.flush())
+    assert path.stat().st_size < 2**20 and json.loads(gzip.decompress(path.read_bytes()))["key"] == "k" * 16
+    peak, record = _peak_mib(lambda: store.record("k" * 16))
+    assert record is None
+    assert f"{path} holds more than 64 MiB of JSON, above the limit for a results file" in caplog.text
+    assert peak < 100, f"{peak:.0f} MiB held while refusing it"
+
+
+def _flip_member_byte(archive: Path, name: str) -> None:
+    with zipfile.ZipFile(archive) as zf:
+        info = zf.getinfo(name)
+    data = bytearray(archive.read_bytes())
+    start = info.header_offset + 30 + len(info.filename.encode()) + len(info.extra)  # the member's compressed bytes
+    data[start + info.compress_size // 2] ^= 0xFF
+    archive.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("damage", ["flipped byte", "stored flipped byte", "annotated file missing"])
+def test_a_damaged_or_incomplete_zip_names_the_archive_and_the_member_in_one_line(damage, tmp_path):
+    archive = tmp_path / "data.zip"
+    if damage == "annotated file missing":  # TinyImageNet: val_annotations.txt lists an image the zip lacks
+        with zipfile.ZipFile(archive, "w") as zf:
+            zf.writestr("tiny/wnids.txt", "n1\nn2\n")
+            for wnid in ("n1", "n2"):
+                zf.writestr(f"tiny/train/{wnid}/images/{wnid}_0.png", _tiny_png())
+            zf.writestr("tiny/val/val_annotations.txt", "val_0.png\tn1\nval_1.png\tn2\n")
+            zf.writestr("tiny/val/images/val_0.png", _tiny_png())
+        dataset, member = "tinyimagenet", "tiny/val/images/val_1.png"
+    else:
+        _zip_tree(archive)
+        member = "train/b/1.png"
+        if damage == "stored flipped byte":  # stored, not compressed: only the CRC tells
+            with zipfile.ZipFile(archive, "a", compression=zipfile.ZIP_STORED) as zf:
+                zf.writestr("train/b/2.png", _tiny_png())
+            member = "train/b/2.png"
+        _flip_member_byte(archive, member)
+        dataset = "imagefolder"
+    with pytest.raises(BenchError) as caught:
+        load_dataset(dataset, DatasetRequest(cache_dir=tmp_path / "cache", root=archive))
+    message = str(caught.value)
+    assert "\n" not in message and f"zip {archive}, member {member}: " in message, message
+
+
+def test_an_image_size_the_memory_cannot_hold_fails_before_allocating_in_one_line(tmp_path):
+    """data.image_size=4096 passes validation (the maximum) but asks for hundreds of GiB: refused with the estimate
+    and the limit, run under a 16 GiB address-space limit so that an allocation before the check fails rather than
+    swamping the machine."""
+    import resource
+    import subprocess
+    import sys
+
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (16 * 2**30, 16 * 2**30))
+
+    argv = [sys.executable, "-m", "benchbackcompat", "run", "--scenario", "ext-class", "--methods", "independent",
+            "--set", "data.image_size=4096", "--dry-run", "--out", str(tmp_path / "run")]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=300, preexec_fn=limited, env=os.environ)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr[-2000:]
+    assert "images of 3x4096x4096 pixels need" in done.stderr and "GiB of memory available" in done.stderr, done.stderr

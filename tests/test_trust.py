@@ -692,3 +692,82 @@ def test_an_answer_is_asked_again_when_a_helper_it_imported_changes_keeping_size
     assert helper.stat().st_size == before.st_size and helper.stat().st_mtime_ns == before.st_mtime_ns
     assert cached_answer(tmp_path / "cache", ["describe", "x"], answer) == "weight two"
     monkeypatch.delitem(sys.modules, helper.stem, raising=False)
+
+
+# --- seeds computed on different data are not pooled --------------------------------------------------------------
+
+def on_data(seed: int, fingerprint: str, method: str = "l2", order_by_seed: bool = False) -> dict:
+    """The consistent record as seed ``seed`` of ``method`` computed on the data of ``fingerprint``."""
+    record = copy.deepcopy(consistent())
+    record.update(seed=seed, method=method, key=hashlib.sha256(f"{method}{seed}{fingerprint}".encode()).hexdigest()[:16],
+                  label=f"ext-class/{method}/seed{seed}", identity={"data_sha256": fingerprint * 64})
+    record["config"]["data"].update(root=f"/machine-{fingerprint}", order_by_seed=order_by_seed,
+                                    class_order_seed=seed if order_by_seed else 0)
+    return record
+
+
+def test_seeds_of_one_configuration_on_different_data_are_kept_apart_with_one_warning(tmp_path, caplog):
+    from benchbackcompat.record import parse_record
+    from benchbackcompat.report.aggregate import build_tables
+    from benchbackcompat.results.frames import results_frame
+
+    records = [on_data(0, "a"), on_data(1, "b"), on_data(2, "b")]  # machine a gave seed 0, machine b seeds 1 and 2
+    tables = build_tables(records)
+    assert [(t.variant, [r.seed for r in t.rows[0].records]) for t in tables] == [
+        ("data " + "a" * 12, [0]), ("data " + "b" * 12, [1, 2])]
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warnings) == 1 and "ext-class" in warnings[0] and "a" * 12 in warnings[0] and "b" * 12 in warnings[0]
+    frame = results_frame([parse_record(r) for r in records])  # load_results: two configurations, not one of three seeds
+    assert frame.groupby("config_hash")["seed"].nunique().sort_values().tolist() == [1, 2]
+    assert frame.groupby(["scenario", "variant", "method"])["seed"].nunique().sort_values().tolist() == [1, 2]
+
+
+def test_two_methods_on_different_data_for_the_same_seed_are_kept_apart_under_a_seeded_class_order(caplog):
+    from benchbackcompat.report.aggregate import build_tables
+
+    tables = build_tables([on_data(0, "a", "l2", True), on_data(0, "b", "independent", True)])
+    assert [(t.variant, [row.method for row in t.rows]) for t in tables] == [
+        ("data " + "a" * 12, ["l2"]), ("data " + "b" * 12, ["independent"])]
+
+
+def test_seeds_that_draw_their_own_class_order_pool_with_their_own_fingerprints_and_no_warning(caplog):
+    from benchbackcompat.report.aggregate import build_tables
+
+    [table] = build_tables([on_data(0, "a", "l2", True), on_data(1, "b", "l2", True),
+                            on_data(0, "a", "independent", True), on_data(1, "b", "independent", True)])
+    assert table.variant == "" and all(len(row.records) == 2 for row in table.rows)
+    assert not [r for r in caplog.records if r.levelname == "WARNING"]
+
+
+def test_a_plugin_whose_entry_point_registers_other_names_is_named_not_suggested_to_itself(tmp_path, monkeypatch, capsys):
+    install_plugin(tmp_path, "dupl2", IMPOSTOR, dist="evil-plugin")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        assert main(["run", "--out", str(tmp_path / "run"), "--scenario", "both", "--methods", "dupl2", "--dry-run"]) == 2
+        message = capsys.readouterr().err
+        assert "Did you mean 'dupl2'" not in message and message.count("\n") == 1, message
+        assert "method 'dupl2': the plugin of that name (distribution evil-plugin 1.0) loads but registers no method " \
+               "called 'dupl2'" in message, message
+    finally:
+        sys.modules.pop("dupl2", None)
+
+
+def test_a_cell_folder_linked_out_of_the_results_folder_is_refused_and_nothing_there_is_deleted(tmp_path, capsys):
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    precious = {name: outside / name for name in ("record.json.gz", "step-0.pt", "traceback.txt")}
+    for path in precious.values():
+        path.write_bytes(b"precious")
+    store = ResultStore(tmp_path / "results")
+    (tmp_path / "results" / "cells").mkdir(parents=True)
+    link = tmp_path / "results" / "cells" / ("c" * 16)
+    link.symlink_to(outside, target_is_directory=True)
+    for call in (lambda: store.clear_cell("c" * 16), lambda: store.write_record("c" * 16, {"key": "c" * 16})):
+        with pytest.raises(BenchError) as caught:  # --force clears a cell before it is recomputed
+            call()
+        message = str(caught.value)
+        assert f"cell folder {link} resolves to {outside}, outside the results folder" in message and "\n" not in message
+    assert sorted(p.name for p in outside.iterdir()) == sorted(precious)
+    assert all(path.read_bytes() == b"precious" for path in precious.values())
+    assert main(["status", "--results", str(tmp_path / "results")]) == 2
+    assert capsys.readouterr().err.count("\n") == 1

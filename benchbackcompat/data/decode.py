@@ -15,6 +15,7 @@ import torch.nn.functional as F
 from PIL import Image
 from torch import Tensor
 
+from benchbackcompat.data.memory import check_images_fit
 from benchbackcompat.errors import BenchError
 
 try:
@@ -56,6 +57,7 @@ def resize_images(images: Tensor, size: int) -> Tensor:
     """Bilinear (antialiased) resize of uint8 N x C x H x W images to size x size."""
     if images.shape[-2:] == (size, size):
         return images
+    check_images_fit(images.shape[0], size, f"{images.shape[0]} images resized to data.image_size={size}", images.shape[1])
     out = torch.empty(images.shape[0], images.shape[1], size, size, dtype=torch.uint8)
     for start in range(0, images.shape[0], _CHUNK):
         part = images[start : start + _CHUNK].float()

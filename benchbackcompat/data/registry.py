@@ -10,6 +10,7 @@ from benchbackcompat.data import loaders
 from benchbackcompat.data.arrays import DatasetBundle
 from benchbackcompat.data.embedded import load_embedded
 from benchbackcompat.data.request import DatasetRequest
+from benchbackcompat.data.memory import check_images_fit
 from benchbackcompat.errors import BenchError, UnknownNameError
 
 __all__ = ["DATASETS", "DatasetEntry", "DatasetRequest", "get_dataset", "load_dataset"]
@@ -48,8 +49,14 @@ def get_dataset(name: str) -> DatasetEntry:
 
 
 def load_dataset(name: str, request: DatasetRequest) -> DatasetBundle:
-    """Load dataset `name` for `request` (cached in request.cache_dir)."""
-    return get_dataset(name).load(request)
+    """Load dataset `name` for `request` (cached in request.cache_dir); images that would not fit in memory at
+    ``request.image_size`` (at least the training and test images it asks for) are refused first."""
+    entry = get_dataset(name)
+    if request.image_size and request.num_classes and request.train_per_class:
+        images = request.num_classes * (request.train_per_class + (request.test_per_class or 0)) + (
+            request.pretrain_classes or 0) * (request.pretrain_per_class or request.train_per_class)
+        check_images_fit(images, request.image_size, f"dataset {name!r} at data.image_size={request.image_size}")
+    return entry.load(request)
 
 
 def check_not_degenerate(name: str, bundle: DatasetBundle, request: DatasetRequest) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 import re
 import zipfile
+import zlib
 from collections.abc import Callable, Iterable
 from functools import cached_property
 from pathlib import Path, PurePosixPath
@@ -13,6 +14,7 @@ from benchbackcompat.data.cache import file_fingerprint
 from benchbackcompat.errors import BenchError
 
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png")
+MAX_MEMBER_BYTES = 4 * 40_000_000  # a file of a dataset: the largest image decoded (``decode.MAX_PIXELS``) as raw RGBA
 
 
 class DirTree:
@@ -32,7 +34,16 @@ class DirTree:
         self.fingerprint: list[Any] = [path.name, len(names), total, latest]
 
     def read(self, name: str) -> bytes:
-        return (self.path / name).read_bytes()
+        path = self.path / name
+        try:
+            size = path.stat().st_size
+            if size > MAX_MEMBER_BYTES:
+                raise BenchError(f"{path} is {size / 2**20:.0f} MiB, above the limit of {MAX_MEMBER_BYTES // 2**20} MiB "
+                                 "for a file of a dataset; remove or shrink it")
+            return path.read_bytes()
+        except OSError as error:
+            raise BenchError(f"{self.path}: cannot read {name} ({error.strerror or error}); restore the file or "
+                             "remove what names it") from None
 
 
 class ZipTree:
@@ -59,7 +70,26 @@ class ZipTree:
         return sorted(n for n in self.zip.namelist() if not n.endswith("/"))
 
     def read(self, name: str) -> bytes:
-        return self.zip.read(name)
+        """The member ``name``, decompressed as a stream up to ``MAX_MEMBER_BYTES``: a member above it (by its
+        header or its content: a decompression bomb), missing or damaged is refused in one line naming it."""
+        where = f"zip {self.path}, member {name}"
+        try:
+            info = self.zip.getinfo(name)
+        except KeyError:
+            raise BenchError(f"{where}: missing (named by the dataset's layout or annotations); the archive is "
+                             "incomplete: fetch it again") from None
+        limit = f"above the limit of {MAX_MEMBER_BYTES // 2**20} MiB for a file of a dataset (a decompression bomb?)"
+        if info.file_size > MAX_MEMBER_BYTES:
+            raise BenchError(f"{where}: expands to {info.file_size / 2**20:.0f} MiB, {limit}; refusing to unpack it")
+        try:
+            with self.zip.open(info) as member:
+                data = member.read(MAX_MEMBER_BYTES + 1)
+        except (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError, RuntimeError) as error:
+            raise BenchError(f"{where}: cannot be read ({type(error).__name__}: {str(error)[:80]}); the archive is "
+                             "damaged or incomplete: fetch it again") from None
+        if len(data) > MAX_MEMBER_BYTES:
+            raise BenchError(f"{where}: expands beyond {MAX_MEMBER_BYTES // 2**20} MiB, {limit}; refusing to unpack it")
+        return data
 
 
 FileTree = DirTree | ZipTree

@@ -192,6 +192,11 @@ class PluginHost:
         if name in self.failures:
             failure = self.failures[name]
             raise BenchError(f"method {name!r} is unavailable: its plugin failed to import ({failure.error})")
+        entry = self.entry_points().get(name)
+        if entry is not None:  # its plugin loaded, but under other names (or none): not a method of that name
+            dist = f" (distribution {entry.dist.name} {entry.dist.version})" if entry.dist else ""
+            raise BenchError(f"method {name!r}: the plugin of that name{dist} loads but registers no method called "
+                             f"{name!r}; known methods: {', '.join(sorted(methods)) or '(none)'}")
         raise UnknownNameError("method", name, set(methods) | set(self.entry_points()))
 
     def create_method(self, name: str, params: dict[str, Any]) -> Method:

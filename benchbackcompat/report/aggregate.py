@@ -3,7 +3,10 @@
 A table is one (scenario, dataset, preset, scenario configuration); a row is one (method,
 hyperparameters) with every seed of that configuration. Records of the same scenario name with
 another configuration (e.g. ``--set train.epochs=1``) form their own table, labelled by the
-fields that differ, so seeds are only ever pooled across identical configurations.
+fields that differ, so seeds are only ever pooled across identical configurations. Seeds of one configuration
+computed on different data (two data fingerprints for the same data configuration, e.g. results merged from machines
+whose libraries decode the images into other bytes) are kept apart too: one table per fingerprint, named by it, with a
+warning.
 
 Intervals bootstrap the stored per-query outcomes, combined with the spread over seeds in an interval
 honest for their number (``metrics.bootstrap``); the flip rates (``metrics.flips``) are derived from the same
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import math
 import statistics
 from collections import defaultdict
@@ -110,10 +114,12 @@ class Row:
         seconds = [r.compute_seconds for r in self.finished if r.timings]
         return statistics.fmean(seconds) / 60 if seconds else None
 
+    data: str = ""  # the short data fingerprint its configuration is split by ("" when all its seeds share the data)
+
     @property
     def config_hash(self) -> str:
         """The configuration hash of the row's cells (:func:`config_hash`; one per row)."""
-        return config_hash(self.records[0]) if self.records else ""
+        return config_hash(self.records[0], self.data) if self.records else ""
 
 
 @dataclass
@@ -127,6 +133,7 @@ class Table:
     columns: list[Column]
     rows: list[Row]
     unranked: str = ""  # why no row is ranked ("" when some are)
+    data: str = ""  # the short data fingerprint its configuration is split by ("" when all its seeds share the data)
 
     @property
     def single_update(self) -> bool:
@@ -149,18 +156,55 @@ def build_tables(records: Iterable[CellRecord | dict[str, Any]]) -> list[Table]:
     """Group, aggregate and rank (records in their stored form are parsed first); tables sorted by (dataset,
     preset, scenario, variant)."""
     groups, variants = _grouped([r for r in map(parse_record, records) if r.role != "selection"])
-    tables = [_table(members, variants[key]) for key, members in groups.items()]
+    tables = [_table(members, variants[key], key[4]) for key, members in groups.items()]
     return sorted(tables, key=lambda t: (t.dataset, t.preset, t.scenario, t.variant))
 
 
-def _grouped(records: list[CellRecord]) -> tuple[dict[tuple[str, str, str, str], list[CellRecord]], dict[tuple, str]]:
-    """The records of each table (dataset, preset, scenario, configuration) and each table's variant label.
-    Grid points on the validation split (``role == "selection"``) are shown only in their search's grid table."""
+def _grouped(records: list[CellRecord]) -> tuple[dict[tuple[str, str, str, str, str], list[CellRecord]], dict[tuple, str]]:
+    """The records of each table (dataset, preset, scenario, configuration, data: :func:`_data_apart`) and each
+    table's variant label. Grid points on the validation split (``role == "selection"``) are shown only in their
+    search's grid table."""
     groups: dict[tuple[str, str, str, str], list[CellRecord]] = defaultdict(list)
     for record in records:
         config = json.dumps(table_config(record.config), sort_keys=True)
         groups[(record.dataset or "?", record.preset or "?", record.scenario, config)].append(record)
-    return groups, _variant_labels({key: table_config(members[0].config) for key, members in groups.items()})
+    labels = _variant_labels({key: table_config(members[0].config) for key, members in groups.items()})
+    split: dict[tuple[str, str, str, str, str], list[CellRecord]] = {}
+    variants: dict[tuple, str] = {}
+    for key, members in groups.items():
+        for data, part in _data_apart(members, "; ".join(p for p in (key[2], labels[key]) if p)).items():
+            split[(*key, data)] = part
+            variants[(*key, data)] = ", ".join(p for p in (labels[key], f"data {data}" if data else "") if p)
+    return split, variants
+
+
+def data_fingerprint(record: CellRecord) -> str:
+    """The fingerprint of the data the record was computed on (``identity.data_sha256``; "" when not stored)."""
+    value = record.identity.get("data_sha256")
+    return value if isinstance(value, str) else ""
+
+
+def _data_apart(records: list[CellRecord], name: str) -> dict[str, list[CellRecord]]:
+    """The records of one configuration by the data they were computed on: {"": all} when every record of the same
+    data configuration (the configuration with its class order, without the path to the data) has the same data
+    fingerprint, as its seeds and methods should; else one group per fingerprint (12 hex digits; "unknown" where
+    none was stored), with a warning naming the configuration ``name`` and the fingerprints."""
+    seen: dict[str, set[str]] = defaultdict(set)
+    for record in records:
+        data = record.config.get("data")
+        slot = {**record.config, "data": {k: v for k, v in data.items() if k != "root"}} if isinstance(data, dict) else record.config
+        if data_fingerprint(record):
+            seen[json.dumps(slot, sort_keys=True, default=str)].add(data_fingerprint(record))
+    if all(len(fingerprints) == 1 for fingerprints in seen.values()):
+        return {"": records}
+    parts: dict[str, list[CellRecord]] = defaultdict(list)
+    for record in records:
+        parts[data_fingerprint(record)[:12] or "unknown"].append(record)
+    parts = dict(sorted(parts.items()))
+    logging.getLogger("benchbackcompat").warning(
+        f"{name} ({records[0].preset or '?'}, {records[0].dataset or '?'}): its records were computed on different "
+        f"data (fingerprints {', '.join(parts)}); kept apart, one table per fingerprint, not pooled")
+    return parts
 
 
 def _row_key(record: CellRecord) -> tuple[str, str, str]:
@@ -171,11 +215,13 @@ def _row_key(record: CellRecord) -> tuple[str, str, str]:
     return record.method, json.dumps(record.params, sort_keys=True), search
 
 
-def config_hash(record: CellRecord) -> str:
+def config_hash(record: CellRecord, data: str = "") -> str:
     """12 hex digits of SHA-256 over the resolved configuration without the seed: the scenario and its
-    configuration as tables tell them apart (:func:`table_config`), the method, its hyperparameters and the search
-    that chose them. Two cells with the same hash differ only in their seed (or the code that computed them)."""
-    identity = [record.role, record.scenario, table_config(record.config), *_row_key(record)]
+    configuration as tables tell them apart (:func:`table_config`), the method, its hyperparameters, the search
+    that chose them and, where seeds of one configuration were computed on different data, the short data
+    fingerprint ``data`` (:func:`_data_apart`). Two cells with the same hash differ only in their seed (or the code
+    that computed them)."""
+    identity = [record.role, record.scenario, table_config(record.config), *_row_key(record)] + ([data] if data else [])
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:12]
 
 
@@ -191,8 +237,9 @@ def configuration_labels(records: Iterable[CellRecord]) -> list[tuple[str, str]]
     for key, members in groups.items():
         for row in _rows(members):
             qualifier = row.label.removeprefix(row.method).strip().removeprefix("(").removesuffix(")")
-            labels.update({id(r): "; ".join(p for p in (variants[key], qualifier) if p) for r in row.records})
-    return [(labels.get(id(r), "validation grid"), config_hash(r)) for r in records]
+            labels.update({id(r): ("; ".join(p for p in (variants[key], qualifier) if p), key[4]) for r in row.records})
+    return [(labels[id(r)][0], config_hash(r, labels[id(r)][1])) if id(r) in labels else ("validation grid", config_hash(r))
+            for r in records]
 
 
 def table_config(config: dict[str, Any]) -> dict[str, Any]:
@@ -244,16 +291,17 @@ def _rows(records: list[CellRecord]) -> list[Row]:
     return rows
 
 
-def _table(records: list[CellRecord], variant: str) -> Table:
+def _table(records: list[CellRecord], variant: str, data: str = "") -> Table:
     first = records[0]
     metrics = list(dict.fromkeys(m for r in records if isinstance(r, FinishedRecord) for m in r.metrics))
     metrics = metrics or list(first.config.get("metrics", []))
     columns = columns_for(first.kind, metrics)
     rows = _rows(records)
     for row in rows:
+        row.data = data
         _fill(row, columns)
     table = Table(first.scenario, first.kind, first.dataset or "?", first.preset or "?", first.config, variant,
-                  columns, rows)
+                  columns, rows, data=data)
     rank_rows(table)
     return table
 

@@ -8,6 +8,7 @@ compressed file, or the plain one that earlier versions wrote, so a folder writt
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import zlib
 from pathlib import Path
@@ -16,6 +17,11 @@ from typing import Any
 from benchbackcompat.store.checkpoint import atomic_write_bytes
 
 SUFFIX = ".gz"
+MAX_JSON_BYTES = 64 * 2**20  # a record's JSON: per-query outcomes of 50,000 queries x 55 matrix entries are ~8 MB
+
+
+class OversizedFile(ValueError):
+    """A results file whose content exceeds ``MAX_JSON_BYTES`` (read no further)."""
 
 
 def packed_name(name: str) -> str:
@@ -47,12 +53,20 @@ def write_packed(folder: Path, name: str, text: str) -> Path:
 
 
 def read_json(path: Path) -> Any:
-    """The JSON value stored in ``path``, decompressed when its name ends in ``.gz``. Raises OSError when the file
-    cannot be read and ValueError when it holds no complete JSON (truncated, corrupted, not UTF-8)."""
+    """The JSON value stored in ``path``, decompressed when its name ends in ``.gz`` as a stream that stops past
+    ``MAX_JSON_BYTES``. Raises OSError when the file cannot be read, :class:`OversizedFile` when its content is
+    larger (e.g. a decompression bomb) and ValueError when it holds no complete JSON (truncated, corrupted, not UTF-8)."""
+    too_large = OversizedFile(f"{path} holds more than {MAX_JSON_BYTES // 2**20} MiB of JSON, above the limit for a "
+                              "results file (a decompression bomb?)")
+    if path.stat().st_size > MAX_JSON_BYTES:
+        raise too_large
     data = path.read_bytes()
     if path.name.endswith(SUFFIX):
         try:
-            data = gzip.decompress(data)
+            with gzip.GzipFile(fileobj=io.BytesIO(data)) as stream:
+                data = stream.read(MAX_JSON_BYTES + 1)
         except (EOFError, zlib.error, gzip.BadGzipFile) as error:
             raise ValueError(f"{path} is not a complete gzip file ({error})") from error
+        if len(data) > MAX_JSON_BYTES:
+            raise too_large
     return json.loads(data)

@@ -23,9 +23,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from benchbackcompat.errors import BenchError
 from benchbackcompat.store.checkpoint import atomic_write_bytes, checksum_path, load_checkpoint, log, save_checkpoint
 from benchbackcompat.store.locks import file_lock, process_running
-from benchbackcompat.store.packed import packed_name, read_json, stored_file, write_packed
+from benchbackcompat.store.packed import OversizedFile, packed_name, read_json, stored_file, write_packed
 from benchbackcompat.record import CellRecord, FinishedRecord, RecordBase, ValidationError, parse_record
 from benchbackcompat.store.verify import contradiction
 
@@ -41,7 +42,14 @@ class ResultStore:
         self.reported: set[Path] = set()
 
     def cell_dir(self, key: str) -> Path:
-        return self.root / "cells" / key
+        """The folder of cell ``key``; one that resolves outside the results folder (a link out of it) is refused,
+        so that nothing is written, read or deleted through it."""
+        folder = self.root / "cells" / key
+        real = Path(os.path.realpath(folder))
+        if not real.is_relative_to(os.path.realpath(self.root)):
+            raise BenchError(f"cell folder {folder} resolves to {real}, outside the results folder {self.root}; "
+                             "refusing to write, read or delete through it: replace the link with a folder")
+        return folder
 
     def record_path(self, key: str) -> Path:
         """Where ``write_record`` writes the record of cell ``key``."""
@@ -57,6 +65,9 @@ class ResultStore:
         try:
             record = read_json(path)
             stored = record.pop("sha256", None) if isinstance(record, dict) else None
+        except OversizedFile as error:
+            self._report(path, f"{error}; ignoring it, unread (a run recomputes the cell)")
+            return None
         except (OSError, ValueError):
             record, stored = None, None
         if isinstance(record, dict) and stored == record_checksum(record) and record.get("format") == RECORD_FORMAT:
