@@ -123,18 +123,22 @@ def test_nothing_is_ranked_when_no_row_has_a_decidable_p_com():
 
 
 def test_seeds_computed_on_different_data_are_kept_apart_with_a_warning(tmp_path, caplog):
-    # one configuration, seed 0 rendered from data root A and seed 1 from B (same layout, other pixels): AC 0.6 and
-    # 0.0 would pool into one row of mean 0.3 over "2 seeds"; kept apart, each is its own table of one seed
+    # one configuration whose seeds each draw their own class order, seed 0 rendered from data root A and seed 1 from
+    # B (same layout, other pixels): their data fingerprints differ as any two seeds' do, but the datasets' (before the
+    # seed orders them) differ too. AC 0.6 and 0.0 would pool into one row of mean 0.3 over "2 seeds"; kept apart
     a, b = cell(0, 0.6), cell(1, 0.0)
     a["data_source"], b["data_source"] = "a" * 64, "b" * 64
+    a["identity"], b["identity"] = {"data_sha256": "c" * 64}, {"data_sha256": "d" * 64}
+    for record, order in ((a, 11), (b, 12)):
+        record["config"] = {**record["config"], "data": {"order_by_seed": True, "class_order_seed": order}}
     with caplog.at_level("WARNING", logger="benchbackcompat"):
         tables = build_tables([a, b])
-    assert sorted(t.variant for t in tables) == ["data aaaaaaaa", "data bbbbbbbb"]
+    assert sorted(t.variant for t in tables) == ["data aaaaaaaaaaaa", "data bbbbbbbbbbbb"]
     assert [len(t.rows[0].records) for t in tables] == [1, 1]
-    assert "cl2r (one configuration): cells computed on different data (data aaaaaaaa, data bbbbbbbb) are kept apart" \
-        in caplog.text
+    assert "cl2r (cpu, embedded): its records were computed on different data (fingerprints aaaaaaaaaaaa, " \
+        "bbbbbbbbbbbb); kept apart" in caplog.text
     frame = benchbackcompat.load_results(store(tmp_path / "r", [a, b]))
-    assert means(frame, ["variant"]) == {"data aaaaaaaa": 0.6, "data bbbbbbbb": 0.0}
+    assert means(frame, ["variant"]) == {"data aaaaaaaaaaaa": 0.6, "data bbbbbbbbbbbb": 0.0}
 
 
 def test_one_dataset_records_one_data_source_for_every_seed(tmp_path):

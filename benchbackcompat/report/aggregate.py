@@ -185,21 +185,27 @@ def data_fingerprint(record: CellRecord) -> str:
 
 
 def _data_apart(records: list[CellRecord], name: str) -> dict[str, list[CellRecord]]:
-    """The records of one configuration by the data they were computed on: {"": all} when every record of the same
-    data configuration (the configuration with its class order, without the path to the data) has the same data
-    fingerprint, as its seeds and methods should; else one group per fingerprint (12 hex digits; "unknown" where
-    none was stored), with a warning naming the configuration ``name`` and the fingerprints."""
-    seen: dict[str, set[str]] = defaultdict(set)
-    for record in records:
-        data = record.config.get("data")
-        slot = {**record.config, "data": {k: v for k, v in data.items() if k != "root"}} if isinstance(data, dict) else record.config
-        if data_fingerprint(record):
-            seen[json.dumps(slot, sort_keys=True, default=str)].add(data_fingerprint(record))
-    if all(len(fingerprints) == 1 for fingerprints in seen.values()):
-        return {"": records}
+    """The records of one configuration by the data they were computed on: {"": all} when they agree, else one
+    group per dataset, with a warning naming the configuration ``name`` and the fingerprints. Two records disagree
+    when both carry the fingerprint of their dataset before the seed orders it (``data_source``, one for every seed)
+    and these differ, or when they share the data configuration (the configuration with its class order, without
+    the path to the data), as the methods of one seed do, and their data fingerprints differ. Groups are named by 12
+    hex digits of the fingerprint that tells them apart ("unknown" where none was stored)."""
+    if len({r.data_source for r in records if r.data_source}) > 1:
+        fingerprint = lambda r: r.data_source or ""  # noqa: E731
+    else:
+        seen: dict[str, set[str]] = defaultdict(set)
+        for record in records:
+            data = record.config.get("data")
+            slot = {**record.config, "data": {k: v for k, v in data.items() if k != "root"}} if isinstance(data, dict) else record.config
+            if data_fingerprint(record):
+                seen[json.dumps(slot, sort_keys=True, default=str)].add(data_fingerprint(record))
+        if all(len(fingerprints) == 1 for fingerprints in seen.values()):
+            return {"": records}
+        fingerprint = data_fingerprint
     parts: dict[str, list[CellRecord]] = defaultdict(list)
     for record in records:
-        parts[data_fingerprint(record)[:12] or "unknown"].append(record)
+        parts[fingerprint(record)[:12] or "unknown"].append(record)
     parts = dict(sorted(parts.items()))
     logging.getLogger("benchbackcompat").warning(
         f"{name} ({records[0].preset or '?'}, {records[0].dataset or '?'}): its records were computed on different "
