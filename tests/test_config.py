@@ -91,9 +91,7 @@ def test_cpu_preset_is_the_published_scale_and_its_seeds_vary_the_class_order():
     names = list(load_preset("cpu")["scenarios"])
     run = resolve_run(preset="cpu", scenarios=names, methods=["independent"], seeds=[0, 1])
     configs = {s.name: s.config for s in run.scenarios}
-    # cores-open-3 splits 48 classes into CoReS's three equal parts (50 do not)
-    assert all(c.data.num_classes is None or c.data.num_classes >= 50 for name, c in configs.items()
-               if c.kind != "model-zoo" and name != "cores-open-3")
+    assert all(c.data.num_classes is None or c.data.num_classes >= 50 for c in configs.values() if c.kind != "model-zoo")
     assert {configs[n].kind for n in names if configs[n].data.name == "tinyimagenet"} == {"ext-class", "multi-step"}
     assert configs["model-zoo"].pretrained is True  # the zoo is published only with real weights
     plan = make_plan(run, PluginHost())
