@@ -15,7 +15,7 @@ from benchbackcompat.report.aggregate import build_tables
 from benchbackcompat.report.calibration import convergence, read_calibrations
 from benchbackcompat.report.claims import (CLAIMS, HOC, NOT_REPRODUCED, NOT_RUN, REPRODUCED, UNDECIDABLE, Comparison,
                                            PlannedScenario, Pick, claims_markdown, compare, judgements, verdict)
-from benchbackcompat.report.publish import planned_scenarios
+from benchbackcompat.cli.publish import planned_scenarios
 from test_statistics import _single
 
 

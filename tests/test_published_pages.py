@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from benchbackcompat.report.merge import read_results
+from benchbackcompat.cli.publish import planned_scenarios
 from benchbackcompat.report.publish import write_leaderboard
 
 RECORDS = Path(__file__).parents[1] / "leaderboard" / "records"
@@ -21,7 +22,7 @@ def published(tmp_path_factory) -> Path:
     if not (RECORDS / "cells").is_dir():
         pytest.skip("no published records in this checkout")
     out = tmp_path_factory.mktemp("leaderboard")
-    write_leaderboard(read_results([RECORDS]), out, "benchbackcompat leaderboard", "2000-01-01")
+    write_leaderboard(read_results([RECORDS]), out, "benchbackcompat leaderboard", "2000-01-01", planned=planned_scenarios)
     return out
 
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -9,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from benchbackcompat.errors import BenchError
 
 if TYPE_CHECKING:
+    from benchbackcompat.report.claims import PlannedScenario
     from benchbackcompat.report.methods import MethodInfo
     from benchbackcompat.report.provenance import Verification
 
@@ -44,7 +46,8 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
         for warning in publishable(merged, verification(merged.records), args.verified_only):
             log.warning(warning)
         written = write_leaderboard(merged, args.out, command_line(roots, args.out, args.verified_only), render_date(),
-                                    read_calibrations(roots), installed_methods({r.method for r in merged.records}))
+                                    read_calibrations(roots), installed_methods({r.method for r in merged.records}),
+                                    planned_scenarios)
         print(f"wrote {len(written)} files to {args.out} ({args.out / 'README.md'})")
     else:
         print(leaderboard_tables(merged.records, grids=args.grids, plain=sys.stdout.isatty()))
@@ -84,3 +87,22 @@ def installed_methods(names: set[str]) -> dict[str, MethodInfo]:
         except BenchError:
             continue
     return found
+
+
+def planned_scenarios(presets: set[str]) -> list[PlannedScenario]:
+    """The scenarios the named presets define (the built-in or ``$BENCHBACKCOMPAT_PRESETS`` ones; a preset that is
+    no longer there is skipped), each with its kind and dataset."""
+    from benchbackcompat.execution.presets import available_presets, preset_scenarios
+    from benchbackcompat.report.claims import PlannedScenario
+
+    planned = []
+    for preset in sorted(presets & set(available_presets())):
+        try:
+            scenarios = preset_scenarios(preset)
+        except BenchError as error:  # a broken preset file must not stop the rendering of stored results
+            logging.getLogger("benchbackcompat").warning(f"claims.md: untested scenarios of {preset!r} not listed: {error}")
+            continue
+        planned += [PlannedScenario(preset, s.name, s.config.kind, s.config.data.name, tuple(
+            (name, getattr(s.config, name)) for name in ("protocol", "eval_split", "eval_classes", "metrics")
+            if hasattr(s.config, name))) for s in scenarios]
+    return planned

@@ -7,17 +7,15 @@ rendering the same results again gives the same bytes apart from that date.
 """
 from __future__ import annotations
 
-import logging
 import os
 import re
 import shlex
 import shutil
 from collections import Counter, defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchbackcompat.errors import BenchError
 from benchbackcompat.runtime.faults import fault_point
 from benchbackcompat.store.checkpoint import atomic_write_bytes
 from benchbackcompat.store.locks import process_running
@@ -28,7 +26,6 @@ from benchbackcompat.record import CellRecord, FinishedRecord
 from benchbackcompat.report.aggregate import CHANCE_FACTOR, CHANCE_SHARE, MIN_UPDATE_GAIN, Table, build_tables
 from benchbackcompat.report.calibration import Calibration
 from benchbackcompat.report.columns import STATISTICS, metric_name
-from benchbackcompat.execution.presets import available_presets, preset_scenarios
 from benchbackcompat.report.claims import PlannedScenario, claims_markdown
 from benchbackcompat.report.exports import csv_export, json_export
 from benchbackcompat.report.markdown import escape, slug
@@ -39,6 +36,8 @@ from benchbackcompat.report.reproduce import reproductions
 from benchbackcompat.report.provenance import Verification, header_markdown, provenance
 from benchbackcompat.report.selection import selection_markdown
 from benchbackcompat.report.tables import Footnotes, views_markdown
+
+Planned = Callable[[set[str]], list[PlannedScenario]]  # preset names -> the scenarios they define
 
 SINGLE_MEASURES = ("whether queries of the new model can search the gallery indexed by the old model (cross vs the old "
                    "self-test, P_com) and what compatibility costs the new model (self, P_up)")
@@ -319,11 +318,12 @@ def code_block(text: str) -> str:
 
 
 def write_leaderboard(merged: Merged, out: Path, command: str, date: str,
-                      calibrations: Sequence[Calibration] = (), methods: Mapping[str, MethodInfo] | None = None
-                      ) -> list[Path]:
+                      calibrations: Sequence[Calibration] = (), methods: Mapping[str, MethodInfo] | None = None,
+                      planned: Planned = lambda presets: []) -> list[Path]:
     """Render everything into ``out``; returns the files written. ``calibrations``: the scale's convergence evidence,
     named in the claims report; ``methods``: what each method's class declares (description, paper,
-    hyperparameters), for its page.
+    hyperparameters), for its page; ``planned``: the scenarios the tables' presets define (by preset name), which
+    the claims report lists where they were not run.
 
     The files are rendered into a hidden folder inside ``out`` (the same file system, whatever is mounted where, and
     no write beside ``out``) and then moved in (``swap_in``), so that a kill or an error while rendering leaves the
@@ -339,7 +339,7 @@ def write_leaderboard(merged: Merged, out: Path, command: str, date: str,
         earlier = earlier_pages(out)
         shutil.rmtree(stage, ignore_errors=True)
         try:
-            rendered = render(merged, out, stage, command, date, calibrations, methods or {})
+            rendered = render(merged, out, stage, command, date, calibrations, methods or {}, planned)
             swap_in(stage, out, rendered, earlier)
         finally:
             shutil.rmtree(stage, ignore_errors=True)
@@ -365,7 +365,7 @@ def earlier_pages(out: Path) -> set[Path]:
 
 
 def render(merged: Merged, out: Path, stage: Path, command: str, date: str,
-           calibrations: Sequence[Calibration], methods: Mapping[str, MethodInfo]) -> list[Path]:
+           calibrations: Sequence[Calibration], methods: Mapping[str, MethodInfo], planned: Planned) -> list[Path]:
     """Write the leaderboard of ``out`` into ``stage`` (text that names a file names it under ``out``); returns the
     files written, relative to ``stage``: figures and presets first, the pages that link to them after."""
     tables = build_tables([r for r in merged.records if not untrained_zoo(r)])
@@ -381,7 +381,7 @@ def render(merged: Merged, out: Path, stage: Path, command: str, date: str,
         written.append(_write(stage / path.relative_to(out), text))
         runs.append(run)
     written.append(_write(stage / "claims.md", claims_markdown(tables, header_markdown(merged.records, date, merged.verification), calibrations,
-                                                               planned_scenarios({t.preset for t in tables}))))
+                                                               planned({t.preset for t in tables}))))
     written.append(_write(stage / "leaderboard.csv", csv_export(tables)))
     written.append(_write(stage / "leaderboard.json", json_export(tables, provenance(merged.records, date))))
     written.append(_write(stage / "README.md", readme_markdown(pages, merged, command, date, runs,
@@ -412,22 +412,6 @@ def remove_orphan_stages(out: Path) -> None:
         pid = stage.name[len(STAGE_PREFIX):]
         if pid.isdigit() and not process_running(int(pid)):
             shutil.rmtree(stage, ignore_errors=True)
-
-
-def planned_scenarios(presets: set[str]) -> list[PlannedScenario]:
-    """The scenarios the named presets define (the built-in or ``$BENCHBACKCOMPAT_PRESETS`` ones; a preset that is
-    no longer there is skipped), each with its kind and dataset."""
-    planned = []
-    for preset in sorted(presets & set(available_presets())):
-        try:
-            scenarios = preset_scenarios(preset)
-        except BenchError as error:  # a broken preset file must not stop the rendering of stored results
-            logging.getLogger("benchbackcompat").warning(f"claims.md: untested scenarios of {preset!r} not listed: {error}")
-            continue
-        planned += [PlannedScenario(preset, s.name, s.config.kind, s.config.data.name, tuple(
-            (name, getattr(s.config, name)) for name in ("protocol", "eval_split", "eval_classes", "metrics")
-            if hasattr(s.config, name))) for s in scenarios]
-    return planned
 
 
 def untrained_zoo(record: CellRecord) -> bool:
