@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -78,17 +78,23 @@ class StoredCells:
     saved: dict[str, str]  # key of a partial cell -> its saved steps
     partial: dict[str, str]  # key of a partial cell -> its label
     variant: dict[str, str]
-    states: dict[str, str]
+    states: dict[str, str] = field(default_factory=dict)  # filled as records are shown (staleness is not free)
+
+    def state(self, record) -> str:
+        """The record's status, or ``stale (why)``; worked out once per record."""
+        if record.key not in self.states:
+            self.states[record.key] = _record_state(record)
+        return self.states[record.key]
 
     @classmethod
     def of(cls, store) -> StoredCells:
         records = list(store.records())
         saved = {key: ", ".join(map(str, steps)) for key, steps in store.partial_cells().items()}
         partial = {key: (store.cell_entry(key) or {}).get("label", "(label not recorded)") for key in saved}
-        return cls(records, saved, partial, _variants(records), {r.key: _record_state(r) for r in records})
+        return cls(records, saved, partial, _variants(records), )
 
     def rows(self, records: list, partial: list[str]) -> list[list[str]]:
-        return ([[r.key, r.label, self.variant[r.key], self.states[r.key]] for r in records]
+        return ([[r.key, r.label, self.variant[r.key], self.state(r)] for r in records]
                 + [[key, self.partial[key], "", f"partial (steps {self.saved[key]} saved)"] for key in partial])
 
     def listing(self) -> str:
@@ -102,7 +108,7 @@ class StoredCells:
         line listing the matches where it names several cells or none."""
         from tabulate import tabulate
 
-        current = sorted((r for r in found if self.states[r.key] == r.status), key=lambda r: r.computed_at or "")
+        current = sorted((r for r in found if self.state(r) == r.status), key=lambda r: r.computed_at or "")
         if not found or (len(found) + len(pending) > 1 and (len({r.label for r in found}) > 1 or not current)):
             rows = self.rows(found, pending)
             listing = "\n" + tabulate(rows, headers=["key", "cell", "variant", "state"], tablefmt="github") if rows else ""
@@ -120,12 +126,12 @@ def print_record(store, record, others: list, cells: StoredCells) -> None:
     from benchbackcompat.report.curves import curve_summary
     from benchbackcompat.results.flips import flip_lines
 
-    variant, states = cells.variant, cells.states
-    print(f"{record.label}  key {record.key}  variant {variant[record.key]}  status {states[record.key]}  "
+    variant, state = cells.variant, cells.state
+    print(f"{record.label}  key {record.key}  variant {variant[record.key]}  status {state(record)}  "
           f"device {record.device or 'unknown'}")
     if others:
         print(f"({len(others)} other records of this label: " + ", ".join(
-            f"{r.key} {variant[r.key]} {states[r.key]}" for r in others) + "; shown: the newest current one, "
+            f"{r.key} {variant[r.key]} {state(r)}" for r in others) + "; shown: the newest current one, "
             f"variant {variant[record.key]})")
     if not isinstance(record, FinishedRecord):
         print(record.reason)

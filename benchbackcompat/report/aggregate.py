@@ -184,6 +184,11 @@ def data_fingerprint(record: CellRecord) -> str:
     return value if isinstance(value, str) else ""
 
 
+def source_fingerprint(record: CellRecord) -> str:
+    """The fingerprint of the record's dataset before its seed ordered it (``data_source``; "" when not stored)."""
+    return record.data_source or ""
+
+
 def _data_apart(records: list[CellRecord], name: str) -> dict[str, list[CellRecord]]:
     """The records of one configuration by the data they were computed on: {"": all} when they agree, else one
     group per dataset, with a warning naming the configuration ``name`` and the fingerprints. Two records disagree
@@ -192,7 +197,7 @@ def _data_apart(records: list[CellRecord], name: str) -> dict[str, list[CellReco
     the path to the data), as the methods of one seed do, and their data fingerprints differ. Groups are named by 12
     hex digits of the fingerprint that tells them apart ("unknown" where none was stored)."""
     if len({r.data_source for r in records if r.data_source}) > 1:
-        fingerprint = lambda r: r.data_source or ""  # noqa: E731
+        fingerprint = source_fingerprint
     else:
         seen: dict[str, set[str]] = defaultdict(set)
         for record in records:

@@ -17,19 +17,15 @@ stored configuration and identity equals its key; (2) its source hash is its pac
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
-from rekey_records import key_of, move_record, text_hash  # this folder's script: the key and the move, as it does
+from rekey_records import (  # this folder's script: reading, keying and moving records as it does
+    current_key, move_record, plugins_at, print_summary, stored_records, text_hash)
 
-from benchbackcompat.cell import keyed_config
 from benchbackcompat.execution.plugin_host import PluginHost
 from benchbackcompat.identity import RESULTS_VERSION, code_identity, code_text, source_packages
 from benchbackcompat.method import Method
-from benchbackcompat.scenarios import NamedScenario
-from benchbackcompat.store.packed import read_json, stored_file
 
 PLUGINS = Path(__file__).resolve().parents[3] / "plugins"
 
@@ -66,25 +62,14 @@ def main() -> int:
     parser.add_argument("--moved", action="append", required=True, help="a module file that changed package")
     parser.add_argument("--dry-run", action="store_true")
     args = parser.parse_args()
-    base = Path(tempfile.mkdtemp())
-    archive = subprocess.run(["git", "-C", str(PLUGINS.parent), "archive", args.base, "plugins"], check=True,
-                             capture_output=True)
-    subprocess.run(["tar", "-x", "-C", str(base)], input=archive.stdout, check=True)
-    if (why := moved_only(base / "plugins", PLUGINS, set(args.moved))) is not None:
+    base = plugins_at(args.base)
+    if (why := moved_only(base, PLUGINS, set(args.moved))) is not None:
         print(f"error: the plugin code is not {args.base}'s with {args.moved} moved: {why}", file=sys.stderr)
         return 1
     host = PluginHost()
     moved, kept = 0, []
-    for folder in sorted(p for p in args.results.glob("cells/*") if p.is_dir()):
-        path = stored_file(folder, "record.json")
-        if path is None:
-            continue
-        record = read_json(path)
+    for folder, record in stored_records(args.results, kept):
         label, code = record["label"], record["identity"]["code"]
-        stored = dict(record["config"])
-        stored["data"] = {k: v for k, v in stored["data"].items() if k != "root"}
-        if key_of(record, stored, code) != record["key"]:
-            kept.append(f"{label}: its key is not its stored configuration's"); continue
         if record["identity"]["results_version"] != RESULTS_VERSION:
             kept.append(f"{label}: results version {record['identity']['results_version']}"); continue
         cls = host.method_class(record["method"])
@@ -92,19 +77,16 @@ def main() -> int:
         if code == now:
             continue  # keyed by the current code identity already
         package = code["class"].split(".")[0]
-        if text_hash(base / "plugins", [package]) != code["source_sha256"]:
+        if text_hash(base, [package]) != code["source_sha256"]:
             kept.append(f"{label}: not the plugin code of {args.base}"); continue
         if source_packages(cls, within=Method) != [now["class"].split(".")[0]]:
             kept.append(f"{label}: its method spans several packages"); continue
-        scenario = NamedScenario.model_validate({"name": record["scenario"], "config": record["config"]})
-        key = key_of(record, keyed_config(scenario.config), now)
+        key = current_key(record, now)
         record["key"], record["identity"]["code"] = key, now
         if not args.dry_run and not move_record(args.results, folder, record):
             kept.append(f"{label}: {key} exists already"); continue
         moved += 1
-    print(f"{moved} records re-keyed, {len(kept)} left as they are")
-    for line in kept:
-        print("  " + line)
+    print_summary(moved, kept)
     return 0
 
 

@@ -22,6 +22,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 from benchbackcompat.config import config_hash
@@ -83,28 +84,55 @@ def move_record(results: Path, folder: Path, record: dict) -> bool:
     return True
 
 
+def plugins_at(commit: str) -> Path:
+    """The ``plugins`` folder of ``commit`` of this repository, extracted into a temporary folder."""
+    repo = Path(subprocess.check_output(["git", "rev-parse", "--show-toplevel"], cwd=Path(__file__).parent,
+                                        text=True).strip())
+    base = Path(tempfile.mkdtemp())
+    archive = subprocess.run(["git", "-C", str(repo), "archive", commit, "plugins"], check=True, capture_output=True)
+    subprocess.run(["tar", "-x", "-C", str(base)], input=archive.stdout, check=True)
+    return base / "plugins"
+
+
+def stored_records(results: Path, kept: list[str]) -> Iterator[tuple[Path, dict]]:
+    """Each cell folder of ``results`` with its record, when the key recomputed from the record's stored
+    configuration and identity is its key (else the record is listed in ``kept``)."""
+    for folder in sorted(p for p in results.glob("cells/*") if p.is_dir()):
+        path = stored_file(folder, "record.json")  # record.json.gz, or the plain file of older folders
+        if path is None:
+            continue
+        record = read_json(path)
+        stored = dict(record["config"])
+        stored["data"] = {k: v for k, v in stored["data"].items() if k != "root"}
+        if key_of(record, stored, record["identity"]["code"]) != record["key"]:
+            kept.append(f"{record['label']}: its key is not its stored configuration's")
+            continue
+        yield folder, record
+
+
+def current_key(record: dict, code: dict) -> str:
+    """The key the record's cell has under the code identity ``code``."""
+    scenario = NamedScenario.model_validate({"name": record["scenario"], "config": record["config"]})
+    return key_of(record, keyed_config(scenario.config), code)
+
+
+def print_summary(moved: int, kept: list[str]) -> None:
+    print(f"{moved} records re-keyed, {len(kept)} left as they are")
+    for line in kept:
+        print("  " + line)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("results", type=Path)
     parser.add_argument("--base", required=True, help="the commit whose plugin code the records ran")
     parser.add_argument("--dry-run", action="store_true")
     args = parser.parse_args()
-    repo = Path(subprocess.check_output(["git", "rev-parse", "--show-toplevel"], text=True).strip())
-    base = Path(tempfile.mkdtemp())
-    archive = subprocess.run(["git", "-C", str(repo), "archive", args.base, "plugins"], check=True, capture_output=True)
-    subprocess.run(["tar", "-x", "-C", str(base)], input=archive.stdout, check=True)
+    base = plugins_at(args.base)
     host = PluginHost()
     moved, kept = 0, []
-    for folder in sorted(p for p in args.results.glob("cells/*") if p.is_dir()):
-        path = stored_file(folder, "record.json")  # record.json.gz, or the plain file of older folders
-        if path is None:
-            continue
-        record = read_json(path)
+    for folder, record in stored_records(args.results, kept):
         label = record["label"]
-        stored = dict(record["config"])
-        stored["data"] = {k: v for k, v in stored["data"].items() if k != "root"}
-        if key_of(record, stored, record["identity"]["code"]) != record["key"]:
-            kept.append(f"{label}: its key is not its stored configuration's"); continue
         if "dirty" in str(record["versions"].get("commit")):
             kept.append(f"{label}: computed from an uncommitted tree"); continue
         if record["identity"]["results_version"] != RESULTS_VERSION:
@@ -114,21 +142,18 @@ def main() -> int:
         now = code_identity(cls, within=Method)
         if record["identity"]["code"] == now:
             continue  # keyed by the current code identity already
-        if byte_hash(base / "plugins", packages) != record["identity"]["code"]["source_sha256"]:
+        if byte_hash(base, packages) != record["identity"]["code"]["source_sha256"]:
             kept.append(f"{label}: not the plugin code of {args.base}"); continue
-        if text_hash(base / "plugins", packages) != now["source_sha256"]:
+        if text_hash(base, packages) != now["source_sha256"]:
             kept.append(f"{label}: its code changed since {args.base}"); continue
-        scenario = NamedScenario.model_validate({"name": record["scenario"], "config": record["config"]})
-        key = key_of(record, keyed_config(scenario.config), now)
+        key = current_key(record, now)
         if key == record["key"]:
             continue
         record["key"], record["identity"]["code"] = key, now
         if not args.dry_run and not move_record(args.results, folder, record):
             kept.append(f"{label}: {key} exists already"); continue
         moved += 1
-    print(f"{moved} records re-keyed, {len(kept)} left as they are")
-    for line in kept:
-        print("  " + line)
+    print_summary(moved, kept)
     return 0
 
 
