@@ -1,4 +1,4 @@
-"""The study's claims files (docs/studies/cpu-scale/claims/*.toml), read as plain TOML: every quoted number against a
+"""The study's claims files (studies/cpu-scale/claims/*.toml), read as plain TOML: every quoted number against a
 transcription of the papers' tables typed here once, every effect against the paper's numbers, every deciding scenario
 against the cpu preset, every method and implementation test against the installed code."""
 from __future__ import annotations
@@ -13,7 +13,7 @@ from benchbackcompat.execution.plugin_host import PluginHost
 from benchbackcompat.execution.presets import preset_scenarios
 
 ROOT = Path(__file__).resolve().parents[1]
-FILES = sorted((ROOT / "docs" / "studies" / "cpu-scale" / "claims").glob("*.toml"))
+FILES = sorted((ROOT / "studies" / "cpu-scale" / "claims").glob("*.toml"))
 CLAIMS = [(path.name, claim) for path in FILES for claim in tomllib.loads(path.read_text())["claim"]]
 
 

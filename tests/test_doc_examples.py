@@ -6,7 +6,7 @@ Training is shrunk in one explicit way: while a page's blocks run, every run req
 data, one epoch per model unless the example sets ``train.epochs``) on one CPU thread, in a temporary working folder
 that the page's blocks share in order (a block reading ``results`` reads what an earlier block of its page wrote).
 A block that cannot run here says why in an HTML comment right above it, ``<!-- no-test: reason -->``: it is
-compiled and its imports executed. docs/studies/ is left out: records of past studies, not instructions."""
+compiled and its imports executed. Study pages (the root studies/ folder) are left out: records of past studies, not instructions."""
 from __future__ import annotations
 
 import argparse

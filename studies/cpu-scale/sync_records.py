@@ -1,6 +1,6 @@
 """Bring the finished records of a run into the published records folder.
 
-    python docs/studies/cpu-scale/sync_records.py RUN leaderboard/records [--drop-stale]
+    python studies/cpu-scale/sync_records.py RUN leaderboard/records [--drop-stale]
 
 RUN is a copy of the published folder that ``publish_grid.sh`` ran into. Each record RUN holds that the folder lacks
 and that the installed code would compute again (finished, diverged or not applicable, and not stale) is copied (the

@@ -13,7 +13,7 @@
 # typing-inspection as wheels for Python 3.12), data/tiny-imagenet-200-r300.zip (the 50 classes the table uses, in
 # the official layout), the run folders tin/ and hbct12k/ (cells/ and models/ of the runs so far), cache/ (this
 # machine's dataset cache files that the chunks read, from the `cache hit` lines of a `--dry-run`) and MANIFEST
-# (`python docs/studies/cpu-scale/stamp_commit.py manifest`). The cache matters: the lease machine's torch renders the
+# (`python studies/cpu-scale/stamp_commit.py manifest`). The cache matters: the lease machine's torch renders the
 # embedded images with other bytes, so its cells would be keyed to other data and could not join this machine's
 # tables (a seed's methods are paired on one old model and one dataset).
 set -uo pipefail
@@ -23,7 +23,7 @@ export PYTHONPATH=/tmp/site HOME=/tmp/bbc-home PYTHONUNBUFFERED=1
 if ! command -v benchbackcompat >/dev/null; then  # installed by an earlier call on this machine?
     python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .device/whl/*.whl || exit 1
     python3 -m pip install -q --no-index --no-deps --no-build-isolation . || exit 1
-    python3 docs/studies/cpu-scale/stamp_commit.py stamp .device/MANIFEST || exit 1
+    python3 studies/cpu-scale/stamp_commit.py stamp .device/MANIFEST || exit 1
     mkdir -p "$HOME/.cache/benchbackcompat" && cp .device/cache/* "$HOME/.cache/benchbackcompat/"
     nvidia-smi -L
     # the README's main command, and the tests of the CUDA paths, beside the grids

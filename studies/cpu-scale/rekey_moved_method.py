@@ -27,7 +27,7 @@ from benchbackcompat.execution.plugin_host import PluginHost
 from benchbackcompat.identity import RESULTS_VERSION, code_identity, code_text, source_packages
 from benchbackcompat.method import Method
 
-PLUGINS = Path(__file__).resolve().parents[3] / "plugins"
+PLUGINS = Path(__file__).resolve().parents[2] / "plugins"
 
 
 def plugin_files(root: Path) -> dict[str, tuple[str, str]]:
