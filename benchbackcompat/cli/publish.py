@@ -22,6 +22,9 @@ def register(sub: Any) -> None:
                             "its calibration/*.json (benchbackcompat calibrate --summary) go into the claims report")
     board.add_argument("--out", type=Path, help="write the leaderboard folder (Markdown pages, figures, CSV, JSON) instead of "
                                                 "printing (plain text to a terminal, Markdown when redirected)")
+    board.add_argument("--claims", type=Path, action="append", default=[], metavar="FILE",
+                       help="a claims file (TOML, see docs/claims.md) whose claims are judged on these results "
+                            "(repeatable): written to claims.md with --out, else their tally and summary are printed")
     board.add_argument("--grids", action="store_true", help="also print the whole grid of every method whose hyperparameters were selected")
     board.add_argument("--verified-only", action="store_true",
                        help="with --out, publish only the cells that this commit's code would compute again and that a "
@@ -38,19 +41,24 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     from benchbackcompat.report.provenance import publishable, render_date
     from benchbackcompat.report.publish import command_line, write_leaderboard
 
+    from benchbackcompat.report.claims import load_all
+
     roots = args.results or [Path("results")]
+    claims = load_all(args.claims)  # a broken claims file stops before any reading or writing
     merged = read_results(roots)  # duplicate cells: see benchbackcompat/report/merge.py
     if not merged.records:
         raise BenchError(f"no results found in {', '.join(map(str, roots))}; run `benchbackcompat run` first")
     if args.out:
         for warning in publishable(merged, verification(merged.records), args.verified_only):
             log.warning(warning)
-        written = write_leaderboard(merged, args.out, command_line(roots, args.out, args.verified_only), render_date(),
-                                    read_calibrations(roots), installed_methods({r.method for r in merged.records}),
-                                    planned_scenarios)
+        written = write_leaderboard(merged, args.out, command_line(roots, args.out, args.verified_only, args.claims),
+                                    render_date(), read_calibrations(roots),
+                                    installed_methods({r.method for r in merged.records}), planned_scenarios, claims)
         print(f"wrote {len(written)} files to {args.out} ({args.out / 'README.md'})")
     else:
         print(leaderboard_tables(merged.records, grids=args.grids, plain=sys.stdout.isatty()))
+        if claims:
+            print(claims_summary(claims, merged.records, read_calibrations(roots)))
     if merged.superseded:
         print(f"{len(merged.superseded)} older records of the same cells (other method code, results version or data) "
               "left out; `benchbackcompat status` lists them as stale", file=sys.stderr)
@@ -58,6 +66,15 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
         print(f"{len(merged.duplicates)} duplicate cells counted once (the first --results directory wins, finished "
               f"records over unfinished ones)", file=sys.stderr)
     return 0
+
+
+def claims_summary(claims: list, records: list, calibrations: list) -> str:
+    """The claims' tally and one line per claim, for the terminal."""
+    from benchbackcompat.report.aggregate import build_tables
+    from benchbackcompat.report.claims.page import judge_files, summary_markdown, tally_markdown
+
+    judged = judge_files(claims, build_tables(records), calibrations)
+    return "\n\n" + tally_markdown(judged) + "\n\n" + summary_markdown(judged)
 
 
 def verification(records: list) -> Verification:

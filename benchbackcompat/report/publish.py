@@ -26,7 +26,7 @@ from benchbackcompat.record import CellRecord, FinishedRecord
 from benchbackcompat.report.aggregate import CHANCE_FACTOR, CHANCE_SHARE, MIN_UPDATE_GAIN, Table, build_tables
 from benchbackcompat.report.calibration import Calibration
 from benchbackcompat.report.columns import STATISTICS, metric_name
-from benchbackcompat.report.claims import PlannedScenario, claims_markdown
+from benchbackcompat.report.claims import ClaimsFile, PlannedScenario, claims_markdown
 from benchbackcompat.report.exports import csv_export, json_export
 from benchbackcompat.report.markdown import escape, slug
 from benchbackcompat.report.methods import FOLDER as METHODS_FOLDER, MethodInfo, method_pages, methods_index, page_path
@@ -183,9 +183,9 @@ def left_out_markdown(left_out: Sequence[tuple[CellRecord, str]]) -> str:
 
 
 def readme_markdown(pages: list[Page], merged: Merged, command: str, date: str, runs: list[str],
-                    stored: Sequence[tuple[str, str]] = ()) -> str:
+                    stored: Sequence[tuple[str, str]] = (), claims: bool = False) -> str:
     """The index. ``stored``: (folder relative to the index, its own README's body) for every results folder kept
-    inside the leaderboard folder."""
+    inside the leaderboard folder; ``claims``: whether a claims page was rendered."""
     records = [r for page in pages for r in page.records]
     parts = ["# Leaderboard", header_markdown(records, date, merged.verification),
              "Backward-compatible representation learning: after a model update, can queries embedded by the new "
@@ -198,9 +198,9 @@ def readme_markdown(pages: list[Page], merged: Merged, command: str, date: str, 
     parts.append(code_block("\n".join(runs)))
     parts.append("(Each preset file under `reproduce/` holds the configurations and hyperparameters stored in the records "
                  "it recomputes, not today's presets; add `--data-root` where the data is not in the default cache.)")
-    parts.append("[The papers' claims, tested on these results](claims.md): each claim with the paper's numbers, "
-                 "ours with 95% intervals and a verdict (reproduced, not reproduced, undecidable) on the tables of "
-                 "the protocol each claim needs.")
+    if claims:
+        parts.append("[The papers' claims, tested on these results](claims.md): each claim of the claims files with the "
+                     "paper's numbers, ours with 95% intervals and exact tests, and a verdict on its deciding table.")
     if merged.left_out:
         parts.append(left_out_markdown(merged.left_out))
     parts.append("## Pages")
@@ -269,7 +269,7 @@ def readme_markdown(pages: list[Page], merged: Merged, command: str, date: str, 
     parts.append("## Exports\n\n[leaderboard.csv](leaderboard.csv) and [leaderboard.json](leaderboard.json) hold the "
                  "same numbers at full precision, with per-seed values in the JSON.")
     parts.append("## Files")
-    files = ["- This index, [claims.md](claims.md), the pages and the method pages (`methods/*.md`) above; `figures/`: "
+    files = ["- This index, " + ("[claims.md](claims.md), " if claims else "") + "the pages and the method pages (`methods/*.md`) above; `figures/`: "
              "the figures the pages show; "
              "`leaderboard.csv` and `leaderboard.json`: the exports; `reproduce/*.toml`: the presets of the commands "
              "that recompute the stored results.",
@@ -281,7 +281,7 @@ def readme_markdown(pages: list[Page], merged: Merged, command: str, date: str, 
                      f"per cell (configuration, versions, matrices, every query's outcome, timings), gzip-compressed JSON "
                      f"(`gzip -dc` prints one); "
                      f"`{folder}/calibration/*.json`: the convergence summaries (`benchbackcompat calibrate`) that "
-                     f"the claims report names" + (f"; `{folder}/README.md`: their notes, quoted below." if body else "."))
+                     f"the claims page names" + (f"; `{folder}/README.md`: their notes, quoted below." if body else "."))
     parts.append("\n".join(files))
     parts += [body for _, body in stored if body]
     return "\n\n".join(parts) + "\n"
@@ -319,11 +319,12 @@ def code_block(text: str) -> str:
 
 def write_leaderboard(merged: Merged, out: Path, command: str, date: str,
                       calibrations: Sequence[Calibration] = (), methods: Mapping[str, MethodInfo] | None = None,
-                      planned: Planned = lambda presets: []) -> list[Path]:
+                      planned: Planned = lambda presets: [], claims: Sequence[ClaimsFile] = ()) -> list[Path]:
     """Render everything into ``out``; returns the files written. ``calibrations``: the scale's convergence evidence,
-    named in the claims report; ``methods``: what each method's class declares (description, paper,
+    named in the claims page; ``methods``: what each method's class declares (description, paper,
     hyperparameters), for its page; ``planned``: the scenarios the tables' presets define (by preset name), which
-    the claims report lists where they were not run.
+    the claims page lists where they were not run; ``claims``: the claims files judged in ``claims.md`` (none: no
+    claims page).
 
     The files are rendered into a hidden folder inside ``out`` (the same file system, whatever is mounted where, and
     no write beside ``out``) and then moved in (``swap_in``), so that a kill or an error while rendering leaves the
@@ -339,7 +340,7 @@ def write_leaderboard(merged: Merged, out: Path, command: str, date: str,
         earlier = earlier_pages(out)
         shutil.rmtree(stage, ignore_errors=True)
         try:
-            rendered = render(merged, out, stage, command, date, calibrations, methods or {}, planned)
+            rendered = render(merged, out, stage, command, date, calibrations, methods or {}, planned, claims)
             swap_in(stage, out, rendered, earlier)
         finally:
             shutil.rmtree(stage, ignore_errors=True)
@@ -361,11 +362,13 @@ def earlier_pages(out: Path) -> set[Path]:
     except (OSError, ValueError):  # no earlier rendering, or an index that is not the renderer's
         return set()
     section = index.partition("\n## Pages\n")[2].partition("\n## ")[0]
-    return {Path(f"{name}.md") for name in PAGE_LINK.findall(section)}
+    claims = {Path("claims.md")} if "](claims.md)" in index else set()
+    return {Path(f"{name}.md") for name in PAGE_LINK.findall(section)} | claims
 
 
 def render(merged: Merged, out: Path, stage: Path, command: str, date: str,
-           calibrations: Sequence[Calibration], methods: Mapping[str, MethodInfo], planned: Planned) -> list[Path]:
+           calibrations: Sequence[Calibration], methods: Mapping[str, MethodInfo], planned: Planned,
+           claims: Sequence[ClaimsFile] = ()) -> list[Path]:
     """Write the leaderboard of ``out`` into ``stage`` (text that names a file names it under ``out``); returns the
     files written, relative to ``stage``: figures and presets first, the pages that link to them after."""
     tables = build_tables([r for r in merged.records if not untrained_zoo(r)])
@@ -380,12 +383,14 @@ def render(merged: Merged, out: Path, stage: Path, command: str, date: str,
     for path, text, run in reproduction_files(pages, out):
         written.append(_write(stage / path.relative_to(out), text))
         runs.append(run)
-    written.append(_write(stage / "claims.md", claims_markdown(tables, header_markdown(merged.records, date, merged.verification), calibrations,
-                                                               planned({t.preset for t in tables}))))
+    if claims:
+        written.append(_write(stage / "claims.md", claims_markdown(
+            claims, tables, header_markdown(merged.records, date, merged.verification), calibrations,
+            planned({t.preset for t in tables}))))
     written.append(_write(stage / "leaderboard.csv", csv_export(tables)))
     written.append(_write(stage / "leaderboard.json", json_export(tables, provenance(merged.records, date))))
     written.append(_write(stage / "README.md", readme_markdown(pages, merged, command, date, runs,
-                                                                   stored_folders(out))))
+                                                                   stored_folders(out), bool(claims))))
     linked = sorted((stage / "figures").glob("*.png")) + [p for p in written if p.parent != stage]
     return [p.relative_to(stage) for p in linked + [p for p in written if p.parent == stage]]
 
@@ -426,6 +431,7 @@ def _write(path: Path, text: str) -> Path:
     return path
 
 
-def command_line(results: list[Path], out: Path, verified_only: bool = False) -> str:
-    return shlex.join(["benchbackcompat", "leaderboard", *(a for r in results for a in ("--results", str(r))), "--out",
-                       str(out), *(["--verified-only"] if verified_only else [])])
+def command_line(results: list[Path], out: Path, verified_only: bool = False, claims: Sequence[Path] = ()) -> str:
+    return shlex.join(["benchbackcompat", "leaderboard", *(a for r in results for a in ("--results", str(r))),
+                       *(a for c in claims for a in ("--claims", str(c))), "--out", str(out),
+                       *(["--verified-only"] if verified_only else [])])
