@@ -6,7 +6,8 @@ Training is shrunk in one explicit way: while a page's blocks run, every run req
 data, one epoch per model unless the example sets ``train.epochs``) on one CPU thread, in a temporary working folder
 that the page's blocks share in order (a block reading ``results`` reads what an earlier block of its page wrote).
 A block that cannot run here says why in an HTML comment right above it, ``<!-- no-test: reason -->``: it is
-compiled and its imports executed. Study pages (the root studies/ folder) are left out: records of past studies, not instructions."""
+compiled and its imports executed. A block marked ``<!-- file: NAME -->`` (a claims file, a preset) is written to NAME
+in that working folder when the page's blocks reach it. Study pages (the root studies/ folder) are left out: records of past studies, not instructions."""
 from __future__ import annotations
 
 import argparse
@@ -27,7 +28,8 @@ from benchbackcompat.cli.scaffold import create_plugin
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
-BLOCK = re.compile(r"(?:^<!-- no-test: (?P<skip>[^>]*?) -->\n)?^```(?P<lang>\w*)\n(?P<code>.*?)^```", re.S | re.M)
+BLOCK = re.compile(r"(?:^<!-- (?:no-test: (?P<skip>[^>]*?)|file: (?P<file>[\w.-]+)) -->\n)?"
+                   r"^```(?P<lang>\w*)\n(?P<code>.*?)^```", re.S | re.M)
 SHELLS = ("bash", "sh", "shell", "console")
 INLINE_CALL = re.compile(r"`(benchbackcompat\.\w+\(.*?\))`")
 
@@ -39,6 +41,7 @@ class Block:
     lang: str
     code: str
     skip: str | None  # the reason of a `<!-- no-test: reason -->` marker
+    file: str | None = None  # the name of a `<!-- file: NAME -->` marker: the block is written to NAME
 
     def __str__(self) -> str:
         return f"{self.page.relative_to(ROOT)}:{self.line}"
@@ -46,7 +49,7 @@ class Block:
 
 def blocks(page: Path, *langs: str) -> list[Block]:
     text = page.read_text(encoding="utf-8")
-    return [Block(page, text[:m.start("code")].count("\n") + 1, m["lang"], m["code"], m["skip"])
+    return [Block(page, text[:m.start("code")].count("\n") + 1, m["lang"], m["code"], m["skip"], m["file"])
             for m in BLOCK.finditer(text) if m["lang"] in langs]
 
 
@@ -137,7 +140,12 @@ def smoke_runs(tmp_path, monkeypatch):
 @pytest.mark.slow
 @pytest.mark.parametrize("page", [p for p in PAGES if blocks(p, "python")], ids=lambda p: str(p.relative_to(ROOT)))
 def test_python_blocks_run(page, smoke_runs):
-    for block in blocks(page, "python"):
+    for block in blocks(page, "python", "toml"):
+        if block.file:
+            Path(block.file).write_text(block.code, encoding="utf-8")
+            continue
+        if block.lang != "python":
+            continue
         tree = ast.parse(block.code, filename=str(block))
         if block.skip is not None:
             compile(tree, str(block), "exec")

@@ -21,7 +21,7 @@ def register(sub: Any) -> None:
     calibration.add_argument("--min-gain", type=float, default=15.0, help="smallest update gain of a single update, points")
     calibration.add_argument("--base", type=Path, help="results folder of the run as given (default OUT/base)")
     calibration.add_argument("--summary", type=Path, help="also write the measured self-tests here as JSON (a results "
-                             "folder's calibration/*.json go into the claims report)")
+                             "folder's calibration/*.json go into the claims page)")
     calibration.add_argument("run_args", nargs="*", metavar="-- RUN-ARGS", help="more `run` arguments for both runs")
     calibration.set_defaults(handler=cmd_calibrate)
 

@@ -19,7 +19,7 @@ def register(sub: Any) -> None:
     board = sub.add_parser("leaderboard", help="render the leaderboard from stored results (no training)")
     board.add_argument("--results", type=Path, action="append",
                        help="results directory (repeatable, merged; on a duplicate cell the first listed wins; default ./results); "
-                            "its calibration/*.json (benchbackcompat calibrate --summary) go into the claims report")
+                            "its calibration/*.json (benchbackcompat calibrate --summary) go into the claims page")
     board.add_argument("--out", type=Path, help="write the leaderboard folder (Markdown pages, figures, CSV, JSON) instead of "
                                                 "printing (plain text to a terminal, Markdown when redirected)")
     board.add_argument("--claims", type=Path, action="append", default=[], metavar="FILE",

@@ -2,7 +2,7 @@
 
 ``benchbackcompat calibrate --summary`` trains a preset's cells as given and with 50% more epochs and
 writes what it measured as JSON; ``benchbackcompat leaderboard`` reads every ``calibration/*.json``
-of its results folders, and the claims report names, for each scenario it tests, how far the
+of its results folders, and the claims page names, for each scenario it tests, how far the
 self-tests moved (a converged scale: 50% more training moves no self-test by more than the tolerance, 2 points).
 
 One seed's self-test on 1,000 queries has a 95% interval of about +-3 points, wider than the tolerance, so a

@@ -15,7 +15,7 @@ and the checks of a decidable scale:
 
 Finished cells are reused, so pointing ``--base`` at an existing results folder trains only the longer run. The
 summary (``--summary``) is a :class:`~benchbackcompat.report.calibration.Calibration`; stored in a results folder's
-``calibration/``, ``benchbackcompat leaderboard`` names it in the claims report.
+``calibration/``, ``benchbackcompat leaderboard`` names it on the claims page.
 """
 from __future__ import annotations
 

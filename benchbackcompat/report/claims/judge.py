@@ -252,7 +252,7 @@ def absence_test(table: Table, metric: str, entry: Absent, seeds: Sequence[int],
     if sample is None:
         return Test(label, UNDECIDABLE, why, target=entry.margin, digits=digits)
     sample = restricted(sample, seeds)
-    shown = f"{name} {entry.statistic} {value_text(stat, digits) if stat else f'{np.mean(sample.values):.{digits}f}'}"
+    shown = f"{name} {entry.statistic} {value_text(stat, digits)}" if stat else ""
     return _sample_test(label, shown, sample, seeds, entry.margin, corrected, True,
                         statistic.bounds if statistic else None, digits)
 

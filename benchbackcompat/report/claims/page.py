@@ -173,7 +173,7 @@ def finding_markdown(claim: Claim, finding: Finding) -> str:
     tests = [f"- {escape(t.label)}: {escape(t.shown)}; " * bool(t.shown) + f"{escape(test_text(t))}" * bool(
         np.isfinite(t.estimate)) + f" → {t.verdict}" + (f" ({escape(t.reason)})" if t.reason else "") for t in finding.tests]
     checked = [f"implementation: {len(claim.implementation)} tests of the formulas used (listed below); they do not "
-               f"check {UNCHECKED}", *finding.checked]
+               f"check {UNCHECKED}"] * bool(claim.implementation) + finding.checked
     return (head + "\n\n" + "\n".join(tests) + "\n\n<details><summary>What was checked</summary>\n\n" +
             "\n".join(f"- {escape(c)}" for c in checked) + "\n\n</details>")
 
