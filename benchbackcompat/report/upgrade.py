@@ -8,8 +8,10 @@ from pathlib import Path
 
 import numpy as np
 from matplotlib.figure import Figure
+from scipy import stats
 from tabulate import tabulate
 
+from benchbackcompat.metrics.sign_flip import sign_flip_p
 from benchbackcompat.report import figures
 from benchbackcompat.report.aggregate import Row, Table
 from benchbackcompat.report.columns import metric_name
@@ -72,29 +74,62 @@ def backfill_figure(table: Table, metric: str, path: Path) -> Path | None:
     return figures._save(fig, path)
 
 
+def seed_aucs(row: Row, metric: str) -> dict[str, dict[int, float]]:
+    """Per order, each seed's area under the curve (mean over the run's consecutive updates)."""
+    found: dict[str, dict[int, list[float]]] = {}
+    for record in row.finished:
+        for pair in (record.backfill or {}).get("pairs", []):
+            for order, area in pair["auc"].get(metric, {}).items():
+                found.setdefault(order, {}).setdefault(record.seed, []).append(area)
+    return {order: {seed: float(np.mean(a)) for seed, a in by_seed.items()} for order, by_seed in found.items()}
+
+
+def seed_interval(values: dict[int, float]) -> tuple[float, float, float]:
+    """Mean and 95% t-interval over seeds (NaN ends with one seed)."""
+    v = np.asarray(list(values.values()), dtype=float)
+    if len(v) < 2:
+        return float(np.mean(v)), float("nan"), float("nan")
+    half = float(stats.t.ppf(0.975, len(v) - 1) * np.std(v, ddof=1) / np.sqrt(len(v)))
+    return float(np.mean(v)), float(np.mean(v)) - half, float(np.mean(v)) + half
+
+
+def interval_text(mean: float, low: float, high: float, signed: bool = False) -> str:
+    text = f"{mean:+.1f}" if signed else f"{mean:.1f}"
+    return text + (f" [{low:+.1f}, {high:+.1f}]" if signed else f" [{low:.1f}, {high:.1f}]") * bool(np.isfinite(low))
+
+
 def backfill_markdown(table: Table, metric: str) -> str:
-    """The area under each method's backfilling curve per order, beside the curve's ends (mean over updates)."""
-    lines = []
+    """The area under each method's backfilling curve per order with its interval over seeds, the informed order
+    against random (paired by seed, with the exact sign-flip test), beside the curve's ends (mean over updates)."""
+    lines, orders = [], []
     for row in table.rows:
-        pairs = mean_curves(row, metric)
+        pairs, aucs = mean_curves(row, metric), seed_aucs(row, metric)
         if not pairs:
             continue
         orders = list(pairs[0]["auc"])
         first = float(np.mean([p["curves"][orders[0]][0] for p in pairs]))
         last = float(np.mean([p["curves"][orders[0]][-1] for p in pairs]))
-        lines.append([escape(row.label), f"{first:.1f}", *(f"{np.mean([p['auc'][o] for p in pairs]):.1f}" for o in orders),
-                      f"{last:.1f}", pairs[0]["seeds"]])
+        cells = [interval_text(*seed_interval(aucs[o])) for o in orders]
+        if len(orders) == 2:
+            seeds = sorted(set(aucs[orders[0]]) & set(aucs[orders[1]]))
+            difference = {s: aucs[orders[1]][s] - aucs[orders[0]][s] for s in seeds}
+            p = sign_flip_p(np.array(list(difference.values())))
+            cells.append(interval_text(*seed_interval(difference), signed=True) + f", p {p:.2g}")
+        lines.append([escape(row.label), f"{first:.1f}", *cells, f"{last:.1f}", len(next(iter(aucs.values())))])
     if not lines:
         return ""
-    headers = ["method", "0% (cross)", *(f"AUC {o}" for o in orders), "100% (new self)", "seeds"]
-    return (f"Backfilling, {escape(metric_name(metric))}: area under the curve (mean accuracy over the refresh, %)\n\n"
+    headers = ["method", "0% (cross)", *(f"AUC {o}" for o in orders),
+               *([f"{orders[1]} − {orders[0]}"] if len(orders) == 2 else []), "100% (new self)", "seeds"]
+    return (f"Backfilling, {escape(metric_name(metric))}: area under the curve (mean accuracy over the refresh, %), with "
+            "95% t-intervals over seeds; the difference of the orders is paired by seed, with the exact sign-flip "
+            "test's p (with n seeds it cannot go below 2/2^n)\n\n"
             + tabulate(lines, headers=headers, tablefmt="github", disable_numparse=True))
 
 
-def index_gaps(row: Row, metric: str) -> dict[str, dict[str, tuple[float, float]]]:
-    """Per index kind: (exact, through the index) of the cross-tests (k < t) and of the self-tests (k = t), mean
-    over entries and seeds."""
-    found: dict[str, dict[str, list[tuple[float, float]]]] = {}
+def index_gaps(row: Row, metric: str) -> dict[str, dict[str, dict[int, tuple[float, float]]]]:
+    """Per index kind, per kind of entry (cross-tests k < t, self-tests k = t), per seed: (exact, through the index),
+    each the mean over the entries."""
+    found: dict[str, dict[str, dict[int, tuple[float, float]]]] = {}
     for record in row.finished:
         exact = np.array(record.matrices.get(metric, []), dtype=float)
         for kind, by_metric in ((record.index or {}).get("matrices") or {}).items():
@@ -103,25 +138,36 @@ def index_gaps(row: Row, metric: str) -> dict[str, dict[str, tuple[float, float]
             through = np.array(by_metric[metric], dtype=float)
             t, k = np.tril_indices(len(exact))
             for which, mask in (("cross", k < t), ("self", k == t)):
-                both = np.isfinite(exact[t[mask], k[mask]]) & np.isfinite(through[t[mask], k[mask]])
-                pairs = zip(exact[t[mask], k[mask]][both], through[t[mask], k[mask]][both])
-                found.setdefault(kind, {}).setdefault(which, []).extend(pairs)
-    return {kind: {which: tuple(np.mean(v, axis=0)) for which, v in by.items() if v} for kind, by in found.items()}
+                e, i = exact[t[mask], k[mask]], through[t[mask], k[mask]]
+                both = np.isfinite(e) & np.isfinite(i)
+                if both.any():
+                    found.setdefault(kind, {}).setdefault(which, {})[record.seed] = (float(np.mean(e[both])),
+                                                                                   float(np.mean(i[both])))
+    return found
 
 
 def index_markdown(table: Table, metric: str) -> str:
-    """Exact scores, scores through each index and their gap (exact − index, points) per method."""
+    """Exact scores, scores through each index and their gap (exact − index, points, with its 95% t-interval over
+    seeds) per method."""
     lines = []
     for row in table.rows:
         for kind, by in index_gaps(row, metric).items():
-            cells = [f"{by[w][0]:.1f} / {by[w][1]:.1f} / {by[w][0] - by[w][1]:+.1f}" if w in by else "–"
-                     for w in ("cross", "self")]
+            cells = []
+            for which in ("cross", "self"):
+                if which not in by:
+                    cells.append("–")
+                    continue
+                seeds = by[which]
+                gap = interval_text(*seed_interval({s: e - i for s, (e, i) in seeds.items()}), signed=True)
+                cells.append(f"{np.mean([e for e, _ in seeds.values()]):.1f} / "
+                             f"{np.mean([i for _, i in seeds.values()]):.1f} / {gap}")
             lines.append([escape(row.label), kind, *cells])
     if not lines:
         return ""
     headers = ["method", "index", "cross-tests (k < t)", "self-tests (k = t)"]
-    return (f"Retrieval through an index, {escape(metric_name(metric))}: exact / index / gap (points), mean over the "
-            "entries C[t][k]\n\n" + tabulate(lines, headers=headers, tablefmt="github", disable_numparse=True))
+    return (f"Retrieval through an index, {escape(metric_name(metric))}: exact / index / gap (exact − index, points, "
+            "with its 95% t-interval over seeds), means over the entries C[t][k] and seeds\n\n"
+            + tabulate(lines, headers=headers, tablefmt="github", disable_numparse=True))
 
 
 def upgrade_sections(table: Table, page: str, out: Path) -> list[str]:

@@ -1,0 +1,46 @@
+"""The live-index tables' spread, by hand: the area under the backfilling curve per order with its t-interval over
+seeds, the informed order against random paired by seed with the exact sign-flip p, and the index gap's interval."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from benchbackcompat.report.upgrade import backfill_markdown, index_markdown
+
+T2 = 4.302653  # t(0.975, 2 degrees of freedom)
+
+
+def _record(seed: int, random_auc: float, informed_auc: float) -> SimpleNamespace:
+    pair = {"old": 0, "new": 1, "fractions": [0.0, 1.0],
+            "curves": {"cmc@1": {"random": [70.0, 90.0], "class-distance": [70.0, 90.0]}},
+            "auc": {"cmc@1": {"random": random_auc, "class-distance": informed_auc}}}
+    return SimpleNamespace(seed=seed, backfill={"pairs": [pair]})
+
+
+def _table(rows: list[SimpleNamespace]) -> SimpleNamespace:
+    return SimpleNamespace(rows=rows)
+
+
+def test_backfill_areas_carry_their_intervals_and_the_paired_order_difference():
+    records = [_record(0, 80.0, 79.0), _record(1, 82.0, 80.0), _record(2, 84.0, 81.0)]
+    text = backfill_markdown(_table([SimpleNamespace(label="bct", finished=records)]), "cmc@1")
+    line = next(x for x in text.splitlines() if x.startswith("| bct"))
+    cells = [c.strip() for c in line.split("|")[1:-1]]
+    # random 80, 82, 84: mean 82, sd 2, half-width T2 * 2 / sqrt(3) = 4.97
+    assert cells[2] == "82.0 [77.0, 87.0]"
+    # class-distance 79, 80, 81: mean 80, sd 1, half-width 2.48
+    assert cells[3] == "80.0 [77.5, 82.5]"
+    # differences -1, -2, -3: mean -2, sd 1 -> [-4.5, +0.5]; all 8 sign flips, the observed and its mirror as extreme: 2/8
+    assert cells[4] == "-2.0 [-4.5, +0.5], p 0.25"
+    assert (cells[1], cells[5], cells[6]) == ("70.0", "90.0", "3")
+
+
+def test_index_gap_carries_its_interval_over_seeds():
+    def record(seed: int, through: float) -> SimpleNamespace:
+        return SimpleNamespace(seed=seed, matrices={"cmc@1": [[80.0, None], [70.0, 82.0]]},
+                               index={"matrices": {"ivf-pq": {"cmc@1": [[80.0, None], [through, 82.0]]}}})
+    rows = [SimpleNamespace(label="l2", finished=[record(0, 69.0), record(1, 68.0), record(2, 67.0)])]
+    line = next(x for x in index_markdown(_table(rows), "cmc@1").splitlines() if x.startswith("| l2"))
+    cross, own = [c.strip() for c in line.split("|")[3:5]]
+    # gaps 1, 2, 3 points: mean 2, sd 1 -> 2 +- 2.48; the self-tests go through unchanged
+    assert cross == "70.0 / 68.0 / +2.0 [-0.5, +4.5]"
+    assert own == "81.0 / 81.0 / +0.0 [+0.0, +0.0]"
