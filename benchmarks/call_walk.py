@@ -11,6 +11,7 @@ from a step back to its caller before the next step: how often the walk goes up 
     python benchmarks/call_walk.py            # the command line: run --scenario walked ...
     python benchmarks/call_walk.py --api      # benchbackcompat.run(scenarios=["walked"], ...)
     python benchmarks/call_walk.py --stdlib   # also count calls in other Python modules (argparse, ...)
+    python benchmarks/call_walk.py --seeds    # walk the seeds instead: --seeds 4242 (as text, then a number)
 
 The scenario is named ``walked`` (kind ext-class) in a temporary preset, so that its name is not
 also its kind. Nothing is trained: the walk stops when ``run_cell`` is entered.
@@ -25,6 +26,8 @@ from importlib import metadata
 from pathlib import Path
 
 VALUE = "walked"
+SEED = 4242  # a seed no default uses, walked with --seeds
+WALKED: set[object] = {VALUE}  # the values a step carries (the scenario name, or the seed as text and as a number)
 PACKAGE = str(Path(__file__).resolve().parents[1] / "benchbackcompat")
 PRESET = f"""
 [defaults]
@@ -41,9 +44,9 @@ class Arrived(BaseException):
 
 
 def carries(obj, depth: int = 5) -> bool:
-    if isinstance(obj, str):
-        return obj == VALUE
-    if depth == 0 or isinstance(obj, (int, float, bytes, Path)) or obj is None:
+    if isinstance(obj, str) or (isinstance(obj, int) and not isinstance(obj, bool)):
+        return obj in WALKED
+    if depth == 0 or isinstance(obj, (float, bytes, Path)) or obj is None:
         return False
     if isinstance(obj, (list, tuple, set, frozenset)):
         return any(carries(item, depth - 1) for item in list(obj)[:64])
@@ -105,18 +108,23 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--api", action="store_true", help="enter through benchbackcompat.run instead of the CLI")
     parser.add_argument("--stdlib", action="store_true", help="count calls in every Python module, not only the package")
+    parser.add_argument("--seeds", action="store_true", help=f"walk the seeds (--seeds {SEED}) instead of the scenario")
     options = parser.parse_args()
+    if options.seeds:
+        WALKED.clear()
+        WALKED.update({str(SEED), SEED})
     folder = Path(tempfile.mkdtemp())
     preset = folder / "walk.toml"
     preset.write_text(PRESET)
     if options.api:
         import benchbackcompat
 
-        entry = lambda: benchbackcompat.run(scenarios=[VALUE], methods=["l2"], preset=str(preset), out=folder / "r")  # noqa: E731
+        entry = lambda: benchbackcompat.run(scenarios=[VALUE], methods=["l2"], preset=str(preset), out=folder / "r",  # noqa: E731
+                                            seeds=[SEED] if options.seeds else None)
     else:
         cli = command_line()
         entry = lambda: cli(["run", "--scenario", VALUE, "--methods", "l2", "--preset", str(preset),  # noqa: E731
-                             "--out", str(folder / "r"), "-q"])
+                             "--out", str(folder / "r"), "-q", *(["--seeds", str(SEED)] if options.seeds else [])])
     steps = walk(entry, options.stdlib)
     low = min(d for d, _, _ in steps)
     for d, module, name in steps:
