@@ -323,6 +323,13 @@ def test_a_broken_claims_file_is_a_one_line_error_naming_the_problem(tmp_path, f
     with pytest.raises(BenchError, match=message) as error:
         load_claims(_file(tmp_path, **fields))
     assert "\n" not in str(error.value) and str(error.value).startswith(f"claims file {tmp_path / 'claims.toml'}: ")
+    assert "at least 1 item" not in str(error.value)  # the claim is there, only broken
+
+
+def test_a_claims_file_without_claims_says_so(tmp_path):
+    (tmp_path / "empty.toml").write_text('claim = []\n[paper]\ntitle = "A Paper"\nvenue = "Venue"\n')
+    with pytest.raises(BenchError, match=r"empty.toml: claim: Tuple should have at least 1 item"):
+        load_claims(tmp_path / "empty.toml")
 
 
 def test_a_claim_without_deciding_table_or_reason_is_an_error(tmp_path):
