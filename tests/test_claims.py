@@ -48,9 +48,9 @@ def _sequence(method: str, hits: list[list[int | None]], n: int = 300, seed: int
 
 def _one(method: str, seed: int, cross: float, old: float = 50.0, scenario: str = "ext-class", dataset: str = "d",
          config: dict | None = None) -> dict:
-    """A single-update record whose cross and old self-test (points) are set by hand. Every entry's per-query
-    outcomes are the same 200 hits of 400, so the paired differences of rows have no within-seed noise: their
-    interval is the plain t-interval of the hand-set values."""
+    """A single-update record whose cross and old self-test (points) are set by hand. Every record's cross-test and
+    old self-test hit the same 200 of 400 queries, so the paired differences (of two rows' cross-tests, or of a row's
+    cross-test and old self-test) have no within-seed noise: their interval is the t-interval of the hand-set values."""
     record = _single(method, seed, 400, 200, 300, 200, 200, 300)
     record["metrics"]["cmc@1"].update(cross=cross, old_self=old)
     record.update(scenario=scenario, dataset=dataset, key=f"{scenario}{dataset}{method}{seed}{json.dumps(config)}")
@@ -83,11 +83,11 @@ def _claim(**fields) -> Claim:
 def test_sign_flip_p_by_hand():
     # [1, 2, 3]: of the 8 sign assignments only +++ and --- reach |mean| 2
     assert sign_flip_p(np.array([1.0, 2.0, 3.0])) == pytest.approx(2 / 8)
-    assert sign_flip_p(np.array([1.0, -1.0])) == 1.0  # every assignment's |mean| (1 or 0) ... 0 >= 0: all four
+    assert sign_flip_p(np.array([1.0, -1.0])) == 1.0  # observed mean 0: every assignment is at least as far
     assert sign_flip_p(np.full(6, 0.5)) == pytest.approx(2 / 64)
     assert sign_flip_p(np.zeros(6), null=0.1) == pytest.approx(2 / 64)  # six values 0.1 below the null
     assert math.isnan(sign_flip_p(np.array([])))
-    # [1, 1, -1]: |mean| 1/3 is reached by every assignment but none (|mean| of ++- etc. is 1/3 or 1): 8 of 8
+    # [1, 1, -1]: observed |mean| 1/3; every assignment's |mean| is 1/3 or 1: 8 of 8
     assert sign_flip_p(np.array([1.0, 1.0, -1.0])) == 1.0
     assert smallest_p(6) == pytest.approx(1 / 32) and smallest_p(5) == pytest.approx(1 / 16)
     assert seeds_to_reach(0.05) == 6 and seeds_to_reach(0.01) == 8 and seeds_to_reach(0.025) == 7
