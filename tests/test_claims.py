@@ -510,3 +510,16 @@ def test_a_broken_calibration_summary_is_a_one_line_error(tmp_path):
     (tmp_path / "calibration" / "cpu.json").write_text('{"preset": "p"}')
     with pytest.raises(BenchError, match=r"calibration/cpu.json: not a calibration summary .*calibrate --summary"):
         read_calibrations([tmp_path])
+
+
+def test_the_studies_claims_files_load_and_render_without_tables():
+    paths = sorted((Path(__file__).resolve().parent.parent / "studies" / "cpu-scale" / "claims").glob("*.toml"))
+    files = load_all(paths)
+    claims = [c for f in files for c in f.claim]
+    assert len(files) == len(paths) == 5 and len({c.id for c in claims}) == len(claims)
+    text = claims_markdown(files, [], "> header")
+    summary = text.split("## Summary")[1].split("## How a claim is judged")[0]
+    assert len([line for line in summary.splitlines() if line.startswith("- ")]) == len(claims)
+    # no tables: every claim is untested, or not testable with its reason
+    assert all(("**untested**" in line) != ("**not testable at this scale**" in line)
+               for line in summary.splitlines() if line.startswith("- "))
