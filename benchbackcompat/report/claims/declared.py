@@ -178,9 +178,13 @@ def load_claims(path: Path) -> ClaimsFile:
 def validation_text(error: ValidationError, data: dict[str, Any]) -> str:
     """The first problems of a claims file on one line, each at its claim's id and field (an unknown key with the
     known ones), then how many more."""
+    errors = error.errors()
+    inside = any(len(e["loc"]) > 1 and e["loc"][0] == "claim" for e in errors)
     parts = []
-    for item in error.errors():
+    for item in errors:
         loc = list(item["loc"])
+        if inside and item["type"] == "too_short" and loc == ["claim"]:
+            continue  # pydantic counts the broken claims out of the list: "at least 1 item" would be misleading
         where = ".".join(map(str, loc))
         if len(loc) > 1 and loc[0] == "claim" and isinstance(loc[1], int):
             claims = data.get("claim") or []

@@ -155,6 +155,13 @@ def restricted(sample: bootstrap.SeedSample, seeds: Sequence[int]) -> bootstrap.
     return bootstrap.SeedSample(tuple(sample.seeds[i] for i in kept), sample.values[kept], sample.replicates[kept])
 
 
+def declared_stat(stat: Stat | None, sample: bootstrap.SeedSample) -> Stat | None:
+    """``stat`` on the seeds of ``sample`` (the declared ones): the values shown beside a test are those it judges."""
+    if stat is None or not len(sample.seeds):
+        return None
+    return Stat(tuple(float(v) for v in sample.values), sample, stat.bounds)
+
+
 def cell_sample(row: Row, metric: str, statistic: str) -> tuple[bootstrap.SeedSample | None, str, Stat | None]:
     """A row's statistic as a seed sample, or why there is none; ``cross-old_self`` is the row's paired difference."""
     if statistic in DIFFERENCES:
@@ -230,11 +237,13 @@ def compare_test(table: Table, metric: str, entry: Compare, seeds: Sequence[int]
     if chance := [r.label for r in (a_row, b_row) if r.chance]:
         return Test(label, UNDECIDABLE, f"{', '.join(dict.fromkeys(chance))} at chance level", digits=digits)
     (a, a_why, a_stat), (b, b_why, b_stat) = cell_sample(a_row, metric, entry.statistic), cell_sample(b_row, metric, b_statistic)
+    a, b = (None if x is None else restricted(x, seeds) for x in (a, b))
+    a_stat, b_stat = (None if x is None else declared_stat(stat, x) for x, stat in ((a, a_stat), (b, b_stat)))
     shown = (f"{a_name}{' ' + entry.statistic if entry.b_statistic else ''} {value_text(a_stat, digits)} vs "
              f"{b_name}{' ' + b_statistic if entry.b_statistic else ''} {value_text(b_stat, digits)}")
     if a is None or b is None:
         return Test(label, UNDECIDABLE, a_why or b_why, shown, target=entry.effect, digits=digits)
-    return _sample_test(label, shown, restricted(a, seeds) - restricted(b, seeds), seeds, entry.effect, corrected,
+    return _sample_test(label, shown, a - b, seeds, entry.effect, corrected,
                         False, None, digits)
 
 
@@ -252,6 +261,7 @@ def absence_test(table: Table, metric: str, entry: Absent, seeds: Sequence[int],
     if sample is None:
         return Test(label, UNDECIDABLE, why, target=entry.margin, digits=digits)
     sample = restricted(sample, seeds)
+    stat = declared_stat(stat, sample)
     shown = f"{name} {entry.statistic} {value_text(stat, digits)}" if stat else ""
     return _sample_test(label, shown, sample, seeds, entry.margin, corrected, True,
                         statistic.bounds if statistic else None, digits)
