@@ -119,6 +119,27 @@ def test_class_distance_order_by_hand():
     assert order.tolist() == sorted(range(len(g)), key=lambda j: (own[j], j))
 
 
+# A hand-made leave-one-out gallery, labels 7 and 3 (not 0..C-1, interleaved). Class 7: (1,0) twice and (0,1); its
+# template (cosine: normalised sum of normalised features) is (2,1)/sqrt(5), so (1,0) scores 2/sqrt(5) = 0.894 and
+# (0,1) 1/sqrt(5) = 0.447. Class 3: (0,1), (0,2), (0,1) and (1,1); its template is (0.707, 3.707)/3.774, so (0,1)
+# scores 0.982 and (1,1) 0.827. Lowest first, ties (identical normalised vectors) by index.
+HAND_GALLERY = torch.tensor([[0.0, 1.0], [1.0, 0.0], [1.0, 1.0], [0.0, 1.0], [1.0, 0.0], [0.0, 2.0], [0.0, 1.0]])
+HAND_LABELS = torch.tensor([3, 7, 3, 7, 7, 3, 3])
+HAND_TIER = [3, 2, 1, 0, 2, 3, 3]  # each item's rank of score: 0.447 < 0.827 < 0.894 < 0.982
+HAND_ORDER = [3, 2, 1, 4, 0, 5, 6]
+
+
+@pytest.mark.parametrize("permutation", [list(range(7)), [6, 0, 5, 1, 4, 2, 3]])  # features and labels moved together
+def test_class_distance_order_on_a_hand_made_gallery(permutation):
+    images = ImageArrays(torch.zeros(7, 1, 1, 1, dtype=torch.uint8), HAND_LABELS[permutation])
+    data = ScenarioData(images, images, None, None, (0.5,), (0.25,), 1, 2, "synthetic")
+    bank = FeatureBank.in_memory([ModelFeatures(HAND_GALLERY[permutation], None)])
+    order = refresh_orders(StandardMethod(), bank, data, 0, 0, ["class-distance"])["class-distance"]
+    assert order.tolist() == sorted(range(7), key=lambda j: (HAND_TIER[permutation[j]], j))
+    if permutation == list(range(7)):
+        assert order.tolist() == HAND_ORDER
+
+
 def test_area_under_curve():
     assert area_under_curve([0, 0.5, 1], [10, 10, 10]) == pytest.approx(10)
     assert area_under_curve([0, 0.25, 0.5, 0.75, 1], [0, 25, 50, 75, 100]) == pytest.approx(50)

@@ -74,7 +74,9 @@ def class_distance_order(gallery: Tensor, labels: Tensor, similarity: Similarity
     FastFill orders by a learned uncertainty of each old embedding (a head trained with its transformation); this
     is a training-free proxy for the same premise that every method has: an old embedding far from its class is the
     one most likely to be misretrieved until it is refreshed. It reads the gallery's labels, which a labelled
-    gallery (products, identities) has."""
+    gallery (products, identities) has. Where refreshed items outscore old ones by scale alone, the early curve is
+    retrieval among the refreshed items, and this order, which ranks items within their class but not across
+    classes (a diffuse class comes whole), makes them poor and unevenly spread neighbours: it falls below random."""
     classes, index = torch.unique(labels.to(gallery.device), return_inverse=True)
     own = similarity(gallery, templates(gallery, index, len(classes))).gather(1, index[:, None])[:, 0]
     return torch.sort(own.float().cpu(), stable=True).indices

@@ -1,0 +1,202 @@
+"""Why the informed ("class-distance") refresh order loses to the random one on the CPU-scale ext-class scenario.
+
+Runs the cells it needs (``benchbackcompat.run`` with ``backfill={}``, one CPU thread) into ``--out``, keeps the
+features that the backfilling curves are computed from, and measures on every cell, for several refresh orders:
+
+- the backfilling curve (CMC@1, leave-one-out as the scenario) and its area; the curves of the two built-in
+  orders are checked against the ones the run recorded (the script scores the mixed gallery by hand);
+- at 10% and 20% refreshed: the share of queries whose top-1 is a refreshed item, the accuracy of those queries and
+  of the others, the mean best score among refreshed items (new vs new) and among old ones (new query vs old
+  item), the accuracy of a nearest-neighbour search *within the refreshed items only*, the classes with a refreshed
+  item and the share of queries whose class has one (other than the query itself);
+- the orders: ``random`` and ``class-distance`` (the engine's), ``typical-first`` (class-distance reversed: most
+  similar to its class template first), and ``balanced-atypical`` / ``balanced-typical`` (one item per class in
+  turn, each class's least / most typical item first: class-distance with every class covered as early as
+  random covers it);
+- a control with the refreshed items' scores shifted down by the mean gap between the best new-vs-new and the best
+  new-vs-old score of a query (both galleries complete), so that refreshed items no longer win by scale alone.
+
+``--results`` (read only) seeds ``--out`` with the shared models and the step checkpoints a grid run stored under
+the same cell label, so a cell whose checkpoints still fit is evaluated without training (others are trained:
+about a minute per cell at the cpu preset). CPU only, one thread; the study page's section "Why the informed
+refresh order loses to random" quotes its output.
+
+    PYTHONPATH=.:plugins python studies/cpu-scale/backfill_order.py --methods independent,bct,cores \\
+        --seeds 0 --results /work/runs/upgrade --out /tmp/backfill-order
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import torch
+
+import benchbackcompat
+import benchbackcompat.engine.cell as cell_module
+import benchbackcompat.execution.watchdog as watchdog
+from benchbackcompat.engine.backfill import refresh_orders
+from benchbackcompat.engine.features import FeatureBank, ModelFeatures
+from benchbackcompat.metrics.backfill import area_under_curve, refresh_counts
+
+FRACTIONS = (0.1, 0.2)
+
+
+def stored_steps(results: Path) -> dict[str, list[Path]]:
+    """The step checkpoints of a results folder, by cell label."""
+    return {json.loads(p.read_text())["label"]: sorted(p.parent.glob("step-*.pt"))
+            for p in (results / "cells").glob("*/cell.json")}
+
+
+def run_and_capture(scenario: str, methods: list[str], seeds: list[int], preset: str, out: Path,
+                    results: Path | None) -> list[dict]:
+    """Run the cells (``backfill={}``) and keep, per cell, the method, its features and the scenario data; with
+    ``results``, first copy its shared models into ``out`` and, before a cell runs, the step checkpoints stored
+    under the same label (the cell loads those that fit this code's training key and trains the others)."""
+    captured: list[dict] = []
+    original, run_cell = cell_module.backfill_curves, watchdog.run_cell
+    steps = stored_steps(results) if results is not None else {}
+    if results is not None:
+        (out / "models").mkdir(parents=True, exist_ok=True)
+        for model in (results / "models").glob("*.pt*"):
+            if not (out / "models" / model.name).exists():
+                shutil.copy2(model, out / "models" / model.name)
+
+    def seeded_cell(cell, method, data, store, *args, **kwargs):
+        for step in steps.get(cell.label, []):
+            if not store.step_path(cell.key, int(step.stem.split("-")[1])).exists():
+                for path in (step, step.with_name(step.name + ".sha256")):
+                    if path.exists():
+                        shutil.copy2(path, store.cell_dir(cell.key) / path.name)
+        return run_cell(cell, method, data, store, *args, **kwargs)
+
+    def capture(method, bank, data, protocol, metrics, seed, config):
+        found = original(method, bank, data, protocol, metrics, seed, config)
+        captured.append({"method": method, "seed": seed, "data": data, "protocol": protocol, "recorded": found,
+                         "features": [ModelFeatures(bank.query(t).clone(), bank.stored(t).clone())
+                                      for t in range(len(bank))]})
+        return found
+
+    cell_module.backfill_curves, watchdog.run_cell = capture, seeded_cell
+    try:
+        benchbackcompat.run([scenario], methods, preset=preset, seeds=seeds, out=out, force=True,
+                            overrides={"backfill": {}}, quiet=True)
+    finally:
+        cell_module.backfill_curves, watchdog.run_cell = original, run_cell
+    return captured
+
+
+def own_class_similarity(method, gallery: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    classes, index = torch.unique(labels, return_inverse=True)
+    templates = method.templates()(gallery, index, len(classes))
+    return method.similarity()(gallery, templates).gather(1, index[:, None])[:, 0].float()
+
+
+def balanced(own: torch.Tensor, labels: torch.Tensor, typical_first: bool) -> torch.Tensor:
+    """One item per class in turn: rank within the class (least typical first, or most), then the score."""
+    key = -own if typical_first else own
+    rank = torch.empty(len(own), dtype=torch.long)
+    for c in labels.unique():
+        members = (labels == c).nonzero()[:, 0]
+        rank[members[torch.sort(key[members], stable=True).indices]] = torch.arange(len(members))
+    return torch.tensor(sorted(range(len(own)), key=lambda j: (int(rank[j]), float(key[j]), j)))
+
+
+def analyse(cell: dict) -> dict:
+    method, data, features = cell["method"], cell["data"], cell["features"]
+    if cell["protocol"] != "loo" or data.gallery is not None:
+        raise SystemExit(f"backfill_order.py: scenario protocol {cell['protocol']!r}: written for 'loo' (ext-class's)")
+    labels = data.query.labels.cpu()
+    bank = FeatureBank.in_memory(features)
+    similarity = method.similarity()
+    q_old, g_old = method.pair_features(bank.query(1), bank.stored(0), 1, 0)
+    q_new, g_new = method.pair_features(bank.query(1), bank.stored(1), 1, 1)
+    s_old = similarity(q_old, g_old).double().cpu()
+    s_new = similarity(q_new, g_new).double().cpu()
+    n = len(labels)
+    eye = torch.eye(n, dtype=torch.bool)
+    s_old[eye], s_new[eye] = -torch.inf, -torch.inf  # leave-one-out: a query never retrieves itself
+    same = labels[:, None] == labels[None, :]
+    gap = float(s_new.max(1).values.mean() - s_old.max(1).values.mean())
+
+    orders = refresh_orders(method, bank, data, 0, cell["seed"], ["random", "class-distance"])
+    own = own_class_similarity(method, method.pair_features(bank.query(0), bank.stored(0), 0, 0)[1], labels)
+    orders["typical-first"] = torch.sort(-own, stable=True).indices
+    orders["balanced-atypical"] = balanced(own, labels, typical_first=False)
+    orders["balanced-typical"] = balanced(own, labels, typical_first=True)
+
+    counts = refresh_counts(n, 10)
+    fractions = [c / n for c in counts]
+    result: dict = {"gap": gap, "orders": {}}
+    for name, order in orders.items():
+        curves: dict[str, list[float]] = {"plain": [], "shifted": []}
+        at: dict[float, dict[str, float]] = {}
+        for count in counts:
+            refreshed = torch.zeros(n, dtype=torch.bool)
+            refreshed[order[:count]] = True
+            mixed = torch.where(refreshed[None, :], s_new, s_old)
+            for kind, scores in (("plain", mixed), ("shifted", mixed - gap * refreshed[None, :].double())):
+                top = scores.argmax(1)
+                curves[kind].append(100.0 * float((labels[top] == labels).double().mean()))
+            fraction = count / n
+            if any(abs(fraction - f) < 1e-9 for f in FRACTIONS):
+                top = mixed.argmax(1)
+                hit, won = labels[top] == labels, refreshed[top]
+                within = s_new.masked_fill(~refreshed[None, :], -torch.inf)
+                covered = (same & refreshed[None, :] & ~eye).any(1)
+                at[round(fraction, 2)] = {
+                    "cmc@1": 100.0 * float(hit.double().mean()),
+                    "top1 refreshed %": 100.0 * float(won.double().mean()),
+                    "acc | top1 refreshed": 100.0 * float(hit[won].double().mean()) if won.any() else float("nan"),
+                    "acc | top1 old": 100.0 * float(hit[~won].double().mean()) if (~won).any() else float("nan"),
+                    "best new-new": float(within.max(1).values.mean()),
+                    "best new-old": float(s_old.masked_fill(refreshed[None, :], -torch.inf).max(1).values.mean()),
+                    "NN within refreshed": 100.0 * float((labels[within.argmax(1)] == labels).double().mean()),
+                    "classes refreshed": float(len(labels[refreshed].unique())),
+                    "queries covered %": 100.0 * float(covered.double().mean()),
+                    "acc | covered": 100.0 * float(hit[covered].double().mean()) if covered.any() else float("nan"),
+                }
+        result["orders"][name] = {"curve": curves["plain"], "auc": area_under_curve(fractions, curves["plain"]),
+                                  "auc shifted": area_under_curve(fractions, curves["shifted"]), "at": at}
+    recorded = cell["recorded"]["pairs"][0]["curves"]["cmc@1"]
+    result["matches record"] = all(np.allclose(result["orders"][o]["curve"], recorded[o], atol=1e-9)
+                                   for o in recorded)
+    return result
+
+
+def report(name: str, seed: int, result: dict) -> None:
+    print(f"\n== {name} seed {seed}: mean best-score gap new-new minus new-old (full galleries) "
+          f"{result['gap']:+.3f}; hand-scored curves equal the recorded ones: {result['matches record']}")
+    print(f"{'order':<18} {'AUC':>6} {'AUC shifted':>11}  curve (CMC@1, 0..100% refreshed)")
+    for order, found in result["orders"].items():
+        print(f"{order:<18} {found['auc']:6.1f} {found['auc shifted']:11.1f}  "
+              + " ".join(f"{v:.1f}" for v in found["curve"]))
+    for fraction in FRACTIONS:
+        print(f"-- at {fraction:.0%} refreshed")
+        rows = {order: found["at"][fraction] for order, found in result["orders"].items()}
+        columns = list(next(iter(rows.values())))
+        print(f"{'order':<18} " + " ".join(f"{c:>20}" for c in columns))
+        for order, row in rows.items():
+            print(f"{order:<18} " + " ".join(f"{row[c]:20.3f}" if "best" in c else f"{row[c]:20.1f}"
+                                             for c in columns))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--methods", default="independent,bct")
+    parser.add_argument("--seeds", default="0")
+    parser.add_argument("--scenario", default="ext-class")
+    parser.add_argument("--preset", default="cpu")
+    parser.add_argument("--results", type=Path, help="a grid run's results folder to take models from (read only)")
+    parser.add_argument("--out", type=Path, required=True, help="where the cells run (a scratch folder)")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    methods, seeds = args.methods.split(","), [int(s) for s in args.seeds.split(",")]
+    for cell in run_and_capture(args.scenario, methods, seeds, args.preset, args.out, args.results):
+        report(type(cell["method"]).__name__, cell["seed"], analyse(cell))
+
+
+if __name__ == "__main__":
+    main()
