@@ -22,7 +22,7 @@ about a minute per cell at the cpu preset). CPU only, one thread; the study page
 refresh order loses to random" quotes its output.
 
     PYTHONPATH=.:plugins python studies/cpu-scale/backfill_order.py --methods independent,bct,cores \\
-        --seeds 0 --results /work/runs/upgrade --out /tmp/backfill-order
+        --seeds 0 --results UPGRADE_RESULTS --out OUT
 """
 from __future__ import annotations
 
