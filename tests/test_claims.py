@@ -523,3 +523,16 @@ def test_the_studies_claims_files_load_and_render_without_tables():
     # no tables: every claim is untested, or not testable with its reason
     assert all(("**untested**" in line) != ("**not testable at this scale**" in line)
                for line in summary.splitlines() if line.startswith("- "))
+
+
+def test_the_checks_name_compared_rows_whose_self_tests_pass_95_percent():
+    # AC rows of three models; independent's last model scores 290 of 300 queries (96.7%) at seeds 0-5, the other
+    # self-tests 150 of 300 (50%): 6 of its 18 self-tests are above 95%
+    def saturated(seed: int) -> dict:
+        record = _sequence("independent", [[150], [150, 150], [150, 150, 290]], seed=seed)
+        record["metrics"]["cmc@1"]["AC"] = 0.0
+        return record
+    finding = judge(_claim(**ABSENT_AC), build_tables([saturated(s) for s in range(6)])).findings[0]
+    assert "self-tests at most 95%: no, independent 6 of 18 (up to 96.7)" in finding.checked
+    finding = judge(_claim(**ABSENT_AC), build_tables([_ac("independent", s, 0.0) for s in range(6)])).findings[0]
+    assert "self-tests at most 95%: yes" in finding.checked

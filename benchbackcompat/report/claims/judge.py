@@ -317,6 +317,24 @@ def premise_check(claim: Claim, table: Table, metric: str, seeds: Sequence[int])
     return holds, lines
 
 
+SATURATED = 95.0  # a self-test above this (%) leaves a later model little room to beat it (AC counts strict wins)
+
+
+def saturation(claim: Claim, table: Table, metric: str, seeds: Sequence[int]) -> str:
+    """Whether the compared rows' self-tests (matrix diagonal and reference) stay at most 95% on the declared seeds:
+    near 100% a later model can hardly beat its gallery's self-test, which biases compatibility statistics down."""
+    above = []
+    for method, params in compared_rows(claim):
+        row, _ = find_row(table, method, params)
+        tests = [] if row is None else [
+            value for record in row.finished if record.seed in seeds for matrix in [record.matrices.get(metric) or []]
+            for value in [*(matrix[t][t] for t in range(len(matrix))),
+                          getattr(record.metrics.get(metric), "reference_self", None)] if value is not None]
+        if high := [v for v in tests if v > SATURATED]:
+            above.append(f"{pick_name(method, params)} {len(high)} of {len(tests)} (up to {max(high):.1f})")
+    return f"self-tests at most {SATURATED:g}%: " + ("no, " + ", ".join(above) if above else "yes")
+
+
 def compared_rows(claim: Claim) -> list[tuple[str, dict[str, Any]]]:
     rows = [(e.a, e.a_params) for e in claim.compare] + [(e.b, e.b_params) for e in claim.compare]
     rows += [(e.method, e.params) for e in claim.absent]
@@ -336,6 +354,7 @@ def judge_table(claim: Claim, table: Table, metric: str, role: str, calibrations
     if claim.comparisons > 1:
         checked.append(f"multiplicity: {claim.comparisons} comparisons, each must hold: each at the {bootstrap.CONFIDENCE:.0%} "
                        f"level; a single failure decides at the Bonferroni level ({100 * (1 - corrected):.4g}%)")
+    checked.append(saturation(claim, table, metric, seeds))
     if claim.premise:
         holds, lines = premise_check(claim, table, metric, seeds)
         checked += lines
