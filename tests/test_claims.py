@@ -536,3 +536,14 @@ def test_the_checks_name_compared_rows_whose_self_tests_pass_95_percent():
     assert "self-tests at most 95%: no, independent 6 of 18 (up to 96.7)" in finding.checked
     finding = judge(_claim(**ABSENT_AC), build_tables([_ac("independent", s, 0.0) for s in range(6)])).findings[0]
     assert "self-tests at most 95%: yes" in finding.checked
+
+
+def test_the_terminal_summary_is_plain_text():
+    from benchbackcompat.cli.publish import claims_summary
+    from benchbackcompat.report.claims.declared import ClaimsFile
+
+    file = ClaimsFile.model_validate({"paper": {"title": "P", "venue": "V"}, "claim": [_claim(id="cross1-c").model_dump()]})
+    records = _pair([3.0, 4.0, 5.0, 3.0, 4.0, 5.0])
+    plain, marked = claims_summary([file], records, [], plain=True), claims_summary([file], records, [])
+    assert "**reproduced" in marked and "**" not in plain and "\\" not in plain
+    assert "- cross1-c (P): a above b: reproduced, convergence not measured on ext-class" in plain

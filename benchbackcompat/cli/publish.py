@@ -58,7 +58,7 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     else:
         print(leaderboard_tables(merged.records, grids=args.grids, plain=sys.stdout.isatty()))
         if claims:
-            print(claims_summary(claims, merged.records, read_calibrations(roots)))
+            print(claims_summary(claims, merged.records, read_calibrations(roots), plain=sys.stdout.isatty()))
     if merged.superseded:
         print(f"{len(merged.superseded)} older records of the same cells (other method code, results version or data) "
               "left out; `benchbackcompat status` lists them as stale", file=sys.stderr)
@@ -68,13 +68,15 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     return 0
 
 
-def claims_summary(claims: list, records: list, calibrations: list) -> str:
-    """The claims' tally and one line per claim, for the terminal."""
+def claims_summary(claims: list, records: list, calibrations: list, plain: bool = False) -> str:
+    """The claims' tally and one line per claim, in Markdown, or as plain text for a terminal (``plain``)."""
     from benchbackcompat.report.aggregate import build_tables
     from benchbackcompat.report.claims.page import judge_files, summary_markdown, tally_markdown
+    from benchbackcompat.report.markdown import unmarked
 
     judged = judge_files(claims, build_tables(records), calibrations)
-    return "\n\n" + tally_markdown(judged) + "\n\n" + summary_markdown(judged)
+    text = "\n\n" + tally_markdown(judged) + "\n\n" + summary_markdown(judged)
+    return unmarked(text) if plain else text
 
 
 def verification(records: list) -> Verification:
