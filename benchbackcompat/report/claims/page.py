@@ -166,9 +166,9 @@ def pick(method: str, params: dict) -> str:
 
 def finding_markdown(claim: Claim, finding: Finding) -> str:
     table = finding.table
-    differences = f" ({'; '.join(finding.differences)})" if finding.differences else ""
+    differences = f" ({escape('; '.join(finding.differences))})" if finding.differences else ""
     head = (f"*{finding.role}* · {escape(table.dataset)} · {escape(table.preset)} · {escape(table.title)}"
-            f"{escape(differences)}: **{finding.verdict}{escape(finding.condition)}**" +
+            f"{differences}: **{finding.verdict}{escape(finding.condition)}**" +
             (f" ({escape(finding.reason)})" if finding.reason else ""))
     tests = [f"- {escape(t.label)}: {escape(t.shown)}; " * bool(t.shown) + f"{escape(test_text(t))}" * bool(
         np.isfinite(t.estimate)) + f" → {t.verdict}" + (f" ({escape(t.reason)})" if t.reason else "") for t in finding.tests]
