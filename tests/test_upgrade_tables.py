@@ -44,3 +44,26 @@ def test_index_gap_carries_its_interval_over_seeds():
     # gaps 1, 2, 3 points: mean 2, sd 1 -> 2 +- 2.48; the self-tests go through unchanged
     assert cross == "70.0 / 68.0 / +2.0 [-0.5, +4.5]"
     assert own == "81.0 / 81.0 / +0.0 [+0.0, +0.0]"
+
+
+def test_an_option_group_only_some_configurations_set_is_named_once_in_the_table_titles():
+    from benchbackcompat.report.aggregate import build_tables
+    from test_statistics import _single
+
+    def record(key: str, **config) -> dict:
+        found = _single("l2", 0, 400, 200, 300, 240, 200, 300)
+        found.update(key=key, config={"metrics": ["cmc@1"], **config})
+        return found
+
+    backfill = {"steps": 10, "orders": ["random", "class-distance"]}
+    index = {"kinds": ["flat"], "nlist": 16}
+    records = [record("a", train={"min_steps": 4000}, backfill=backfill, index=index),
+               record("b", train={"min_steps": 4000}), record("c", train={"min_steps": 12000})]
+    titles = sorted(t.title for t in build_tables(records))
+    assert titles == ["ext-class (backfill, index, train.min_steps=4000)", "ext-class (train.min_steps=12000)",
+                      "ext-class (train.min_steps=4000)"]
+    # two settings of the group: its differing fields by name, as for any other field
+    records.append(record("d", train={"min_steps": 4000}, backfill={**backfill, "steps": 5}, index=index))
+    titles = sorted(t.title for t in build_tables(records))
+    assert "ext-class (backfill.steps=5, index, train.min_steps=4000)" in titles
+    assert "ext-class (backfill.steps=10, index, train.min_steps=4000)" in titles

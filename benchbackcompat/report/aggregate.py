@@ -265,7 +265,7 @@ def table_config(config: dict[str, Any]) -> dict[str, Any]:
 
 
 def _variant_labels(configs: dict[tuple[str, str, str, str], dict[str, Any]]) -> dict[tuple, str]:
-    """For scenarios stored with several configurations: the fields that tell them apart."""
+    """For scenarios stored with several configurations: the fields that tell them apart (:func:`_label`)."""
     by_scenario: dict[tuple[str, str, str], list[tuple]] = defaultdict(list)
     for key in configs:
         by_scenario[key[:3]].append(key)
@@ -273,9 +273,30 @@ def _variant_labels(configs: dict[tuple[str, str, str, str], dict[str, Any]]) ->
     for keys in by_scenario.values():
         flat = {key: flatten(configs[key]) for key in keys}
         differing = sorted({f for key in keys for f in flat[key] if len({json.dumps(flat[k].get(f)) for k in keys}) > 1})
-        for key in keys:
-            labels[key] = ", ".join(f"{f}={json.dumps(flat[key].get(f))}" for f in differing) if len(keys) > 1 else ""
+        found = {key: _label(flat, key, differing) if len(keys) > 1 else "" for key in keys}
+        if len(set(found.values())) < len(keys):  # the short form would merge two configurations: spell out every field
+            found = {key: ", ".join(f"{f}={json.dumps(flat[key].get(f))}" for f in differing) for key in keys}
+        labels.update(found)
     return labels
+
+
+def _label(flat: dict[tuple, dict[str, Any]], key: tuple, differing: list[str]) -> str:
+    """The differing fields of configuration ``key`` (``train.min_steps=4000``); of an option group that only some
+    configurations set (e.g. ``backfill``), only the fields that differ among those that set it, or its bare name
+    where they agree, and nothing where ``key`` leaves it unset."""
+    groups: dict[str, list[str]] = defaultdict(list)
+    for name in differing:
+        groups[name.split(".")[0]].append(name)
+    parts = []
+    for group, fields in groups.items():
+        setting = {k for k, values in flat.items()
+                   if any(v is not None for f, v in values.items() if f == group or f.startswith(group + "."))}
+        if len(setting) < len(flat) and all("." in f for f in fields):  # a group of options some leave unset
+            if key not in setting:
+                continue
+            fields = [f for f in fields if len({json.dumps(flat[k].get(f)) for k in setting}) > 1] or [group]
+        parts += [f if f == group else f"{f}={json.dumps(flat[key].get(f))}" for f in fields]
+    return ", ".join(parts)
 
 
 def flatten(value: Any, prefix: str = "") -> dict[str, Any]:

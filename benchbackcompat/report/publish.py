@@ -203,6 +203,10 @@ def readme_markdown(pages: list[Page], merged: Merged, command: str, date: str, 
                      "paper's numbers, ours with 95% intervals and exact tests, and a verdict on its deciding table.")
     if merged.left_out:
         parts.append(left_out_markdown(merged.left_out))
+    if merged.superseded:
+        parts.append(f"{len(merged.superseded)} older records of the same cells (computed by other code or on other data: "
+                     f"{escape(', '.join(sorted({r.scenario for r in merged.superseded})))}) are left out in favour of the "
+                     "most recently computed one; `benchbackcompat status` lists them as stale.")
     parts.append("## Pages")
     parts.append("\n".join(
         f"- [{page.name}]({page.name}.md): dataset {escape(page.dataset)}, preset {escape(page.preset)}, "
