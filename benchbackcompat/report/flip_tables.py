@@ -27,7 +27,9 @@ def flips_markdown(rows: Sequence[tuple[Table, Row]], notes: Footnotes) -> str:
 
 
 def _flips_table(rows: Sequence[tuple[Table, Row]], notes: Footnotes, intervals: bool) -> str:
+    """The table; its ``row`` column only where the method has rows of several settings (else it is the page's name)."""
     lines = []
+    labelled = len({row.label for _, row in rows}) > 1
     for table, row in rows:
         hit_metrics = [m for m in table.metrics if flips.defined_for(m)]
         for metric in hit_metrics:
@@ -41,11 +43,11 @@ def _flips_table(rows: Sequence[tuple[Table, Row]], notes: Footnotes, intervals:
             gap = margin(row, metric) if table.single_update else None
             cells.append(f"{gap[0]:.2f}" if gap is not None else "-")  # points, as the cross-test
             title = table.title + (f" · {metric_name(metric)}" if len(hit_metrics) > 1 else "")
-            lines.append([escape(title), escape(row.label), *cells])
+            lines.append([escape(title), *([escape(row.label)] if labelled else []), *cells])
     if not lines:
         return "No flip rates: no table of this method stores per-query hits."
-    return tabulate(lines, headers=["table", "row", "NFR → cross", "PFR → cross", "NFR → new self", "PFR → new self",
-                                    "cross − old self"], tablefmt="github", disable_numparse=True)
+    headers = ["table", *(["row"] if labelled else []), *(STATISTICS[key].header for key in flips.KEYS), "cross − old self"]
+    return tabulate(lines, headers=headers, tablefmt="github", disable_numparse=True)
 
 
 def _text(stat: Stat, column: Column, seeds: int, interval: bool) -> str:

@@ -179,9 +179,9 @@ def method_markdown(method: str, entries: list[Entry], info: MethodInfo | None, 
               results_markdown(entries, notes),
               "## Flips",
               "Negative flip rate (NFR): % of the queries right under the old self-test and wrong after the update, "
-              "with its 95% interval; positive (PFR): the reverse; → cross: the new model's queries on the old "
-              "gallery, before any backfill; → new self: after a full backfill (the mean over consecutive pairs for "
-              "a sequence). Cross − old self = PFR − NFR → cross: a positive margin can hide many broken queries.",
+              "with its 95% interval; positive (PFR): the reverse; cross: the new model's queries on the old "
+              "gallery, before any backfill; self: after a full backfill (the mean over consecutive pairs for "
+              "a sequence). Cross − old self = PFR cross − NFR cross: a positive margin can hide many broken queries.",
               flips_markdown([(entry.table, entry.row) for entry in entries], notes),
               "## Hyperparameters", "As resolved in its records; default and description from its code.",
               hyperparameters_markdown(records, info),

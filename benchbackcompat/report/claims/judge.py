@@ -95,7 +95,9 @@ class Judgement:
 def resolved_protocol(kind: str, config: dict[str, Any], metrics: Sequence[str]) -> dict[str, Any]:
     """The protocol of a scenario's resolved configuration (the kind's defaults where a field is not stored)."""
     fields = kind_class(kind).model_fields
-    default = lambda name: fields[name].default if name in fields else None  # noqa: E731
+    def default(name: str) -> Any:
+        return fields[name].default if name in fields else None
+
     return {"kind": kind, "protocol": config.get("protocol", default("protocol")),
             "eval_split": config.get("eval_split", default("eval_split")),
             "classes": config.get("eval_classes", default("eval_classes") or "all"), "metrics": list(metrics)}

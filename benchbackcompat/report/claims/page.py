@@ -170,12 +170,20 @@ def finding_markdown(claim: Claim, finding: Finding) -> str:
     head = (f"*{finding.role}* · {escape(table.dataset)} · {escape(table.preset)} · {escape(table.title)}"
             f"{differences}: **{finding.verdict}{escape(finding.condition)}**" +
             (f" ({escape(finding.reason)})" if finding.reason else ""))
-    tests = [f"- {escape(t.label)}: {escape(t.shown)}; " * bool(t.shown) + f"{escape(test_text(t))}" * bool(
-        np.isfinite(t.estimate)) + f" → {t.verdict}" + (f" ({escape(t.reason)})" if t.reason else "") for t in finding.tests]
+    tests = [test_line(t) for t in finding.tests]
     checked = [f"implementation: {len(claim.implementation)} tests of the formulas used (listed below); they do not "
                f"check {UNCHECKED}"] * bool(claim.implementation) + finding.checked
     return (head + "\n\n" + "\n".join(tests) + "\n\n<details><summary>What was checked</summary>\n\n" +
             "\n".join(f"- {escape(c)}" for c in checked) + "\n\n</details>")
+
+
+def test_line(test: Test) -> str:
+    """A test as a list item: its rows' values, its numbers (where it has an estimate), its verdict and why."""
+    parts = [escape(test.shown)] if test.shown else []
+    if np.isfinite(test.estimate):
+        parts.append(escape(test_text(test)))
+    return (f"- {escape(test.label)}: " + "; ".join(parts) + f" → {test.verdict}" +
+            (f" ({escape(test.reason)})" if test.reason else ""))
 
 
 def untested_scales(tables: Sequence[Table], planned: Sequence[PlannedScenario], claims: Sequence[Claim]) -> str:

@@ -6,6 +6,7 @@ claim undecidable otherwise.
 """
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -32,7 +33,7 @@ def fine_tuning_gain(row: Row, metric: str) -> dict[int, float]:
     for record in row.finished:
         diagonal = [line[i] for i, line in enumerate(record.matrices.get(metric) or [])]
         starts = [i for i, step in enumerate(record.steps) if step.get("init") == "pretrained"] + [len(diagonal)]
-        changes = [diagonal[end - 1] - diagonal[start] for start, end in zip(starts, starts[1:])
+        changes = [diagonal[end - 1] - diagonal[start] for start, end in itertools.pairwise(starts)
                    if end - start > 1 and None not in (diagonal[start], diagonal[end - 1])]
         if changes:
             gains[record.seed] = float(np.mean(changes))
