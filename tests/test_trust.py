@@ -478,6 +478,9 @@ def test_leaderboard_keeps_the_newest_record_of_a_cell_and_ignores_the_data_path
     cells = [c.strip() for c in row.strip("|").split("|")]
     assert cells[2] == "12.50"  # the newest record's self-test (columns: method, rank, self)
     assert "1 older records of the same cells" in captured.err
+    assert main(["leaderboard", "--results", str(tmp_path), "--out", str(tmp_path / "board")]) == 0
+    index = (tmp_path / "board" / "README.md").read_text()  # the published index says so too
+    assert f"1 older records of the same cells (computed by other code or on other data: {old['scenario']}) are left out" in index
 
 
 def test_code_text_drops_comments_docstrings_and_layout_only():
