@@ -39,38 +39,52 @@ def mean_curves(row: Row, metric: str) -> list[dict]:
 
 
 def backfill_figure(table: Table, metric: str, path: Path) -> Path | None:
-    """One panel per consecutive update: each method's backfilling curves (solid: random order, dashed:
-    class-distance order), its old self-test C[k][k] marked at 0% (hollow) and its new self-test C[t][t] at 100%;
-    at most ``MAX_PANELS`` updates of a long sequence."""
+    """The backfilling curves (solid: random order, dashed: class-distance order), each method's old self-test C[k][k]
+    marked at 0% (hollow) and its new self-test C[t][t] at 100% (star): for one update a panel per method, so that
+    nineteen methods stay readable; for a sequence a panel per consecutive update (at most ``MAX_PANELS``, evenly
+    spaced) with every method."""
     rows = [(row, mean_curves(row, metric)) for row in table.rows]
     rows = [(row, pairs) for row, pairs in rows if pairs]
     if not rows:
         return None
     updates = sorted({(p["old"], p["new"]) for _, pairs in rows for p in pairs})
+    by_method = len(updates) == 1 and len(rows) > 1
     if len(updates) > MAX_PANELS:
         updates = [updates[round(i)] for i in np.linspace(0, len(updates) - 1, MAX_PANELS)]
-    fig = Figure(figsize=(max(6.4, min(4.2 * len(updates), 12.6)), 4.0), dpi=figures.DPI, layout="constrained")
-    axes = np.atleast_1d(fig.subplots(1, len(updates), sharey=True))
+    panels = len(rows) if by_method else len(updates)
+    cols = min(panels, 5 if by_method else MAX_PANELS)
+    grid = int(np.ceil(panels / cols))
+    fig = Figure(figsize=(max(6.4, min(2.6 * cols + 0.6, 13.6)), 2.1 * grid + 1.0), dpi=figures.DPI, layout="constrained")
+    axes = np.atleast_1d(fig.subplots(grid, cols, sharex=True, sharey=True, squeeze=False)).ravel()
     for i, (row, pairs) in enumerate(rows):
         colour, marker, _ = figures.method_style(i, len(rows))
         M = figures.mean_matrix(row, metric)
         for pair in (p for p in pairs if (p["old"], p["new"]) in updates):
-            ax = axes[updates.index((pair["old"], pair["new"]))]
+            ax = axes[i if by_method else updates.index((pair["old"], pair["new"]))]
             x = 100 * np.asarray(pair["fractions"])
             for order, curve in pair["curves"].items():
                 ax.plot(x, curve, ORDER_STYLES.get(order, ":"), color=colour, linewidth=1.5,
-                        label=plain_label(row.label) if order == "random" else None)
+                        label=plain_label(row.label) if order == "random" and not by_method else None)
             if M is not None:
                 ax.plot([0], [M[pair["old"]][pair["old"]]], marker, color=colour, fillstyle="none", clip_on=False)
                 ax.plot([100], [M[pair["new"]][pair["new"]]], "*", color=colour, markersize=9, clip_on=False)
-    for ax, (k, t) in zip(axes, updates):
-        ax.set_title(f"model {k} → {t}", fontsize=9)
-        ax.set_xlabel("gallery refreshed (%)")
+        if by_method:
+            axes[i].set_title(plain_label(row.label), fontsize=9)
+    if not by_method:
+        for ax, (k, t) in zip(axes, updates):
+            ax.set_title(f"model {k} → {t}", fontsize=9)
+        axes[len(updates) - 1].legend(fontsize=7, loc="lower right")
+    for ax in axes[panels:]:
+        ax.set_visible(False)
+    for ax in axes[:panels]:
         ax.grid(alpha=0.3)
-    axes[0].set_ylabel(f"{metric_name(metric)}, new queries (%)")
-    axes[-1].legend(fontsize=7, loc="lower right")
-    fig.suptitle(f"{textwrap.shorten(plain_label(table.title), 100)}: backfilling curves\nsolid: random order, dashed: class-distance "
-                 "order; hollow: old self-test, star: new self-test", fontsize=9)
+    for ax in axes[(grid - 1) * cols:panels]:
+        ax.set_xlabel("gallery refreshed (%)")
+    for ax in axes[:panels:cols]:
+        ax.set_ylabel(f"{metric_name(metric)} (%)")
+    update = f", model {updates[0][0]} → {updates[0][1]}" if by_method else ""
+    fig.suptitle(f"{textwrap.shorten(plain_label(table.title), 100)}: backfilling curves{update}\nsolid: random order, "
+                 "dashed: class-distance order; hollow: old self-test, star: new self-test", fontsize=9)
     return figures._save(fig, path)
 
 
