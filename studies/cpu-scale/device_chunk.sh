@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # One GPU lease (one command of at most 10 minutes, on a copy of a clean checkout with no git): install and record
 # the commit, smoke-test the README's main command and the CUDA code paths on the GPU, then run the next resumable
-# chunks of the grid until BUDGET seconds have passed:
-#   - on the GPU, one process: the TinyImageNet table (ext-class-tin32). A batch-32 convnet is launch-bound, so one
-#     CUDA context does better than many (12 processes sharing one H100 finished only 6 old models in 12 minutes);
-#   - on the other CPU cores, 14 processes: HBCT and its baselines at 12,000 steps (ext-data, ext-class, both).
+# chunks of the claims' declared runs (studies/cpu-scale/claims/README.md) until BUDGET seconds have passed:
+#   - on the GPU, one process: the TinyImageNet table (ext-class-tin32), the 8 seeds HBCT's claims declare. A batch-32
+#     convnet is launch-bound, so one CUDA context does better than many (12 processes sharing one H100 finished only
+#     6 old models in 12 minutes);
+#   - on the other CPU cores, 14 processes: HBCT and its baselines at 12,000 steps (ext-class, ext-data), 8 seeds.
 # Each chunk starts from the run folder carried in .device/ and everything it adds comes back under $OUT, shared
 # models included (a cell cut off by the budget loses only its unfinished model), as tar parts of at most 15 MB:
 #   cat tin.tgz.* | tar -xz -C RUN_FOLDER
@@ -37,8 +38,8 @@ grid() {  # NAME DEVICE WORKERS ARGS...: resume run folder .device/NAME under th
         --out ".device/$name" "$@" > "$OUT/$name.log" 2>&1
     echo "$name: exit $?"
 }
-grid tin cuda 1 --scenario ext-class-tin32 --methods "$HBCT_SET" --seeds 0,1,2 --data-root .device/data &
-grid hbct12k cpu 14 --scenario ext-class,both,ext-data --methods "$HBCT_SET" --seeds 0,1,2,3,4 --set train.min_steps=12000 &
+grid tin cuda 1 --scenario ext-class-tin32 --methods "$HBCT_SET" --seeds 0-7 --data-root .device/data &
+grid hbct12k cpu 14 --scenario ext-class,ext-data --methods "$HBCT_SET" --seeds 0-7 --set train.min_steps=12000 &
 wait
 for name in tin hbct12k; do
     tar -czf - -C ".device/$name" --exclude=locks . | split -b 15M - "$OUT/$name.tgz."
