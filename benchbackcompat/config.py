@@ -193,9 +193,10 @@ class BackfillConfig(StrictModel):
     the area under the curve (FastFill, ICLR 2023). Off unless set."""
 
     steps: int = Field(10, ge=1, le=1000, description="batches of the refresh: the curve has steps + 1 points, 0 to 100%")
-    orders: list[Literal["random", "class-distance"]] = Field(
+    orders: list[Literal["random", "class-distance", "class-balanced"]] = Field(
         default_factory=lambda: ["random", "class-distance"], min_length=1,
-        description="refresh orders: random, or the old embeddings least similar to their class template first")
+        description="refresh orders: random; class-distance, the old embeddings least similar to their class template "
+                    "first; class-balanced, one item of every class in turn, the most typical first")
 
 
 class IndexConfig(StrictModel):

@@ -97,9 +97,10 @@ def brute_force_top1(q_old, g_old, q_new, g_new, refreshed, ql, gl) -> float:
 
 def test_mixed_gallery_against_a_brute_force_loop():
     method, bank, data = setup("nn", 2, "standard")
-    found = backfill_curves(method, bank, data, "nn", ["cmc@1"], 3, BackfillConfig(steps=5))
+    every = ["random", "class-distance", "class-balanced"]
+    found = backfill_curves(method, bank, data, "nn", ["cmc@1"], 3, BackfillConfig(steps=5, orders=every))
     [pair] = found["pairs"]
-    orders = refresh_orders(method, bank, data, 0, 3, ["random", "class-distance"])
+    orders = refresh_orders(method, bank, data, 0, 3, every)
     q, ql, gl = bank.query(1), data.query.labels, data.gallery.labels
     for name, order in orders.items():
         for fraction, value in zip(pair["fractions"], pair["curves"]["cmc@1"][name]):
@@ -138,6 +139,34 @@ def test_class_distance_order_on_a_hand_made_gallery(permutation):
     assert order.tolist() == sorted(range(7), key=lambda j: (HAND_TIER[permutation[j]], j))
     if permutation == list(range(7)):
         assert order.tolist() == HAND_ORDER
+
+
+# The class-balanced order on the same gallery, by hand: class 3 most typical first is 0, 5, 6 (0.982, ties by index),
+# then 2 (0.827); class 7 is 1, 4 (0.894), then 3 (0.447). Turn by turn, the more typical first: (0, 1), (5, 4),
+# (6, 3), (2).
+HAND_BALANCED = [0, 1, 5, 4, 6, 3, 2]
+
+
+@pytest.mark.parametrize("permutation", [list(range(7)), [6, 0, 5, 1, 4, 2, 3]])
+def test_class_balanced_order_on_a_hand_made_gallery(permutation):
+    images = ImageArrays(torch.zeros(7, 1, 1, 1, dtype=torch.uint8), HAND_LABELS[permutation])
+    data = ScenarioData(images, images, None, None, (0.5,), (0.25,), 1, 2, "synthetic")
+    bank = FeatureBank.in_memory([ModelFeatures(HAND_GALLERY[permutation], None)])
+    order = refresh_orders(StandardMethod(), bank, data, 0, 0, ["class-balanced"])["class-balanced"]
+    # a plain loop over the hand-computed scores: each class's queue, most typical first (ties by position), then
+    # one item per class in turn, the more typical first (ties by position)
+    score, labels = [HAND_SCORE[i] for i in permutation], HAND_LABELS[permutation].tolist()
+    queues = {c: sorted((j for j in range(7) if labels[j] == c), key=lambda j: (-score[j], j)) for c in set(labels)}
+    expected = []
+    while any(queues.values()):
+        turn = [queue.pop(0) for queue in queues.values() if queue]
+        expected += sorted(turn, key=lambda j: (-score[j], j))
+    assert order.tolist() == expected
+    if permutation == list(range(7)):
+        assert order.tolist() == HAND_BALANCED
+
+
+HAND_SCORE = [0.982, 0.894, 0.827, 0.447, 0.894, 0.982, 0.982]  # each item's similarity to its class template
 
 
 def test_area_under_curve():

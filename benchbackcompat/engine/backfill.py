@@ -28,6 +28,7 @@ def refresh_orders(method: Method, bank: FeatureBank, data: ScenarioData, old: i
     make = {
         "random": lambda: bf.random_order(len(gallery), generator(derive_seed(seed, "backfill", old))),
         "class-distance": lambda: bf.class_distance_order(gallery, labels, method.similarity(), method.templates()),
+        "class-balanced": lambda: bf.class_balanced_order(gallery, labels, method.similarity(), method.templates()),
     }
     return {name: make[name]() for name in orders}
 

@@ -67,19 +67,43 @@ def random_order(items: int, generator: torch.Generator) -> Tensor:
     return torch.randperm(items, generator=generator)
 
 
+def own_class_similarity(gallery: Tensor, labels: Tensor, similarity: Similarity, templates: Templates) -> Tensor:
+    """Each gallery item's similarity to its own class template in the old gallery (the method's own similarity and
+    templates), on the CPU in float32."""
+    classes, index = torch.unique(labels.to(gallery.device), return_inverse=True)
+    return similarity(gallery, templates(gallery, index, len(classes))).gather(1, index[:, None])[:, 0].float().cpu()
+
+
 def class_distance_order(gallery: Tensor, labels: Tensor, similarity: Similarity, templates: Templates) -> Tensor:
     """The informed order: least reliable old embedding first, reliability being the item's similarity to its own
-    class template in the old gallery (the method's own similarity and templates), lowest first; ties by index.
+    class template in the old gallery (:func:`own_class_similarity`), lowest first; ties by index.
 
     FastFill orders by a learned uncertainty of each old embedding (a head trained with its transformation); this
     is a training-free proxy for the same premise that every method has: an old embedding far from its class is the
     one most likely to be misretrieved until it is refreshed. It reads the gallery's labels, which a labelled
-    gallery (products, identities) has. Where refreshed items outscore old ones by scale alone, the early curve is
-    retrieval among the refreshed items, and this order, which ranks items within their class but not across
-    classes (a diffuse class comes whole), makes them poor and unevenly spread neighbours: it falls below random."""
-    classes, index = torch.unique(labels.to(gallery.device), return_inverse=True)
-    own = similarity(gallery, templates(gallery, index, len(classes))).gather(1, index[:, None])[:, 0]
-    return torch.sort(own.float().cpu(), stable=True).indices
+    gallery (products, identities) has. Where new-vs-new scores exceed new-vs-old ones, refreshed items win most
+    queries' top-1 early on, so the early curve is retrieval within the refreshed subset, which this order fills with
+    atypical items of few classes: it can lose to random (the CPU-scale study measures this)."""
+    return torch.sort(own_class_similarity(gallery, labels, similarity, templates), stable=True).indices
+
+
+def class_balanced_order(gallery: Tensor, labels: Tensor, similarity: Similarity, templates: Templates,
+                         typical_first: bool = True) -> Tensor:
+    """One item of every class in turn, each class's most typical old embedding first (``typical_first``; else its
+    least typical), by :func:`own_class_similarity`; within a turn the more typical first, ties by index.
+
+    Not an order from the literature: this project's training-free answer to the measurement above. Refreshed items
+    soon win the top-1, so the refreshed subset should hold good neighbours of every class early: in the CPU-scale
+    study it beats random on every measured cell, by 1.4 to 2.6 points of area."""
+    own = own_class_similarity(gallery, labels, similarity, templates).double().numpy()
+    key = -own if typical_first else own
+    _, classes = np.unique(labels.cpu().numpy(), return_inverse=True)
+    items = np.arange(len(own))
+    by_class = np.lexsort((items, key, classes))  # class by class, each in order of key, ties by index
+    first = np.searchsorted(classes[by_class], classes[by_class], side="left")
+    turn = np.empty(len(own), dtype=np.int64)
+    turn[by_class] = items - first  # the item's place within its class
+    return torch.from_numpy(np.lexsort((items, key, turn)))
 
 
 def area_under_curve(fractions: list[float], values: list[float]) -> float:

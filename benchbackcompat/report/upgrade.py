@@ -17,7 +17,7 @@ from benchbackcompat.report.aggregate import Row, Table
 from benchbackcompat.report.columns import metric_name
 from benchbackcompat.report.markdown import escape, plain_label
 
-ORDER_STYLES = {"random": "-", "class-distance": "--"}
+ORDER_STYLES = {"random": ("-", "solid"), "class-distance": ("--", "dashed"), "class-balanced": (":", "dotted")}
 MAX_PANELS = 6  # updates drawn for a long sequence (evenly spaced, the first and the last included)
 
 
@@ -63,7 +63,7 @@ def backfill_figure(table: Table, metric: str, path: Path) -> Path | None:
             ax = axes[i if by_method else updates.index((pair["old"], pair["new"]))]
             x = 100 * np.asarray(pair["fractions"])
             for order, curve in pair["curves"].items():
-                ax.plot(x, curve, ORDER_STYLES.get(order, ":"), color=colour, linewidth=1.5,
+                ax.plot(x, curve, ORDER_STYLES.get(order, ("-.", ""))[0], color=colour, linewidth=1.5,
                         label=plain_label(row.label) if order == "random" and not by_method else None)
             if M is not None:
                 ax.plot([0], [M[pair["old"]][pair["old"]]], marker, color=colour, fillstyle="none", clip_on=False)
@@ -83,8 +83,10 @@ def backfill_figure(table: Table, metric: str, path: Path) -> Path | None:
     for ax in axes[:panels:cols]:
         ax.set_ylabel(f"{metric_name(metric)} (%)")
     update = f", model {updates[0][0]} → {updates[0][1]}" if by_method else ""
-    fig.suptitle(f"{textwrap.shorten(plain_label(table.title), 100)}: backfilling curves{update}\nsolid: random order, "
-                 "dashed: class-distance order; hollow: old self-test, star: new self-test", fontsize=9)
+    orders = dict.fromkeys(o for _, pairs in rows for p in pairs for o in p["curves"])
+    styles = ", ".join(f"{ORDER_STYLES.get(o, ('-.', 'dash-dot'))[1]}: {o} order" for o in orders)
+    fig.suptitle(f"{textwrap.shorten(plain_label(table.title), 100)}: backfilling curves{update}\n{styles}; hollow: old "
+                 "self-test, star: new self-test", fontsize=9)
     return figures._save(fig, path)
 
 
@@ -124,16 +126,16 @@ def backfill_markdown(table: Table, metric: str) -> str:
         first = float(np.mean([p["curves"][orders[0]][0] for p in pairs]))
         last = float(np.mean([p["curves"][orders[0]][-1] for p in pairs]))
         cells = [interval_text(*seed_interval(aucs[o])) for o in orders]
-        if len(orders) == 2:
-            seeds = sorted(set(aucs[orders[0]]) & set(aucs[orders[1]]))
-            difference = {s: aucs[orders[1]][s] - aucs[orders[0]][s] for s in seeds}
+        for order in orders[1:]:  # each other order against the first (random, by default), paired by seed
+            seeds = sorted(set(aucs[orders[0]]) & set(aucs[order]))
+            difference = {s: aucs[order][s] - aucs[orders[0]][s] for s in seeds}
             p = sign_flip_p(np.array(list(difference.values())))
             cells.append(interval_text(*seed_interval(difference), signed=True) + f", p {p:.2g}")
         lines.append([escape(row.label), f"{first:.1f}", *cells, f"{last:.1f}", len(next(iter(aucs.values())))])
     if not lines:
         return ""
     headers = ["method", "0% (cross)", *(f"AUC {o}" for o in orders),
-               *([f"{orders[1]} − {orders[0]}"] if len(orders) == 2 else []), "100% (new self)", "seeds"]
+               *(f"{order} − {orders[0]}" for order in orders[1:]), "100% (new self)", "seeds"]
     return (f"Backfilling, {escape(metric_name(metric))}: area under the curve (mean accuracy over the refresh, %), with "
             "95% t-intervals over seeds; the difference of the orders is paired by seed, with the exact sign-flip "
             "test's p (with n seeds it cannot go below 2/2^n)\n\n"

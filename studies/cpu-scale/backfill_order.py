@@ -39,7 +39,8 @@ import benchbackcompat.engine.cell as cell_module
 import benchbackcompat.execution.watchdog as watchdog
 from benchbackcompat.engine.backfill import refresh_orders
 from benchbackcompat.engine.features import FeatureBank, ModelFeatures
-from benchbackcompat.metrics.backfill import area_under_curve, refresh_counts
+from benchbackcompat.metrics.backfill import (area_under_curve, class_balanced_order, own_class_similarity,
+                                              refresh_counts)
 
 FRACTIONS = (0.1, 0.2)
 
@@ -88,22 +89,6 @@ def run_and_capture(scenario: str, methods: list[str], seeds: list[int], preset:
     return captured
 
 
-def own_class_similarity(method, gallery: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-    classes, index = torch.unique(labels, return_inverse=True)
-    templates = method.templates()(gallery, index, len(classes))
-    return method.similarity()(gallery, templates).gather(1, index[:, None])[:, 0].float()
-
-
-def balanced(own: torch.Tensor, labels: torch.Tensor, typical_first: bool) -> torch.Tensor:
-    """One item per class in turn: rank within the class (least typical first, or most), then the score."""
-    key = -own if typical_first else own
-    rank = torch.empty(len(own), dtype=torch.long)
-    for c in labels.unique():
-        members = (labels == c).nonzero()[:, 0]
-        rank[members[torch.sort(key[members], stable=True).indices]] = torch.arange(len(members))
-    return torch.tensor(sorted(range(len(own)), key=lambda j: (int(rank[j]), float(key[j]), j)))
-
-
 def analyse(cell: dict) -> dict:
     method, data, features = cell["method"], cell["data"], cell["features"]
     if cell["protocol"] != "loo" or data.gallery is not None:
@@ -122,10 +107,11 @@ def analyse(cell: dict) -> dict:
     gap = float(s_new.max(1).values.mean() - s_old.max(1).values.mean())
 
     orders = refresh_orders(method, bank, data, 0, cell["seed"], ["random", "class-distance"])
-    own = own_class_similarity(method, method.pair_features(bank.query(0), bank.stored(0), 0, 0)[1], labels)
+    gallery, measures = method.pair_features(bank.query(0), bank.stored(0), 0, 0)[1], (method.similarity(), method.templates())
+    own = own_class_similarity(gallery, labels, *measures)
     orders["typical-first"] = torch.sort(-own, stable=True).indices
-    orders["balanced-atypical"] = balanced(own, labels, typical_first=False)
-    orders["balanced-typical"] = balanced(own, labels, typical_first=True)
+    orders["balanced-atypical"] = class_balanced_order(gallery, labels, *measures, typical_first=False)
+    orders["balanced-typical"] = class_balanced_order(gallery, labels, *measures)  # the option class-balanced
 
     counts = refresh_counts(n, 10)
     fractions = [c / n for c in counts]
