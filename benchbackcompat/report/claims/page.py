@@ -11,7 +11,7 @@ import numpy as np
 from benchbackcompat.report.calibration import Calibration
 from benchbackcompat.report.claims.declared import Claim, ClaimsFile
 from benchbackcompat.report.claims.judge import (NOT_REPRODUCED, NOT_TESTABLE, UNDECIDABLE, UNTESTED,
-                                                 VERDICTS, Finding, Judgement, Test, judge, protocol_metric,
+                                                 VERDICTS, Finding, Judgement, Test, judge, pick_name, protocol_metric,
                                                  resolved_protocol)
 from benchbackcompat.report.aggregate import Table
 from benchbackcompat.report.markdown import escape
@@ -142,10 +142,10 @@ def summary_markdown(judged: list[tuple[ClaimsFile, list[Judgement]]]) -> str:
 
 def claim_section(judgement: Judgement) -> str:
     claim = judgement.claim
-    effects = ", ".join((f"{pick(e.a, e.a_params)} {e.statistic} − {e.b_statistic}" if e.b_statistic else
-                         f"{pick(e.a, e.a_params)} − {pick(e.b, e.b_params)} {e.statistic}") + f" ≥ {e.effect:g}"
+    effects = ", ".join((f"{pick_name(e.a, e.a_params)} {e.statistic} − {e.b_statistic}" if e.b_statistic else
+                         f"{pick_name(e.a, e.a_params)} − {pick_name(e.b, e.b_params)} {e.statistic}") + f" ≥ {e.effect:g}"
                         for e in claim.compare)
-    absences = ", ".join(f"{pick(e.method, e.params)} {e.statistic} below {e.margin:g}" for e in claim.absent)
+    absences = ", ".join(f"{pick_name(e.method, e.params)} {e.statistic} below {e.margin:g}" for e in claim.absent)
     lines = [f"### {escape(claim.id)}: {escape(claim.statement)}",
              f"Source: {escape(claim.quote)}.  \nProtocol: {escape(claim.protocol.describe())}.  \n" +
              (f"Asserted effect: {escape(effects)}" if effects else f"Asserted absence: {escape(absences)}") +
@@ -158,10 +158,6 @@ def claim_section(judgement: Judgement) -> str:
              (f": {escape(judgement.reason)}" if judgement.reason else "")]
     lines += [finding_markdown(claim, f) for f in judgement.findings]
     return "\n\n".join(lines)
-
-
-def pick(method: str, params: dict) -> str:
-    return method + "".join(f" ({k}={v})" for k, v in params.items())
 
 
 def finding_markdown(claim: Claim, finding: Finding) -> str:
