@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 from rekey_records import (  # this folder's script: reading, keying and moving records as it does
-    current_key, move_record, plugins_at, print_summary, stored_records, text_hash)
+    plugins_at, print_summary, rekey, stored_records, text_hash)
 
 from benchbackcompat.execution.plugin_host import PluginHost
 from benchbackcompat.identity import RESULTS_VERSION, code_identity, code_text, source_packages
@@ -81,10 +81,8 @@ def main() -> int:
             kept.append(f"{label}: not the plugin code of {args.base}"); continue
         if source_packages(cls, within=Method) != [now["class"].split(".")[0]]:
             kept.append(f"{label}: its method spans several packages"); continue
-        key = current_key(record, now)
-        record["key"], record["identity"]["code"] = key, now
-        if not args.dry_run and not move_record(args.results, folder, record):
-            kept.append(f"{label}: {key} exists already"); continue
+        if (why := rekey(args.results, folder, record, now, args.dry_run)) is not None:
+            kept.append(why); continue
         moved += 1
     print_summary(moved, kept)
     return 0

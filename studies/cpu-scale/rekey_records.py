@@ -116,6 +116,14 @@ def current_key(record: dict, code: dict) -> str:
     return key_of(record, keyed_config(scenario.config), code)
 
 
+def rekey(results: Path, folder: Path, record: dict, code: dict, dry_run: bool) -> str | None:
+    """Give the record the key of the code identity ``code`` and move it there (unless ``dry_run``); why not, or None."""
+    record["key"], record["identity"]["code"] = current_key(record, code), code
+    if not dry_run and not move_record(results, folder, record):
+        return f"{record['label']}: {record['key']} exists already"
+    return None
+
+
 def print_summary(moved: int, kept: list[str]) -> None:
     print(f"{moved} records re-keyed, {len(kept)} left as they are")
     for line in kept:
@@ -146,12 +154,10 @@ def main() -> int:
             kept.append(f"{label}: not the plugin code of {args.base}"); continue
         if text_hash(base, packages) != now["source_sha256"]:
             kept.append(f"{label}: its code changed since {args.base}"); continue
-        key = current_key(record, now)
-        if key == record["key"]:
+        if current_key(record, now) == record["key"]:
             continue
-        record["key"], record["identity"]["code"] = key, now
-        if not args.dry_run and not move_record(args.results, folder, record):
-            kept.append(f"{label}: {key} exists already"); continue
+        if (why := rekey(args.results, folder, record, now, args.dry_run)) is not None:
+            kept.append(why); continue
         moved += 1
     print_summary(moved, kept)
     return 0
