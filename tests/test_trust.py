@@ -742,6 +742,25 @@ def test_seeds_that_draw_their_own_class_order_pool_with_their_own_fingerprints_
     assert not [r for r in caplog.records if r.levelname == "WARNING"]
 
 
+def test_a_newer_run_that_records_its_data_source_is_one_table_beside_the_older_records(caplog):
+    # machine A's records predate the dataset's source fingerprint (ift and l2, seeds 0-1); machine B's carry it
+    # (cores and bct, the same seeds). Each seed orders its own classes, so every seed has its own data fingerprint
+    # and A's and B's differ for each seed: two tables, one per machine, not one per seed and machine
+    from benchbackcompat.report.aggregate import build_tables
+
+    older = [on_data(seed, fingerprint, method, True) for method in ("ift", "l2") for seed, fingerprint in ((0, "a"), (1, "b"))]
+    newer = [on_data(seed, fingerprint, method, True) for method in ("cores", "bct") for seed, fingerprint in ((0, "c"), (1, "d"))]
+    for record in newer:
+        record["data_source"] = "e" * 64
+    tables = build_tables(older + newer)
+    assert sorted((t.variant, sorted(row.method for row in t.rows), {len(row.records) for row in t.rows}) for t in tables) == [
+        ("data " + "e" * 12, ["bct", "cores"], {2}), ("data unknown", ["ift", "l2"], {2})]
+    # a newer record without the source but on the same data as one with it (same seed, same fingerprint) joins it
+    joined = on_data(1, "d", "lwf", True)
+    tables = build_tables(older + newer + [joined])
+    assert sorted(row.method for t in tables if t.variant == "data " + "e" * 12 for row in t.rows) == ["bct", "cores", "lwf"]
+
+
 def test_a_plugin_whose_entry_point_registers_other_names_is_named_not_suggested_to_itself(tmp_path, monkeypatch, capsys):
     install_plugin(tmp_path, "dupl2", IMPOSTOR, dist="evil-plugin")
     monkeypatch.syspath_prepend(str(tmp_path))

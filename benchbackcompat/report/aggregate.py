@@ -184,33 +184,47 @@ def data_fingerprint(record: CellRecord) -> str:
     return value if isinstance(value, str) else ""
 
 
-def source_fingerprint(record: CellRecord) -> str:
-    """The fingerprint of the record's dataset before its seed ordered it (``data_source``; "" when not stored)."""
-    return record.data_source or ""
+def _data_slot(record: CellRecord) -> str:
+    """The record's data configuration with its class order, without the path to the data: records that share it
+    (the methods of one seed) were computed on the same data exactly when their data fingerprints agree."""
+    data = record.config.get("data")
+    slot = {**record.config, "data": {k: v for k, v in data.items() if k != "root"}} if isinstance(data, dict) else record.config
+    return json.dumps(slot, sort_keys=True, default=str)
 
 
 def _data_apart(records: list[CellRecord], name: str) -> dict[str, list[CellRecord]]:
     """The records of one configuration by the data they were computed on: {"": all} when they agree, else one
-    group per dataset, with a warning naming the configuration ``name`` and the fingerprints. Two records disagree
-    when both carry the fingerprint of their dataset before the seed orders it (``data_source``, one for every seed)
-    and these differ, or when they share the data configuration (the configuration with its class order, without
-    the path to the data), as the methods of one seed do, and their data fingerprints differ. Groups are named by 12
-    hex digits of the fingerprint that tells them apart ("unknown" where none was stored)."""
-    if len({r.data_source for r in records if r.data_source}) > 1:
-        fingerprint = source_fingerprint
-    else:
-        seen: dict[str, set[str]] = defaultdict(set)
-        for record in records:
-            data = record.config.get("data")
-            slot = {**record.config, "data": {k: v for k, v in data.items() if k != "root"}} if isinstance(data, dict) else record.config
-            if data_fingerprint(record):
-                seen[json.dumps(slot, sort_keys=True, default=str)].add(data_fingerprint(record))
-        if all(len(fingerprints) == 1 for fingerprints in seen.values()):
-            return {"": records}
-        fingerprint = data_fingerprint
+    group per dataset, with a warning naming the configuration ``name`` and the groups.
+
+    Two records disagree when both carry the fingerprint of their dataset before the seed orders it
+    (``data_source``, one for every seed) and these differ, or when they share the data configuration
+    (:func:`_data_slot`: the methods of one seed) and their data fingerprints differ. A group is a dataset: the
+    records of one ``data_source`` with every record that shares a slot and a data fingerprint with one of them,
+    named by 12 hex digits of that source. Records that reach no source (written before records stored it) form
+    one group, "unknown", unless they disagree among themselves; then they are split by their data fingerprint
+    (one group per seed where each seed orders its own classes: nothing tells which of them share a machine)."""
+    by_slot: dict[str, set[str]] = defaultdict(set)
+    for record in records:
+        if data_fingerprint(record):
+            by_slot[_data_slot(record)].add(data_fingerprint(record))
+    if len({r.data_source for r in records if r.data_source}) <= 1 and all(len(f) == 1 for f in by_slot.values()):
+        return {"": records}
+    source_of = {(_data_slot(r), data_fingerprint(r)): r.data_source for r in records if r.data_source and data_fingerprint(r)}
+    sourceless = [r for r in records if not (r.data_source or source_of.get((_data_slot(r), data_fingerprint(r))))]
+    slots: dict[str, set[str]] = defaultdict(set)
+    for record in sourceless:
+        slots[_data_slot(record)].add(data_fingerprint(record))
+    split_sourceless = any(len(fingerprints) > 1 for fingerprints in slots.values())
+
+    def group(record: CellRecord) -> str:
+        source = record.data_source or source_of.get((_data_slot(record), data_fingerprint(record)))
+        if source:
+            return source[:12]
+        return (data_fingerprint(record)[:12] or "unknown") if split_sourceless else "unknown"
+
     parts: dict[str, list[CellRecord]] = defaultdict(list)
     for record in records:
-        parts[fingerprint(record)[:12] or "unknown"].append(record)
+        parts[group(record)].append(record)
     parts = dict(sorted(parts.items()))
     logging.getLogger("benchbackcompat").warning(
         f"{name} ({records[0].preset or '?'}, {records[0].dataset or '?'}): its records were computed on different "
