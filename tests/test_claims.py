@@ -427,10 +427,10 @@ def test_the_page_tallies_one_verdict_per_claim_and_gives_one_summary_line_each(
     lines = [line for line in summary.splitlines() if line.startswith("- ")]
     assert len(lines) == 4
     assert lines[0] == ("- **holds** (A Paper): a above b: **reproduced, convergence not measured** on ext-class "
-                        "(a − b (cross) +4.00 \\[3.06, 4.94\\] against a declared effect of 2; exact p = 0.0312 (6 seeds))")
+                        "(a − b (cross): +4.00 \\[3.06, 4.94\\] against a declared effect of 2; exact p = 0.0312 (6 seeds))")
     assert lines[1].endswith("**untested**; its deciding table (ext-class-tin) is not in these results")
     assert lines[2].endswith("**not testable at this scale**; needs a face data set")
-    assert lines[3].endswith("**undecidable** on ext-class (a − b (cross) +4.00 against a declared effect of 2 "
+    assert lines[3].endswith("**undecidable** on ext-class (a − b (cross): +4.00 against a declared effect of 2 "
                              "(6 seeds)); 6 of the 7 declared seeds finished (missing: 6)")
     assert "### faces: a above b on faces" in text and "**not testable at this scale**: needs a face data set" in text
     assert "`tests/test_claims.py`: `test_sign_flip_p_by_hand`" in text.split("## Implementation tests")[1]

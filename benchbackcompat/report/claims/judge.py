@@ -184,7 +184,7 @@ def cell_sample(row: Row, metric: str, statistic: str) -> tuple[bootstrap.SeedSa
 
 def value_text(stat: Stat | None, digits: int) -> str:
     if stat is None:
-        return "–"
+        return "not shown"
     interval = stat.interval
     return f"{stat.mean:.{digits}f}" + (f" [{interval[0]:.{digits}f}, {interval[1]:.{digits}f}]" if interval else "")
 
@@ -242,7 +242,8 @@ def compare_test(table: Table, metric: str, entry: Compare, seeds: Sequence[int]
     a, b = (None if x is None else restricted(x, seeds) for x in (a, b))
     a_stat, b_stat = (None if x is None else declared_stat(stat, x) for x, stat in ((a, a_stat), (b, b_stat)))
     shown = (f"{a_name}{' ' + entry.statistic if entry.b_statistic else ''} {value_text(a_stat, digits)} vs "
-             f"{b_name}{' ' + b_statistic if entry.b_statistic else ''} {value_text(b_stat, digits)}")
+             f"{b_name}{' ' + b_statistic if entry.b_statistic else ''} {value_text(b_stat, digits)}"
+             if a_stat is not None or b_stat is not None else "")
     if a is None or b is None:
         return Test(label, UNDECIDABLE, a_why or b_why, shown, target=entry.effect, digits=digits)
     return _sample_test(label, shown, a - b, seeds, entry.effect, corrected,

@@ -97,7 +97,7 @@ def tally_markdown(judged: list[tuple[ClaimsFile, list[Judgement]]]) -> str:
 def test_text(test: Test) -> str:
     """A test's numbers: estimate, interval, declared effect (or margin) and the exact p-value."""
     if not np.isfinite(test.estimate):
-        return test.shown or "–"
+        return test.shown
     d = test.digits
     interval = (f" [{test.interval[0]:.{d}f}, {test.interval[1]:.{d}f}]" if np.isfinite(test.interval[0]) else "")
     against = "margin" if " below " in test.label else "declared effect"
@@ -131,7 +131,8 @@ def summary_markdown(judged: list[tuple[ClaimsFile, list[Judgement]]]) -> str:
                 line += f"**{j.verdict}" + (escape(finding.condition) if finding else "") + "**"
                 if finding is not None:
                     count = f"{len(finding.tests)} comparisons; weakest: " if len(finding.tests) > 1 else ""
-                    line += f" on {escape(finding.table.title)} ({count}{escape(test.label)} {escape(test_text(test))})"
+                    numbers = test_text(test)
+                    line += f" on {escape(finding.table.title)} ({count}{escape(test.label)}" + (f": {escape(numbers)})" if numbers else ")")
                 if j.reason:
                     line += f"; {escape(j.reason)}"
                 lines.append(line)
