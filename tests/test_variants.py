@@ -139,6 +139,13 @@ def test_seeds_computed_on_different_data_are_kept_apart_with_a_warning(tmp_path
         "bbbbbbbbbbbb); kept apart" in caplog.text
     frame = benchbackcompat.load_results(store(tmp_path / "r", [a, b]))
     assert means(frame, ["variant"]) == {"data aaaaaaaaaaaa": 0.6, "data bbbbbbbbbbbb": 0.0}
+    # the page says why the configuration stands in two tables
+    from benchbackcompat.cli import main
+    assert main(["leaderboard", "--results", str(tmp_path / "r"), "--out", str(tmp_path / "board")]) == 0
+    page = next(p for p in (tmp_path / "board").glob("*.md") if p.name != "README.md").read_text()
+    assert page.count("Data: records of the dataset whose fingerprint begins aaaaaaaaaaaa. This configuration's "
+                      "records were computed on different data") == 1
+    assert "Data: records of the dataset whose fingerprint begins bbbbbbbbbbbb." in page
 
 
 def test_one_dataset_records_one_data_source_for_every_seed(tmp_path):

@@ -158,6 +158,8 @@ def page_markdown(page: Page, out: Path, date: str, verification: Verification |
             parts.append(headlines[table.scenario][1])
         parts.append(f"{escape(description)}  \nKind: {kind_text(table.kind)} ({kind_class(table.kind).measures or escape(table.kind)}).  \n"
                      f"Scale: {escape(scale(table))}.")
+        if table.data:
+            parts.append(data_split_text(table.data))
         parts.append(views_markdown(table, notes, fold=True))
         if chosen := selection_markdown(table, grids=True):
             parts.append(chosen)
@@ -166,6 +168,14 @@ def page_markdown(page: Page, out: Path, date: str, verification: Verification |
     if notes.texts:
         parts.append(notes.render())
     return "\n\n".join(parts) + "\n"
+
+
+def data_split_text(data: str) -> str:
+    """Why a configuration's records stand in several tables: they were computed on different data."""
+    which = ("records written before results stored their dataset's fingerprint" if data == "unknown"
+             else f"records of the dataset whose fingerprint begins {data}")
+    return (f"Data: {which}. This configuration's records were computed on different data (e.g. on machines that "
+            "decode the images into other bytes), so its seeds are never pooled across them: one table per dataset.")
 
 
 def left_out_markdown(left_out: Sequence[tuple[CellRecord, str]]) -> str:
