@@ -204,6 +204,17 @@ def test_only_tables_of_the_claims_protocol_are_judged():
     assert [f.table.scenario for f in judge(open_claim, build_tables(records)).findings] == ["ext-class-open"]
 
 
+def test_a_table_of_the_protocol_without_any_of_the_claims_rows_is_not_shown():
+    short, long = ({"train": {"epochs": 90, "min_steps": steps}} for steps in (4000, 12000))
+    records = _pair([3, 4, 5, 3, 4, 5], config=short) + [_one("other", s, 50.0, config=long) for s in range(6)]
+    judgement = judge(_claim(deciding_config={"train.min_steps": 4000}), build_tables(records))
+    assert len(build_tables(records)) == 2 and [f.role for f in judgement.findings] == ["deciding"]
+    # once one of its rows ran there, the table supports
+    records += [_one("a", s, 50.0, config=long) for s in range(6)]
+    judgement = judge(_claim(deciding_config={"train.min_steps": 4000}), build_tables(records))
+    assert [f.role for f in judgement.findings] == ["deciding", "supporting"]
+
+
 def test_a_table_of_another_setting_supports_naming_the_difference_and_never_decides():
     protocol = {**EXT_CLASS, "models": 2, "datasets": ["cifar100", "embedded"]}
     records = _pair([3, 4, 5, 3, 4, 5], dataset="cifar100") + _pair([-1, 0, 1, -1, 0, 1], dataset="tin",

@@ -381,7 +381,7 @@ def training_length(table: Table) -> tuple[int, int] | None:
 
 
 def judge(claim: Claim, tables: Sequence[Table], calibrations: Sequence[Calibration] = ()) -> Judgement:
-    """The claim on every table of its protocol; its verdict is the deciding table's."""
+    """The claim on every table of its protocol that holds one of its rows; its verdict is the deciding table's."""
     if not claim.comparisons:  # a setting this scale cannot run, declared without rows to compare
         return Judgement(claim, NOT_TESTABLE, claim.not_testable, [])
     candidates = []
@@ -392,6 +392,8 @@ def judge(claim: Claim, tables: Sequence[Table], calibrations: Sequence[Calibrat
     deciding, why_none = deciding_table(claim, candidates)
     findings = []
     for table, metric, differences in candidates:
+        if table is not deciding and all(find_row(table, m, p)[0] is None for m, p in compared_rows(claim)):
+            continue  # none of the claim's rows ran in this table: it supports nothing
         role = DECIDING if table is deciding else OTHER_SETTING if differences else SUPPORTING
         finding = judge_table(claim, table, metric, role, calibrations)
         finding.differences = differences

@@ -179,7 +179,7 @@ def test_line(test: Test) -> str:
     parts = [escape(test.shown)] if test.shown else []
     if np.isfinite(test.estimate):
         parts.append(escape(test_text(test)))
-    return (f"- {escape(test.label)}: " + "; ".join(parts) + f" → {test.verdict}" +
+    return (f"- {escape(test.label)}" + (": " + "; ".join(parts) if parts else "") + f" → {test.verdict}" +
             (f" ({escape(test.reason)})" if test.reason else ""))
 
 
