@@ -155,3 +155,11 @@ def test_one_dataset_records_one_data_source_for_every_seed(tmp_path):
     assert len(records) == 2 and len({r.identity["data_sha256"] for r in records}) == 2  # each seed orders the classes
     assert len({r.data_source for r in records}) == 1 and len(records[0].data_source) == 64
     assert set(frame["variant"]) == {""}  # one table: the seeds pool
+
+
+def test_a_rows_qualifier_is_what_tells_it_from_the_methods_other_rows():
+    tables = build_tables([cell(0, 0.5, lam=0.1), cell(0, 0.5, lam=0.2)])
+    assert [(row.label, row.qualifier) for table in tables for row in table.rows] == [
+        ("hoc (lam=0.1)", "lam=0.1"), ("hoc (lam=0.2)", "lam=0.2")]
+    [table] = build_tables([cell(0, 0.5)])
+    assert [(row.label, row.qualifier) for row in table.rows] == [("hoc", "")]

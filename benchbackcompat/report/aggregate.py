@@ -117,6 +117,11 @@ class Row:
     data: str = ""  # the short data fingerprint its configuration is split by ("" when all its seeds share the data)
 
     @property
+    def qualifier(self) -> str:
+        """The label without the method's name: what tells the row from the method's other rows ("" for its only one)."""
+        return self.label.removeprefix(self.method).strip().removeprefix("(").removesuffix(")")
+
+    @property
     def config_hash(self) -> str:
         """The configuration hash of the row's cells (:func:`config_hash`; one per row)."""
         return config_hash(self.records[0], self.data) if self.records else ""
@@ -261,8 +266,7 @@ def configuration_labels(records: Iterable[CellRecord]) -> list[tuple[str, str]]
     groups, variants = _grouped([r for r in records if r.role != "selection"])
     for key, members in groups.items():
         for row in _rows(members):
-            qualifier = row.label.removeprefix(row.method).strip().removeprefix("(").removesuffix(")")
-            labels.update({id(r): ("; ".join(p for p in (variants[key], qualifier) if p), key[4]) for r in row.records})
+            labels.update({id(r): ("; ".join(p for p in (variants[key], row.qualifier) if p), key[4]) for r in row.records})
     return [(labels[id(r)][0], config_hash(r, labels[id(r)][1])) if id(r) in labels else ("validation grid", config_hash(r))
             for r in records]
 
