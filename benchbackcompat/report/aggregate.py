@@ -208,24 +208,28 @@ def _data_apart(records: list[CellRecord], name: str) -> dict[str, list[CellReco
     named by 12 hex digits of that source. Records that reach no source (written before records stored it) form
     one group, "unknown", unless they disagree among themselves; then they are split by their data fingerprint
     (one group per seed where each seed orders its own classes: nothing tells which of them share a machine)."""
+    key = {id(r): (_data_slot(r), data_fingerprint(r)) for r in records}
     by_slot: dict[str, set[str]] = defaultdict(set)
-    for record in records:
-        if data_fingerprint(record):
-            by_slot[_data_slot(record)].add(data_fingerprint(record))
+    for slot, fingerprint in key.values():
+        if fingerprint:
+            by_slot[slot].add(fingerprint)
     if len({r.data_source for r in records if r.data_source}) <= 1 and all(len(f) == 1 for f in by_slot.values()):
         return {"": records}
-    source_of = {(_data_slot(r), data_fingerprint(r)): r.data_source for r in records if r.data_source and data_fingerprint(r)}
-    sourceless = [r for r in records if not (r.data_source or source_of.get((_data_slot(r), data_fingerprint(r))))]
+    source_of = {key[id(r)]: r.data_source for r in records if r.data_source and key[id(r)][1]}
+
+    def source(record: CellRecord) -> str | None:
+        return record.data_source or source_of.get(key[id(record)])
+
     slots: dict[str, set[str]] = defaultdict(set)
-    for record in sourceless:
-        slots[_data_slot(record)].add(data_fingerprint(record))
+    for record in records:
+        if not source(record):
+            slots[key[id(record)][0]].add(key[id(record)][1])
     split_sourceless = any(len(fingerprints) > 1 for fingerprints in slots.values())
 
     def group(record: CellRecord) -> str:
-        source = record.data_source or source_of.get((_data_slot(record), data_fingerprint(record)))
-        if source:
-            return source[:12]
-        return (data_fingerprint(record)[:12] or "unknown") if split_sourceless else "unknown"
+        if found := source(record):
+            return found[:12]
+        return (key[id(record)][1][:12] or "unknown") if split_sourceless else "unknown"
 
     parts: dict[str, list[CellRecord]] = defaultdict(list)
     for record in records:
