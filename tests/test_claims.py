@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import shlex
 from pathlib import Path
 
 import numpy as np
@@ -14,16 +15,20 @@ import pytest
 from benchbackcompat.cli import main
 from benchbackcompat.cli.publish import planned_scenarios
 from benchbackcompat.errors import BenchError
+from benchbackcompat.execution.presets import parse_override
 from benchbackcompat.metrics import outcomes
 from benchbackcompat.metrics.sign_flip import seeds_to_reach, sign_flip_p, smallest_p
 from benchbackcompat.report.aggregate import build_tables
 from benchbackcompat.report.calibration import convergence, read_calibrations
 from benchbackcompat.report.claims import Claim, PlannedScenario, claims_markdown, judge, load_all, load_claims
+from benchbackcompat.report.claims.runs import declared_runs, set_value
 from test_statistics import _single
 
 T5 = 2.570582  # t(0.975, 5 degrees of freedom): six seeds
 SE_345 = math.sqrt(0.8 / 6)  # differences 3, 4, 5, 3, 4, 5 (or -1, 0, 1, ...): sample variance 4 / 5, six seeds
 EXT_CLASS = {"kind": "ext-class", "retrieval": [["loo", "cmc@1"]], "eval_split": "test"}  # the kind's defaults
+
+STUDY_CLAIMS = Path(__file__).resolve().parent.parent / "studies" / "cpu-scale" / "claims"
 
 
 def _sequence(method: str, hits: list[list[int | None]], n: int = 300, seed: int = 0, scenario: str = "multi-step",
@@ -244,6 +249,48 @@ def test_the_declared_configuration_picks_the_deciding_table_of_a_scenario():
     # ... but where only one holds every declared seed, that one decides
     partial = _pair([3, 4, 5, 3, 4, 5], config=short) + _pair([-1, 0, 1], config=long)
     assert judge(_claim(), build_tables(partial)).verdict == "reproduced"
+
+
+# ------------------------------------------------------------------ the declared run's commands
+def test_the_declared_run_is_one_command_per_set_of_hyperparameters_written_out():
+    claim = _claim(seeds=8, deciding_config={"train.min_steps": 12000}, compare=[
+        {"a": "hoc", "b": "hoc", "statistic": "AC", "effect": 0.1, "a_params": {"lam": 0.5}, "b_params": {"lam": 1.0}},
+        {"a": "hoc", "b": "bct", "statistic": "AC", "effect": 0.1, "a_params": {"lam": 0.5}},
+        {"a": "cores", "b": "l2", "statistic": "AC", "effect": 0.1, "a_params": {"init": "random"}}])
+    start = "benchbackcompat run --preset cpu --scenario ext-class --methods"
+    assert declared_runs(claim, "cpu") == [
+        f"{start} bct,l2 --seeds 0-7 --set train.min_steps=12000",
+        f"{start} cores --seeds 0-7 --set train.min_steps=12000 --set methods.cores.init=random",
+        f"{start} hoc --seeds 0-7 --set train.min_steps=12000 --set methods.hoc.lam=0.5",
+        f"{start} hoc --seeds 0-7 --set train.min_steps=12000 --set methods.hoc.lam=1.0"]
+    assert declared_runs(_claim(deciding="", not_testable="needs faces", compare=[])) == []
+
+
+@pytest.mark.parametrize("value, text", [("random", "random"), ("true", '"true"'), ("12", '"12"'), (0.05, "0.05"),
+                                         (True, "true"), (["a", 1], '["a", 1]'), ("a b", "a b")])
+def test_a_set_value_reads_back_as_the_value(value, text):
+    assert set_value(value) == text
+    assert parse_override(f"k={text}") == ("k", list(value) if isinstance(value, tuple) else value)
+
+
+def test_the_declared_runs_of_the_studies_claims_are_valid_commands(tmp_path, capsys):
+    hbct, = [c for c in load_claims(STUDY_CLAIMS / "hbct.toml").claim if c.id == "hbct-entail-ext-class-cifar-cmc1"]
+    lam, = [c for c in load_claims(STUDY_CLAIMS / "stationary-journal.toml").claim
+            if c.id == "cl2r16-lambda-hoc-ac-above-lambda1"]
+    for command in [*declared_runs(hbct, "cpu"), declared_runs(lam, "cpu")[-1]]:
+        assert main([*shlex.split(command)[1:], "--dry-run", "--out", str(tmp_path)]) == 0, command
+    planned = capsys.readouterr().out
+    assert "ext-class/hbct-no-entail/seed5" in planned and "ext-class/hbct/seed6" not in planned
+    assert "cl2r-16/hoc/seed5" in planned
+
+
+def test_the_page_names_each_claims_declared_run(tmp_path):
+    text = _page(tmp_path, _pair([3, 4, 5, 3, 4, 5]), planned=[PlannedScenario("p", "ext-class-tin", "ext-class", "tin")])
+    holds = text.split("### holds")[1].split("\n### ")[0]
+    assert "Declared run: `benchbackcompat run --preset p --scenario ext-class --methods a,b --seeds 0-5`." in holds
+    elsewhere = text.split("### elsewhere")[1].split("\n### ")[0]
+    assert "Declared run: `benchbackcompat run --preset p --scenario ext-class-tin --methods a,b --seeds 0-5`." in elsewhere
+    assert "Declared run" not in text.split("### faces")[1].split("\n### ")[0]
 
 
 # ------------------------------------------------------------------ premises
@@ -524,7 +571,7 @@ def test_a_broken_calibration_summary_is_a_one_line_error(tmp_path):
 
 
 def test_the_studies_claims_files_load_and_render_without_tables():
-    paths = sorted((Path(__file__).resolve().parent.parent / "studies" / "cpu-scale" / "claims").glob("*.toml"))
+    paths = sorted(STUDY_CLAIMS.glob("*.toml"))
     files = load_all(paths)
     claims = [c for f in files for c in f.claim]
     assert len(files) == len(paths) == 5 and len({c.id for c in claims}) == len(claims)

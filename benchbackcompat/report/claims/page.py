@@ -8,12 +8,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from benchbackcompat.report.aggregate import Table
 from benchbackcompat.report.calibration import Calibration
 from benchbackcompat.report.claims.declared import Claim, ClaimsFile
 from benchbackcompat.report.claims.judge import (NOT_REPRODUCED, NOT_TESTABLE, UNDECIDABLE, UNTESTED,
                                                  VERDICTS, Finding, Judgement, Test, judge, pick_name, protocol_metric,
                                                  resolved_protocol)
-from benchbackcompat.report.aggregate import Table
+from benchbackcompat.report.claims.runs import declared_runs
 from benchbackcompat.report.markdown import escape
 
 OUTCOMES = (*VERDICTS, UNTESTED, NOT_TESTABLE)
@@ -68,12 +69,21 @@ def claims_markdown(files: Sequence[ClaimsFile], tables: Sequence[Table], header
     judged = judge_files(files, tables, calibrations)
     parts = ["# Claims of the papers, tested", header, files_markdown(files), tally_markdown(judged),
              summary_markdown(judged), "## How a claim is judged\n\n" + RULES]
+    presets = scenario_presets(tables, planned)
     for file, judgements in judged:
         parts.append(f"## {escape(file.paper.title)} ({escape(file.paper.venue)})")
-        parts += [claim_section(j) for j in judgements]
+        parts += [claim_section(j, presets.get(j.claim.deciding, "")) for j in judgements]
     parts.append(untested_scales(tables, planned, [c for f in files for c in f.claim]))
     parts.append(implementation_checks([c for f in files for c in f.claim]))
     return "\n\n".join(p for p in parts if p) + "\n"
+
+
+def scenario_presets(tables: Sequence[Table], planned: Sequence[PlannedScenario]) -> dict[str, str]:
+    """The preset that defines each scenario: that of its stored tables, else the first of the records' presets."""
+    presets: dict[str, str] = {}
+    for scenario, preset in [*((t.scenario, t.preset) for t in tables), *((p.scenario, p.preset) for p in planned)]:
+        presets.setdefault(scenario, preset)
+    return presets
 
 
 def files_markdown(files: Sequence[ClaimsFile]) -> str:
@@ -141,7 +151,9 @@ def summary_markdown(judged: list[tuple[ClaimsFile, list[Judgement]]]) -> str:
     return "\n\n".join(parts)
 
 
-def claim_section(judgement: Judgement) -> str:
+def claim_section(judgement: Judgement, preset: str = "") -> str:
+    """The claim's declaration, its verdict and every table it is judged on; ``preset``: the one defining its
+    deciding scenario, named in the commands of its declared run."""
     claim = judgement.claim
     effects = ", ".join((f"{pick_name(e.a, e.a_params)} {e.statistic} − {e.b_statistic}" if e.b_statistic else
                          f"{pick_name(e.a, e.a_params)} − {pick_name(e.b, e.b_params)} {e.statistic}") + f" ≥ {e.effect:g}"
@@ -154,6 +166,8 @@ def claim_section(judgement: Judgement) -> str:
              f"Seeds declared: {claim.seeds}.  \n" +
              (f"Deciding table: {escape(claim.deciding)}" + "".join(
                  f", {escape(k)}={escape(str(v))}" for k, v in claim.deciding_config.items()) + "." if claim.deciding else "") +
+             ("  \nDeclared run: " + "; then ".join(f"`{command}`" for command in declared_runs(claim, preset)) + "."
+              if claim.deciding and not claim.not_testable else "") +
              (f"  \nVariant: {escape(claim.variant)}." if claim.variant else ""),
              f"**{judgement.verdict}" + (escape(judgement.deciding.condition) if judgement.deciding else "") + "**" +
              (f": {escape(judgement.reason)}" if judgement.reason else "")]
