@@ -8,6 +8,7 @@ import tomllib
 from typing import Any
 
 from benchbackcompat.report.claims.declared import Claim
+from benchbackcompat.report.claims.judge import compared_rows
 
 
 def toml_value(value: Any) -> str:
@@ -38,13 +39,10 @@ def declared_runs(claim: Claim, preset: str = "") -> list[str]:
     configuration values it names (``deciding_config``); [] for a claim without a deciding scenario."""
     if not claim.deciding:
         return []
-    rows = [(e.a, e.a_params) for e in claim.compare] + [(e.b, e.b_params) for e in claim.compare]
-    rows += [(e.method, e.params) for e in claim.absent]
     groups: dict[tuple[tuple[str, str], ...], list[str]] = {}
-    for method, params in rows:
+    for method, params in compared_rows(claim):
         options = tuple((f"methods.{method}.{key}", set_value(value)) for key, value in sorted(params.items()))
-        if method not in (methods := groups.setdefault(options, [])):
-            methods.append(method)
+        groups.setdefault(options, []).append(method)
     common = [("--preset", preset)] if preset else []
     common += [("--scenario", claim.deciding)]
     tail = [("--seeds", f"0-{claim.seeds - 1}")]
