@@ -8,6 +8,7 @@ validation split and tolerance of selection under ``[selection]``. Command-line 
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import tomllib
@@ -30,6 +31,7 @@ PRESET_ENV = "BENCHBACKCOMPAT_PRESETS"
 BUILTIN_PRESETS = files("benchbackcompat") / "preset_files"
 MAX_DEPTH = 8  # tables nested deeper than this are refused (presets need 3 levels)
 SCENARIO_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")  # names become folder names (TensorBoard runs)
+BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 
 
 def preset_dirs() -> list[Traversable]:
@@ -122,6 +124,32 @@ def parse_override(text: str) -> tuple[str, Any]:
     except RecursionError:
         value = nested(["x"] * MAX_DEPTH, 0)
     return key.strip(), value
+
+
+def format_override(key: str, value: Any) -> str:
+    """The ``--set`` text that :func:`parse_override` reads back as (key, value): the value as TOML, or a string's
+    bare text where that is not TOML (``methods.cores.init=random``)."""
+    if isinstance(value, str):
+        try:
+            tomllib.loads(f"v = {value}")
+        except tomllib.TOMLDecodeError:
+            return f"{key}={value}"
+    return f"{key}={toml_value(value)}"
+
+
+def toml_key(name: str) -> str:
+    return name if BARE_KEY.fullmatch(name) else json.dumps(name)
+
+
+def toml_value(value: Any) -> str:
+    """A TOML value (inline tables and arrays); None inside a table or array is left out (TOML has no null)."""
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{toml_key(k)} = {toml_value(v)}" for k, v in value.items() if v is not None) + " }"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(toml_value(v) for v in value if v is not None) + "]"
+    if isinstance(value, float) and value != value:
+        return "nan"
+    return json.dumps(value)  # strings, booleans, integers and finite floats are written alike in JSON and TOML
 
 
 def checked_path(key: str, value: Any) -> list[str]:

@@ -9,16 +9,13 @@ cells (scenarios that were run with other methods or seeds get their own command
 """
 from __future__ import annotations
 
-import json
-import re
 import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
+from benchbackcompat.execution.presets import toml_key, toml_value
 from benchbackcompat.record import CellRecord
 from benchbackcompat.report.aggregate import Table, table_config
-
-BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 
 
 @dataclass
@@ -40,11 +37,11 @@ class Reproduction:
 
     def preset(self, title: str) -> str:
         """The preset file (TOML) of these scenarios and methods."""
-        lines = [f"description = {_value(title)}"]
+        lines = [f"description = {toml_value(title)}"]
         for kind, tables in (("scenarios", self.scenarios), ("methods", self.methods)):
             for name, values in sorted(tables.items()):
-                lines += ["", f"[{kind}.{_key(name)}]"]
-                lines += [f"{_key(k)} = {_value(v)}" for k, v in values.items() if v is not None]
+                lines += ["", f"[{kind}.{toml_key(name)}]"]
+                lines += [f"{toml_key(k)} = {toml_value(v)}" for k, v in values.items() if v is not None]
         return "\n".join(lines) + "\n"
 
     def commands(self, preset_path: str) -> list[str]:
@@ -76,17 +73,3 @@ def reproductions(tables: list[Table]) -> list[Reproduction]:
             target.add(record, config)
     return found
 
-
-def _key(name: str) -> str:
-    return name if BARE_KEY.fullmatch(name) else json.dumps(name)
-
-
-def _value(value: Any) -> str:
-    """A TOML value (inline tables and arrays); None inside a table or array is left out (TOML has no null)."""
-    if isinstance(value, dict):
-        return "{ " + ", ".join(f"{_key(k)} = {_value(v)}" for k, v in value.items() if v is not None) + " }"
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(_value(v) for v in value if v is not None) + "]"
-    if isinstance(value, float) and value != value:
-        return "nan"
-    return json.dumps(value)  # strings, booleans, integers and finite floats are written alike in JSON and TOML
