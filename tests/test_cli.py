@@ -182,6 +182,12 @@ def test_logging_options_are_accepted_before_the_command_too(capsys):
     assert main(["-q", "list", "presets"]) == 0 and "| quick " in capsys.readouterr().out
 
 
+def test_calibrate_names_log_options_given_to_its_runs_and_starts_nothing(tmp_path, caplog):
+    assert main(["calibrate", "--out", str(tmp_path), "--", "--workers", "2", "--no-progress", "-vv"]) == 2
+    assert "--progress, --verbose after `--`" in caplog.text and "give them before `--`" in caplog.text
+    assert not any(tmp_path.iterdir())
+
+
 def test_methods_all_plans_every_available_method(tmp_path):
     from benchbackcompat.execution.plugin_host import PluginHost
     from benchbackcompat.execution.request import RunRequest

@@ -9,24 +9,13 @@ import argparse
 import functools
 import logging
 import sys
-from pathlib import Path
-from typing import Any
 
 from benchbackcompat.cli import calibrate, listing, plugins, publish, run, stored
-from benchbackcompat.cli.options import Parser
+from benchbackcompat.cli.options import Parser, logging_options
 from benchbackcompat.errors import BenchError
 from benchbackcompat.runtime.interrupts import Terminated
 
 COMMANDS = (run, listing, stored, publish, calibrate, plugins)  # in the order `--help` lists their commands
-
-
-def _logging_options(parser: argparse.ArgumentParser, defaults: dict[str, Any]) -> None:
-    parser.add_argument("-v", "--verbose", action="count", default=defaults["verbose"], help="more log lines (debug)")
-    parser.add_argument("-q", "--quiet", action="store_true", default=defaults["quiet"], help="warnings and errors only")
-    parser.add_argument("--log-file", type=Path, default=defaults["log_file"],
-                        help="also write the log to this file (with time stamps)")
-    parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=defaults["progress"],
-                        help="progress bars (default: only when stderr is a terminal)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -34,11 +23,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser = Parser(prog="benchbackcompat", description=__doc__.split("\n\n")[0])
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    _logging_options(parser, {"verbose": 0, "quiet": False, "log_file": None, "progress": None})
-    logging_options = Parser(add_help=False)  # after the command too; given there, they win
-    _logging_options(logging_options, dict.fromkeys(("verbose", "quiet", "log_file", "progress"), argparse.SUPPRESS))
+    logging_options(parser, {"verbose": 0, "quiet": False, "log_file": None, "progress": None})
+    after_command = Parser(add_help=False)  # after the command too; given there, they win
+    logging_options(after_command)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
-    sub.add_parser = functools.partial(sub.add_parser, parents=[logging_options])  # every command takes them
+    sub.add_parser = functools.partial(sub.add_parser, parents=[after_command])  # every command takes them
     for command in COMMANDS:
         command.register(sub)
     return parser

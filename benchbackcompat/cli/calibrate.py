@@ -5,7 +5,9 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from benchbackcompat.cli.options import Parser, logging_options
 from benchbackcompat.cli.run import request_parser, run_request
+from benchbackcompat.errors import BenchError
 
 
 def register(sub: Any) -> None:
@@ -31,6 +33,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     from benchbackcompat.results.calibrate import CalibrationOptions, calibrate
 
     run_args = tuple(a for a in args.run_args if a != "--")
+    _no_logging_options(run_args)
     given = ["--preset", args.preset, "--scenario", args.scenario, "--methods", args.methods, "--seeds",
              args.seeds, *run_args]  # the calibrate options and the run arguments typed after `--`, as one run
     options = CalibrationOptions(preset=args.preset, scenario=args.scenario, methods=args.methods, seeds=args.seeds,
@@ -40,3 +43,14 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     result = calibrate(options, lambda request: run(request).records)
     print(result.text)
     return 0
+
+
+def _no_logging_options(run_args: tuple[str, ...]) -> None:
+    """-v, -q, --log-file and --progress set up this command's log before either run starts: after `--` they would
+    reach the run's parser, which does not take them."""
+    given = Parser(add_help=False)
+    logging_options(given)
+    found = ", ".join("--" + dest.replace("_", "-") for dest in vars(given.parse_known_args(list(run_args))[0]))
+    if found:
+        raise BenchError(f"{found} after `--`: calibrate's own log options; give them before `--`, e.g. "
+                         "`benchbackcompat calibrate --no-progress --scenario ... -- --workers 2`")

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any, NoReturn
 
 
@@ -10,6 +11,21 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"error: {message} (see `{self.prog} --help`)\n")
+
+
+LOGGING_DESTS = ("verbose", "quiet", "log_file", "progress")
+
+
+def logging_options(parser: argparse.ArgumentParser, defaults: dict[str, Any] | None = None) -> None:
+    """-v, -q, --log-file and --progress, which every command takes; without ``defaults`` an option that is not
+    given leaves no attribute (so one given after the command wins over one given before it)."""
+    defaults = defaults or dict.fromkeys(LOGGING_DESTS, argparse.SUPPRESS)
+    parser.add_argument("-v", "--verbose", action="count", default=defaults["verbose"], help="more log lines (debug)")
+    parser.add_argument("-q", "--quiet", action="store_true", default=defaults["quiet"], help="warnings and errors only")
+    parser.add_argument("--log-file", type=Path, default=defaults["log_file"],
+                        help="also write the log to this file (with time stamps)")
+    parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=defaults["progress"],
+                        help="progress bars (default: only when stderr is a terminal)")
 
 
 def seeds(text: str) -> list[int]:
