@@ -200,7 +200,7 @@ def test_show_marks_stale_cells_as_status_does_and_names_the_variant_it_picked(t
     assert "stale (recorded without a code identity" in listing["hoc0200000000000"]
     assert "| train.epochs=2 (config " in listing["l202000000000000"] and "| finished " in listing["l202000000000000"]
     assert main(["status", "--results", root]) == 0
-    assert "stale" in (status := capsys.readouterr().out).split("| hoc0200000000000 ")[1].split("\n")[0]
+    assert "stale" in capsys.readouterr().out.split("| hoc0200000000000 ")[1].split("\n")[0]
     assert main(["show", "ext-class/l2/seed0", "--results", root]) == 0
     out = capsys.readouterr().out
     assert out.startswith("ext-class/l2/seed0  key l203000000000000  variant train.epochs=3 (config ")
