@@ -249,6 +249,9 @@ def test_the_declared_configuration_picks_the_deciding_table_of_a_scenario():
     # ... but where only one holds every declared seed, that one decides
     partial = _pair([3, 4, 5, 3, 4, 5], config=short) + _pair([-1, 0, 1], config=long)
     assert judge(_claim(), build_tables(partial)).verdict == "reproduced"
+    # ... and where none does, the declared run is incomplete: untested, not a configuration to name
+    unfinished = judge(_claim(), build_tables(_pair([3, 4, 5], config=short) + _pair([-1, 0, 1], config=long)))
+    assert unfinished.verdict == "untested" and unfinished.reason.endswith("its declared run is not complete")
 
 
 # ------------------------------------------------------------------ the declared run's commands

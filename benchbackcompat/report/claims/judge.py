@@ -420,8 +420,11 @@ def deciding_table(claim: Claim, candidates: list[tuple[Table, str, list[str]]])
     if len(named) > 1:
         complete = [c for c in named if all(_declared_seeds(c[0], m, p, claim.seeds) == claim.seeds
                                             for m, p in compared_rows(claim))]
-        if len(complete) != 1:
-            titles = ", ".join(c[0].title for c in named)
+        titles = ", ".join(c[0].title for c in named)
+        if not complete:
+            return None, (f"none of the {wanted} tables ({titles}) holds the {claim.seeds} declared seeds of every "
+                          "compared row: its declared run is not complete")
+        if len(complete) > 1:
             return None, (f"{len(complete)} of the {wanted} tables ({titles}) hold the {claim.seeds} declared "
                           "seeds of every compared row; name its configuration in `deciding_config`")
         named = complete
