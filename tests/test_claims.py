@@ -129,11 +129,27 @@ def test_an_interval_spanning_zero_and_the_effect_is_undecidable():
                                                                      abs=1e-5)
 
 
-def test_fewer_seeds_than_declared_are_undecidable_naming_the_missing_seed():
+def test_fewer_seeds_than_declared_leave_the_claim_untested_naming_the_missing_seed():
     records = [r for r in _pair([3, 4, 5, 3, 4, 5]) if not (r["method"] == "a" and r["seed"] == 3)]
     judgement = judge(_claim(), build_tables(records))
-    assert judgement.verdict == "undecidable"
-    assert judgement.reason == "5 of the 6 declared seeds finished (missing: 3)"
+    # the declared run is not complete: no verdict yet; the deciding table's finding names the missing seed
+    assert judgement.verdict == "untested"
+    assert judgement.reason == "its declared run is not complete (a: 5 of the 6 declared seeds)"
+    assert judgement.findings[0].verdict == "undecidable"
+    assert judgement.findings[0].reason == "5 of the 6 declared seeds finished (missing: 3)"
+    # a compared row not run at all is incomplete too
+    only_a = judge(_claim(), build_tables([r for r in _pair([3, 4, 5, 3, 4, 5]) if r["method"] == "a"]))
+    assert only_a.verdict == "untested" and only_a.reason == "its declared run is not complete (b: 0 of the 6 declared seeds)"
+
+
+def test_a_row_with_several_settings_the_claim_does_not_name_is_undecidable_not_untested():
+    records = _pair([3, 4, 5, 3, 4, 5])
+    for temperature in (1.0, 12.0):  # two settings of b, each at all six seeds
+        for record in [dict(r, params={"temperature": temperature}) for r in records if r["method"] == "b"]:
+            records.append(dict(record, key=f"{record['key']}{temperature}"))
+    records = [r for r in records if not (r["method"] == "b" and not r["params"])]
+    judgement = judge(_claim(), build_tables(records))
+    assert judgement.verdict == "undecidable" and "2 settings of b here" in judgement.reason
 
 
 def test_a_seed_beyond_the_declared_ones_is_ignored():
@@ -481,9 +497,9 @@ def test_the_page_tallies_one_verdict_per_claim_and_gives_one_summary_line_each(
     tally = text.split("## Tally")[1].split("## Summary")[0]
     assert ("| | reproduced | same direction, smaller effect | not reproduced | undecidable | untested | "
             "not testable at this scale | all |") in tally
-    # paper claims: holds reproduced, elsewhere untested, faces not testable; the variant: six of its seven seeds
+    # paper claims: holds reproduced, elsewhere untested, faces not testable; the variant: six of its seven seeds, so untested
     assert "| paper claims | 1 | 0 | 0 | 0 | 1 | 1 | 3 |" in tally
-    assert "| variants the papers did not tabulate | 0 | 0 | 0 | 1 | 0 | 0 | 1 |" in tally
+    assert "| variants the papers did not tabulate | 0 | 0 | 0 | 0 | 1 | 0 | 1 |" in tally
     summary = text.split("## Summary")[1].split("## How a claim is judged")[0]
     lines = [line for line in summary.splitlines() if line.startswith("- ")]
     assert len(lines) == 4
@@ -491,8 +507,8 @@ def test_the_page_tallies_one_verdict_per_claim_and_gives_one_summary_line_each(
                         "(a − b (cross): +4.00 \\[3.06, 4.94\\] against a declared effect of 2; exact p = 0.0312 (6 seeds))")
     assert lines[1].endswith("**untested**; its deciding table (ext-class-tin) is not in these results")
     assert lines[2].endswith("**not testable at this scale**; needs a face data set")
-    assert lines[3].endswith("**undecidable** on ext-class (a − b (cross): +4.00 against a declared effect of 2 "
-                             "(6 seeds)); 6 of the 7 declared seeds finished (missing: 6)")
+    assert lines[3].endswith("a above b, seven seeds: **untested**; its declared run is not complete (a: 6 of the 7 "
+                             "declared seeds; b: 6 of the 7 declared seeds)")
     assert "### faces: a above b on faces" in text and "**not testable at this scale**: needs a face data set" in text
     assert "`tests/test_claims.py`: `test_sign_flip_p_by_hand`" in text.split("## Implementation tests")[1]
     assert "Source: Table 1: a 0.6, b 0.5." in text

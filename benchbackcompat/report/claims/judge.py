@@ -12,8 +12,10 @@ than the query bootstrap within a seed) and an exact sign-flip test (``metrics.s
 - *same direction, smaller effect*: the same, with the estimate below the declared effect;
 - *not reproduced*: the interval lies below the declared effect and the exact test rejects it, the direction not
   established;
-- *undecidable*: otherwise, or a precondition fails (a row missing or at chance level, fewer seeds than declared,
-  P_com not shown, the premise not shown).
+- *undecidable*: otherwise, or a precondition fails (a row at chance level, a declared seed diverged, P_com not
+  shown, the premise not shown);
+- *untested*: the deciding table is not in the results, or its declared run is not complete (a compared row
+  without a record at one of the declared seeds).
 
 An absence ("X is not compatible") is reproduced when X's interval lies below its margin, not reproduced when it
 lies above. A claim of several comparisons holds when every one holds, each at the plain level (no correction: all
@@ -403,8 +405,25 @@ def judge(claim: Claim, tables: Sequence[Table], calibrations: Sequence[Calibrat
         return Judgement(claim, NOT_TESTABLE, claim.not_testable, findings)
     if deciding is None:
         return Judgement(claim, UNTESTED, why_none, findings)
+    unfinished = unfinished_rows(claim, deciding)
+    if unfinished:
+        return Judgement(claim, UNTESTED, f"its declared run is not complete ({unfinished})", findings)
     found = findings[0]
     return Judgement(claim, found.verdict, found.reason, findings)
+
+
+def unfinished_rows(claim: Claim, table: Table) -> str:
+    """The compared rows of ``table`` without a record (finished or not) at each declared seed, with how many they
+    have: "" when the declared run is complete. A seed that ran and diverged is complete; its claim is judged."""
+    missing = []
+    for method, params in compared_rows(claim):
+        row, why = find_row(table, method, params)
+        if row is None and why != f"{pick_name(method, params)} not run here":
+            continue  # several settings and the claim names none: judged undecidable, with that reason
+        held = _declared_seeds(table, method, params, claim.seeds)
+        if held < claim.seeds:
+            missing.append(f"{pick_name(method, params)}: {held} of the {claim.seeds} declared seeds")
+    return "; ".join(missing)
 
 
 def deciding_table(claim: Claim, candidates: list[tuple[Table, str, list[str]]]) -> tuple[Table | None, str]:
@@ -435,6 +454,7 @@ def deciding_table(claim: Claim, candidates: list[tuple[Table, str, list[str]]])
 
 
 def _declared_seeds(table: Table, method: str, params: dict[str, Any], seeds: int) -> int:
-    """How many of the seeds 0 .. seeds-1 the row of ``method`` finished in ``table``."""
+    """How many of the seeds 0 .. seeds-1 the row of ``method`` ran in ``table`` (finished, diverged or not
+    applicable)."""
     row, _ = find_row(table, method, params)
-    return 0 if row is None else len({r.seed for r in row.finished} & set(range(seeds)))
+    return 0 if row is None else len({r.seed for r in row.records} & set(range(seeds)))

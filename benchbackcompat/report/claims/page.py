@@ -31,11 +31,12 @@ RULES = (
     "it cannot go below 2/2^n); a decision needs both. *Reproduced*: the interval above 0, the exact test below 0.05 "
     "and the estimate at least the declared effect. *Same direction, smaller effect*: the same, with the estimate "
     "below the effect. *Not reproduced*: the interval entirely below the effect and the exact test rejecting it. "
-    "*Undecidable*: otherwise, or a precondition fails (rows missing or at chance level, fewer finished seeds than "
-    "declared, P_com not shown, the premise of the paper's setting not shown by every compared row). An absence "
+    "*Undecidable*: otherwise, or a precondition fails (a row at chance level, a declared seed diverged, P_com not "
+    "shown, the premise of the paper's setting not shown by every compared row). An absence "
     "(\"X is not compatible\") is reproduced when X's interval lies below the declared margin. A claim of several "
     "comparisons holds when each holds at the 95% level; it fails when any one fails, decided at the Bonferroni "
-    "level. *Untested*: the deciding table is not in these results. *Not testable at this scale*: the paper's setting "
+    "level. *Untested*: the deciding table is not in these results, or its declared run is not complete (a compared "
+    "row without a record at one of the declared seeds). *Not testable at this scale*: the paper's setting "
     "cannot be run here, with the reason. A verdict names what it is conditional on: whether that scale's training "
     "converged (`benchbackcompat calibrate --summary`).")
 
@@ -139,7 +140,7 @@ def summary_markdown(judged: list[tuple[ClaimsFile, list[Judgement]]]) -> str:
                 finding, test = j.deciding, weakest(j)
                 line = f"- **{escape(j.claim.id)}** ({escape(file.paper.title.split(':')[0])}): {escape(j.claim.statement)}: "
                 line += f"**{j.verdict}" + (escape(finding.condition) if finding else "") + "**"
-                if finding is not None:
+                if finding is not None and j.verdict != UNTESTED:  # an incomplete declared run has no numbers yet
                     count = f"{len(finding.tests)} comparisons; weakest: " if len(finding.tests) > 1 else ""
                     numbers = test_text(test)
                     line += f" on {escape(finding.table.title)} ({count}{escape(test.label)}" + (f": {escape(numbers)})" if numbers else ")")
