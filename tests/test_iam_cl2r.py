@@ -65,6 +65,15 @@ def test_pretrained_models_are_shared_by_recipe_and_across_seeds(tmp_path):
 
 
 @pytest.mark.slow
+def test_pretrained_models_are_shared_across_seeds_that_draw_other_class_orders(tmp_path):
+    # data.order_by_seed (the cpu preset's): each seed shuffles the task classes, which the pretraining pool never sees
+    first, second = (run(tmp_path, ["hoc"], seeds=(seed,), data={"order_by_seed": True})["hoc", seed] for seed in (0, 1))
+    assert first.config["data"]["class_order_seed"] != second.config["data"]["class_order_seed"]
+    assert len(first.shared_models) == 2 and first.shared_models == second.shared_models
+    assert first.timings["shared_trained"] == ["pretrained-0", "pretrained-1"] and second.timings["shared_trained"] == []
+
+
+@pytest.mark.slow
 def test_architecture_replacement_marks_cross_tests_not_computable(tmp_path):
     records = run(tmp_path, ["er", "hoc"], model={"embedding_dim": None}, pretrain_architectures=["convnet-s", "convnet-m"])
     er, hoc = records["er", 0], records["hoc", 0]

@@ -8,6 +8,8 @@ the models already trained.
 """
 from __future__ import annotations
 
+import dataclasses
+
 import datetime
 import functools
 import math
@@ -161,7 +163,8 @@ class CellRunner:
         spec = step.pretrained
         shared = pretrained_elsewhere(self.method, step, self.scenario, self.data)
         recipe, pretrain_step, cfg = shared.recipe, shared.step, self.scenario.pretrain
-        ctx = self.context(pretrain_step, None, None, cfg, self.data.pretrain_data(spec.num_classes))
+        ctx = dataclasses.replace(self.context(pretrain_step, None, None, cfg, self.data.pretrain_data(spec.num_classes)),
+                                  seed=PRETRAIN_SEED)  # nothing of the cell's seed reaches the shared artefact
         seed_everything(derive_seed(PRETRAIN_SEED, "pretrained-init", spec.index))
         model = recipe.build_model(ctx, spec.backbone, spec.num_classes).to(self.device)
 

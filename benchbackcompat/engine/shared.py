@@ -58,15 +58,22 @@ def reference_recipe(method: Method) -> Method:
     return standard_recipe(method)
 
 
+CLASS_ORDER_FIELDS = ("class_order_seed", "order_by_seed")  # data fields that only order the training classes
+
+
 def shared_key(kind: str, recipe: Method, step: Step, train_cfg, scenario: ScenarioBase, data: ScenarioData,
-               **fields: Any) -> str:
+               pretraining: bool = False, **fields: Any) -> str:
     """A shared model's key: what its training reads (recipe, step, training and model configuration, the training
     data's configuration and content, not its path), the core's results version and the code behind
-    ``build_model``, plus ``fields`` (seed, ...)."""
+    ``build_model``, plus ``fields`` (seed, ...). ``pretraining``: a model trained on the pretraining pool alone,
+    keyed by that pool's content and without the training classes' order, which it never reads."""
+    data_config = keyed_config(scenario.as_trained())["data"]
+    if pretraining:
+        data_config = {k: v for k, v in data_config.items() if k not in CLASS_ORDER_FIELDS}
     return config_hash({
         "kind": kind, "recipe": recipe.model_key(), "step": step.to_dict(),
         "train": train_cfg.model_dump(mode="json"), "model": scenario.model.model_dump(mode="json"),
-        "data": keyed_config(scenario.as_trained())["data"], "data_sha256": data.training_fingerprint,
+        "data": data_config, "data_sha256": data.pretrain_fingerprint if pretraining else data.training_fingerprint,
         "results_version": RESULTS_VERSION, "build_code": build_code_hash(getattr(recipe, "code_owner", recipe)),
         **fields,
     })
@@ -84,10 +91,12 @@ def standard_model(method: Method, step: Step, scenario: ScenarioBase, data: Sce
 
 def pretrained_elsewhere(method: Method, step: Step, scenario: ScenarioBase, data: ScenarioData) -> SharedModel:
     """The model "pretrained elsewhere" that step ``step`` starts from: ``method.reference()`` on the first classes
-    of the pretraining pool, one for every seed (PRETRAIN_SEED) and every cell."""
+    of the pretraining pool, one for every seed (PRETRAIN_SEED, whatever class order the cell's seed draws) and
+    every cell."""
     spec, recipe = step.pretrained, method.reference()
     pretrain_step = Step(spec.index, (0, spec.num_classes), spec.num_classes, 1.0, spec.backbone, "scratch")
-    key = shared_key("pretrained", recipe, pretrain_step, scenario.pretrain, scenario, data, seed=PRETRAIN_SEED)
+    key = shared_key("pretrained", recipe, pretrain_step, scenario.pretrain, scenario, data, pretraining=True,
+                     seed=PRETRAIN_SEED)
     return SharedModel(f"pretrained-{spec.index}", recipe, pretrain_step, key)
 
 

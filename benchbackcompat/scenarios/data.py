@@ -37,6 +37,8 @@ class ScenarioData:
     # gallery when they differ from the training data's (eval_normalisation = "eval"); None: mean, std
     fingerprint: str = ""  # SHA-256 of the images and labels above (content, not path): part of cell keys
     training_fingerprint: str = ""  # the same of the training and pretraining images alone: part of the trained models' keys
+    pretrain_fingerprint: str = ""  # the same of the pretraining images alone: part of the pretrained models' keys
+    # (the class order a seed draws reorders the training images, not the pretraining pool)
     source_fingerprint: str = ""  # the same of the dataset as loaded, before a seed orders or splits it: one for every seed
 
     @property
@@ -172,6 +174,7 @@ def load_scenario_data(scenario: ScenarioBase, cache_dir: Path, device: torch.de
         eval_stats=eval_stats,
         fingerprint=fingerprint,
         training_fingerprint=_fingerprint((train, pretrain), stats),
+        pretrain_fingerprint=_fingerprint((pretrain,), stats),
         source_fingerprint=source,
     )
 
