@@ -134,12 +134,14 @@ def test_fewer_seeds_than_declared_leave_the_claim_untested_naming_the_missing_s
     judgement = judge(_claim(), build_tables(records))
     # the declared run is not complete: no verdict yet; the deciding table's finding names the missing seed
     assert judgement.verdict == "untested"
-    assert judgement.reason == "its declared run is not complete (a: 5 of the 6 declared seeds)"
+    assert judgement.reason == "its declared run is not complete (of the 6 declared seeds: a 5)"
     assert judgement.findings[0].verdict == "undecidable"
     assert judgement.findings[0].reason == "5 of the 6 declared seeds finished (missing: 3)"
     # a compared row not run at all is incomplete too
     only_a = judge(_claim(), build_tables([r for r in _pair([3, 4, 5, 3, 4, 5]) if r["method"] == "a"]))
-    assert only_a.verdict == "untested" and only_a.reason == "its declared run is not complete (b: 0 of the 6 declared seeds)"
+    assert only_a.verdict == "untested" and only_a.reason == "its declared run is not complete (not run: b)"
+    half_a = judge(_claim(), build_tables([r for r in _pair([3, 4, 5]) if r["method"] == "a"]))
+    assert half_a.reason == "its declared run is not complete (of the 6 declared seeds: a 3; not run: b)"
 
 
 def test_a_row_with_several_settings_the_claim_does_not_name_is_undecidable_not_untested():
@@ -507,8 +509,8 @@ def test_the_page_tallies_one_verdict_per_claim_and_gives_one_summary_line_each(
                         "(a − b (cross): +4.00 \\[3.06, 4.94\\] against a declared effect of 2; exact p = 0.0312 (6 seeds))")
     assert lines[1].endswith("**untested**; its deciding table (ext-class-tin) is not in these results")
     assert lines[2].endswith("**not testable at this scale**; needs a face data set")
-    assert lines[3].endswith("a above b, seven seeds: **untested**; its declared run is not complete (a: 6 of the 7 "
-                             "declared seeds; b: 6 of the 7 declared seeds)")
+    assert lines[3].endswith("a above b, seven seeds: **untested**; its declared run is not complete (of the 7 "
+                             "declared seeds: a 6, b 6)")
     assert "### faces: a above b on faces" in text and "**not testable at this scale**: needs a face data set" in text
     assert "`tests/test_claims.py`: `test_sign_flip_p_by_hand`" in text.split("## Implementation tests")[1]
     assert "Source: Table 1: a 0.6, b 0.5." in text

@@ -415,15 +415,18 @@ def judge(claim: Claim, tables: Sequence[Table], calibrations: Sequence[Calibrat
 def unfinished_rows(claim: Claim, table: Table) -> str:
     """The compared rows of ``table`` without a record (finished or not) at each declared seed, with how many they
     have: "" when the declared run is complete. A seed that ran and diverged is complete; its claim is judged."""
-    missing = []
+    partial, absent = [], []
     for method, params in compared_rows(claim):
         row, why = find_row(table, method, params)
         if row is None and why != f"{pick_name(method, params)} not run here":
             continue  # several settings and the claim names none: judged undecidable, with that reason
         held = _declared_seeds(table, method, params, claim.seeds)
-        if held < claim.seeds:
-            missing.append(f"{pick_name(method, params)}: {held} of the {claim.seeds} declared seeds")
-    return "; ".join(missing)
+        if held == 0:
+            absent.append(pick_name(method, params))
+        elif held < claim.seeds:
+            partial.append(f"{pick_name(method, params)} {held}")
+    return "; ".join(([f"of the {claim.seeds} declared seeds: {', '.join(partial)}"] if partial else []) +
+                     ([f"not run: {', '.join(absent)}"] if absent else []))
 
 
 def deciding_table(claim: Claim, candidates: list[tuple[Table, str, list[str]]]) -> tuple[Table | None, str]:
