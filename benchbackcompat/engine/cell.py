@@ -9,7 +9,6 @@ the models already trained.
 from __future__ import annotations
 
 import dataclasses
-
 import datetime
 import functools
 import math

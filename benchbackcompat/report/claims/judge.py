@@ -141,12 +141,17 @@ def setting_differences(protocol: Protocol, table: Table, metric: str) -> list[s
 def find_row(table: Table, method: str, params: dict[str, Any]) -> tuple[Row | None, str]:
     """The row of ``method`` with ``params``, or why there is none: no such row, or several settings of the method
     and ``params`` names none of them (records do not say which one is the default)."""
-    rows = [r for r in table.rows if r.method == method and all(r.params.get(k) == v for k, v in params.items())]
+    rows = matching_rows(table, method, params)
     if len(rows) == 1:
         return rows[0], ""
     if not rows:
         return None, f"{pick_name(method, params)} not run here"
     return None, f"{len(rows)} settings of {method} here ({', '.join(r.label for r in rows)}); the claim names none"
+
+
+def matching_rows(table: Table, method: str, params: dict[str, Any]) -> list[Row]:
+    """The rows of ``method`` whose hyperparameters include ``params``."""
+    return [r for r in table.rows if r.method == method and all(r.params.get(k) == v for k, v in params.items())]
 
 
 def pick_name(method: str, params: dict[str, Any]) -> str:
@@ -417,10 +422,10 @@ def unfinished_rows(claim: Claim, table: Table) -> str:
     have: "" when the declared run is complete. A seed that ran and diverged is complete; its claim is judged."""
     partial, absent = [], []
     for method, params in compared_rows(claim):
-        row, why = find_row(table, method, params)
-        if row is None and why != f"{pick_name(method, params)} not run here":
+        rows = matching_rows(table, method, params)
+        if len(rows) > 1:
             continue  # several settings and the claim names none: judged undecidable, with that reason
-        held = _declared_seeds(table, method, params, claim.seeds)
+        held = _seeds_held(rows[0], claim.seeds) if rows else 0
         if held == 0:
             absent.append(pick_name(method, params))
         elif held < claim.seeds:
@@ -460,4 +465,9 @@ def _declared_seeds(table: Table, method: str, params: dict[str, Any], seeds: in
     """How many of the seeds 0 .. seeds-1 the row of ``method`` ran in ``table`` (finished, diverged or not
     applicable)."""
     row, _ = find_row(table, method, params)
-    return 0 if row is None else len({r.seed for r in row.records} & set(range(seeds)))
+    return 0 if row is None else _seeds_held(row, seeds)
+
+
+def _seeds_held(row: Row, seeds: int) -> int:
+    """How many of the seeds 0 .. seeds-1 ``row`` holds a record of (finished, diverged or not applicable)."""
+    return len({r.seed for r in row.records} & set(range(seeds)))
