@@ -717,9 +717,9 @@ def test_seeds_of_one_configuration_on_different_data_are_kept_apart_with_one_wa
     records = [on_data(0, "a"), on_data(1, "b"), on_data(2, "b")]  # machine a gave seed 0, machine b seeds 1 and 2
     tables = build_tables(records)
     assert [(t.variant, [r.seed for r in t.rows[0].records]) for t in tables] == [
-        ("data " + "a" * 12, [0]), ("data " + "b" * 12, [1, 2])]
+        ("data " + "a" * 8, [0]), ("data " + "b" * 8, [1, 2])]
     warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
-    assert len(warnings) == 1 and "ext-class" in warnings[0] and "a" * 12 in warnings[0] and "b" * 12 in warnings[0]
+    assert len(warnings) == 1 and "ext-class" in warnings[0] and "a" * 8 in warnings[0] and "b" * 8 in warnings[0]
     frame = results_frame([parse_record(r) for r in records])  # load_results: two configurations, not one of three seeds
     assert frame.groupby("config_hash")["seed"].nunique().sort_values().tolist() == [1, 2]
     assert frame.groupby(["scenario", "variant", "method"])["seed"].nunique().sort_values().tolist() == [1, 2]
@@ -730,7 +730,7 @@ def test_two_methods_on_different_data_for_the_same_seed_are_kept_apart_under_a_
 
     tables = build_tables([on_data(0, "a", "l2", True), on_data(0, "b", "independent", True)])
     assert [(t.variant, [row.method for row in t.rows]) for t in tables] == [
-        ("data " + "a" * 12, ["l2"]), ("data " + "b" * 12, ["independent"])]
+        ("data " + "a" * 8, ["l2"]), ("data " + "b" * 8, ["independent"])]
 
 
 def test_seeds_that_draw_their_own_class_order_pool_with_their_own_fingerprints_and_no_warning(caplog):
@@ -754,11 +754,11 @@ def test_a_newer_run_that_records_its_data_source_is_one_table_beside_the_older_
         record["data_source"] = "e" * 64
     tables = build_tables(older + newer)
     assert sorted((t.variant, sorted(row.method for row in t.rows), {len(row.records) for row in t.rows}) for t in tables) == [
-        ("data " + "e" * 12, ["bct", "cores"], {2}), ("data unknown", ["ift", "l2"], {2})]
+        ("data " + "e" * 8, ["bct", "cores"], {2}), ("data unknown", ["ift", "l2"], {2})]
     # a newer record without the source but on the same data as one with it (same seed, same fingerprint) joins it
     joined = on_data(1, "d", "lwf", True)
     tables = build_tables(older + newer + [joined])
-    assert sorted(row.method for t in tables if t.variant == "data " + "e" * 12 for row in t.rows) == ["bct", "cores", "lwf"]
+    assert sorted(row.method for t in tables if t.variant == "data " + "e" * 8 for row in t.rows) == ["bct", "cores", "lwf"]
 
 
 def test_a_plugin_whose_entry_point_registers_other_names_is_named_not_suggested_to_itself(tmp_path, monkeypatch, capsys):

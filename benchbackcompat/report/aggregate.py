@@ -40,6 +40,7 @@ MIN_UPDATE_GAIN = 10.0  # points: below this reference self - old self, P_com di
 # on 600 queries gives P_com intervals two units wide)
 CHANCE_FACTOR = 2.0  # a self-test below this multiple of chance marks a model at chance level
 CHANCE_SHARE = 0.2  # ... or, where chance is high (pair verification: 50%), below this share of the way to 100%
+DATA_DIGITS = 8  # hex digits that name a machine's data in a table's label: one "data ..." suffix fits a 160-character row
 
 
 def chance_floor(chance: float) -> float:
@@ -205,7 +206,7 @@ def _data_apart(records: list[CellRecord], name: str) -> dict[str, list[CellReco
     (``data_source``, one for every seed) and these differ, or when they share the data configuration
     (:func:`_data_slot`: the methods of one seed) and their data fingerprints differ. A group is a dataset: the
     records of one ``data_source`` with every record that shares a slot and a data fingerprint with one of them,
-    named by 12 hex digits of that source. Records that reach no source (written before records stored it) form
+    named by ``DATA_DIGITS`` hex digits of that source. Records that reach no source (written before records stored it) form
     one group, "unknown", unless they disagree among themselves; then they are split by their data fingerprint
     (one group per seed where each seed orders its own classes: nothing tells which of them share a machine)."""
     key = {id(r): (_data_slot(r), data_fingerprint(r)) for r in records}
@@ -228,8 +229,8 @@ def _data_apart(records: list[CellRecord], name: str) -> dict[str, list[CellReco
 
     def group(record: CellRecord) -> str:
         if found := source(record):
-            return found[:12]
-        return (key[id(record)][1][:12] or "unknown") if split_sourceless else "unknown"
+            return found[:DATA_DIGITS]
+        return (key[id(record)][1][:DATA_DIGITS] or "unknown") if split_sourceless else "unknown"
 
     parts: dict[str, list[CellRecord]] = defaultdict(list)
     for record in records:
