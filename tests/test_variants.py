@@ -133,19 +133,19 @@ def test_seeds_computed_on_different_data_are_kept_apart_with_a_warning(tmp_path
         record["config"] = {**record["config"], "data": {"order_by_seed": True, "class_order_seed": order}}
     with caplog.at_level("WARNING", logger="benchbackcompat"):
         tables = build_tables([a, b])
-    assert sorted(t.variant for t in tables) == ["data aaaaaaaaaaaa", "data bbbbbbbbbbbb"]
+    assert sorted(t.variant for t in tables) == ["data aaaaaaaa", "data bbbbbbbb"]
     assert [len(t.rows[0].records) for t in tables] == [1, 1]
-    assert "cl2r (cpu, embedded): its records were computed on different data (fingerprints aaaaaaaaaaaa, " \
-        "bbbbbbbbbbbb); kept apart" in caplog.text
+    assert "cl2r (cpu, embedded): its records were computed on different data (fingerprints aaaaaaaa, " \
+        "bbbbbbbb); kept apart" in caplog.text
     frame = benchbackcompat.load_results(store(tmp_path / "r", [a, b]))
-    assert means(frame, ["variant"]) == {"data aaaaaaaaaaaa": 0.6, "data bbbbbbbbbbbb": 0.0}
+    assert means(frame, ["variant"]) == {"data aaaaaaaa": 0.6, "data bbbbbbbb": 0.0}
     # the page says why the configuration stands in two tables
     from benchbackcompat.cli import main
     assert main(["leaderboard", "--results", str(tmp_path / "r"), "--out", str(tmp_path / "board")]) == 0
     page = next(p for p in (tmp_path / "board").glob("*.md") if p.name != "README.md").read_text()
-    assert page.count("Data: records of the dataset whose fingerprint begins aaaaaaaaaaaa. This configuration's "
+    assert page.count("Data: records of the dataset whose fingerprint begins aaaaaaaa. This configuration's "
                       "records were computed on different data") == 1
-    assert "Data: records of the dataset whose fingerprint begins bbbbbbbbbbbb." in page
+    assert "Data: records of the dataset whose fingerprint begins bbbbbbbb." in page
 
 
 def test_one_dataset_records_one_data_source_for_every_seed(tmp_path):
