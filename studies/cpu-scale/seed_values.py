@@ -2,9 +2,10 @@
 
     python studies/cpu-scale/seed_values.py RECORDS SCENARIO [METHOD[,METHOD]] [--set KEY=VALUE ...]
 
-RECORDS is a results folder (e.g. leaderboard/records). Each row (method and hyperparameters) prints its seeds, the
-per-seed values, and the mean with a 95% t-interval over seeds; one machine's data only (rows are split by the
-dataset's source fingerprint, never pooled). ``--set lam=1.0`` (a TOML value) keeps the rows whose hyperparameters include it.
+RECORDS is a results folder (e.g. leaderboard/records). Each row (one configuration, as the leaderboard tells them
+apart, on one machine's data: never pooled across the dataset's source fingerprint) prints its seeds, the per-seed
+values, and the mean with a 95% t-interval over seeds. ``--set lam=1.0`` (a TOML value) keeps
+the rows whose hyperparameters include it.
 """
 from __future__ import annotations
 
@@ -12,25 +13,24 @@ import sys
 import tomllib
 from collections import defaultdict
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
-from scipy import stats
 
 from benchbackcompat.metrics.compatibility import (
     average_accuracy,
     average_compatibility,
     average_compatibility_accuracy,
 )
+from benchbackcompat.report.aggregate import DATA_DIGITS, config_hash
 from benchbackcompat.report.claims.premises import fine_tuning_gain
 from benchbackcompat.report.merge import read_results
+from benchbackcompat.report.upgrade import seed_interval
 
 
 def interval(values: list[float]) -> str:
-    mean = float(np.mean(values))
-    if len(values) < 2:
-        return f"{mean:.3f}"
-    half = stats.t.ppf(0.975, len(values) - 1) * np.std(values, ddof=1) / np.sqrt(len(values))
-    return f"{mean:.3f} [{mean - half:.3f}, {mean + half:.3f}]"
+    mean, low, high = seed_interval(dict(enumerate(values)))
+    return f"{mean:.3f}" + (f" [{low:.3f}, {high:.3f}]" if np.isfinite(low) else "")
 
 
 def main(argv: list[str]) -> None:
@@ -46,17 +46,18 @@ def main(argv: list[str]) -> None:
             continue
         if any(record.params.get(key) != tomllib.loads(f"v = {value}")["v"] for key, value in wanted):
             continue
-        rows[(record.method, str(sorted(record.params.items())), (record.data_source or "")[:8])].append(record)
-    for (method, params, data), found in sorted(rows.items()):
+        data = (record.data_source or "unknown")[:DATA_DIGITS]
+        rows[(record.method, str(sorted(record.params.items())), data, config_hash(record))].append(record)
+    for (method, params, data, configuration), found in sorted(rows.items()):
         found.sort(key=lambda r: r.seed)
         metric = next(iter(found[0].matrices))
         matrices = [np.asarray(r.matrices[metric], dtype=float) for r in found]
-        print(f"{method} {params} data {data}: seeds {[r.seed for r in found]}")
+        print(f"{method} {params} data {data} configuration {configuration}: seeds {[r.seed for r in found]}")
         for name, values in (("AC", [average_compatibility(m) for m in matrices]),
                              ("ACA", [average_compatibility_accuracy(m) for m in matrices]),
                              ("AA", [average_accuracy(m) for m in matrices])):
             print(f"  {name:4} {interval(values):28} " + " ".join(f"{v:.3g}" for v in values))
-        gains = fine_tuning_gain(type("Row", (), {"finished": found})(), metric)
+        gains = fine_tuning_gain(SimpleNamespace(finished=found), metric)
         if gains:
             print(f"  gain {interval(list(gains.values())):28} " + " ".join(f"{v:+.2f}" for v in gains.values()))
 
