@@ -7,11 +7,10 @@ set -euo pipefail
 OUT=${1:?usage: declared_runs.sh OUT DATA_ROOT}
 ROOT=${2:?usage: declared_runs.sh OUT DATA_ROOT}
 [ -d "$OUT" ] || cp -r "$(dirname "$0")/../../leaderboard/records" "$OUT"
-# The entailment claim's six seeds (HBCT with and without its entailment cone) first, so it is decided first.
-benchbackcompat run --preset cpu --workers 2 --out "$OUT" --scenario ext-class-tin32 \
-    --methods hbct,hbct-no-entail --seeds 0-5 --data-root "$ROOT"
-# Then the rows of HBCT's P_com claim (eight seeds), and last the two rows that serve the study's table only.
-benchbackcompat run --preset cpu --workers 2 --out "$OUT" --scenario ext-class-tin32 \
-    --methods hbct,l2,bct,hot-refresh,advbct,hoc-euclidean --seeds 0-7 --data-root "$ROOT"
-benchbackcompat run --preset cpu --workers 2 --out "$OUT" --scenario ext-class-tin32 \
-    --methods hbct-no-entail,independent --seeds 0-7 --data-root "$ROOT"
+tin32() {
+    benchbackcompat run --preset cpu --workers 2 --out "$OUT" --scenario ext-class-tin32 --data-root "$ROOT" "$@"
+}
+# The rows of HBCT's P_com claim (eight seeds; its entailment claim's six seeds are stored), then the two rows that
+# serve the study's table only.
+tin32 --methods hbct,l2,bct,hot-refresh,advbct,hoc-euclidean --seeds 0-7
+tin32 --methods hbct-no-entail,independent --seeds 0-7
