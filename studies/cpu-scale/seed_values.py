@@ -2,16 +2,14 @@
 
     python studies/cpu-scale/seed_values.py RECORDS SCENARIO [METHOD[,METHOD]] [--set KEY=VALUE ...]
 
-RECORDS is a results folder (e.g. leaderboard/records). Each row (one configuration, as the leaderboard tells them
-apart, on one machine's data: never pooled across the dataset's source fingerprint) prints its seeds, the per-seed
-values, and the mean with a 95% t-interval over seeds. ``--set lam=1.0`` (a TOML value) keeps
-the rows whose hyperparameters include it.
+RECORDS is a results folder (e.g. leaderboard/records). Each row of the leaderboard's tables (one configuration on
+one dataset) prints its seeds, the per-seed values, and the mean with a 95% t-interval over seeds. ``--set lam=1.0``
+(a TOML value) keeps the rows whose hyperparameters include it.
 """
 from __future__ import annotations
 
 import sys
 import tomllib
-from collections import defaultdict
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -22,10 +20,9 @@ from benchbackcompat.metrics.compatibility import (
     average_compatibility,
     average_compatibility_accuracy,
 )
-from benchbackcompat.report.aggregate import DATA_DIGITS, config_hash
 from benchbackcompat.report.claims.premises import fine_tuning_gain
-from benchbackcompat.report.merge import read_results
 from benchbackcompat.report.upgrade import seed_interval
+from leaderboard_rows import leaderboard_rows
 
 
 def interval(values: list[float]) -> str:
@@ -40,19 +37,15 @@ def main(argv: list[str]) -> None:
         raise SystemExit(__doc__)
     records, scenario = Path(positional[0]), positional[1]
     methods = set(positional[2].split(",")) if len(positional) == 3 else None
-    rows: dict[tuple, list] = defaultdict(list)
-    for record in read_results([records]).records:
-        if record.scenario != scenario or record.status != "finished" or (methods and record.method not in methods):
-            continue
-        if any(record.params.get(key) != tomllib.loads(f"v = {value}")["v"] for key, value in wanted):
-            continue
-        data = (record.data_source or "unknown")[:DATA_DIGITS]
-        rows[(record.method, str(sorted(record.params.items())), data, config_hash(record))].append(record)
-    for (method, params, data, configuration), found in sorted(rows.items()):
-        found.sort(key=lambda r: r.seed)
+
+    def keep(record) -> bool:
+        return (not methods or record.method in methods) and all(
+            record.params.get(key) == tomllib.loads(f"v = {value}")["v"] for key, value in wanted)
+
+    for label, found in sorted(leaderboard_rows(records, scenario, keep).items()):
+        print(f"{label}: seeds {[r.seed for r in found]}")
         metric = next(iter(found[0].matrices))
         matrices = [np.asarray(r.matrices[metric], dtype=float) for r in found]
-        print(f"{method} {params} data {data} configuration {configuration}: seeds {[r.seed for r in found]}")
         for name, values in (("AC", [average_compatibility(m) for m in matrices]),
                              ("ACA", [average_compatibility_accuracy(m) for m in matrices]),
                              ("AA", [average_accuracy(m) for m in matrices])):

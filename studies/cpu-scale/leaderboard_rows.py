@@ -1,0 +1,19 @@
+"""The finished records of one scenario's rows, grouped as the leaderboard's tables group them (one configuration
+on one dataset: records that predate the dataset's fingerprint join the dataset their seed's other cells name)."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from benchbackcompat.record import CellRecord, FinishedRecord
+from benchbackcompat.report.aggregate import build_tables
+from benchbackcompat.report.merge import read_results
+
+
+def leaderboard_rows(folder: Path, scenario: str, keep: Callable[[CellRecord], bool] = lambda record: True,
+                     ) -> dict[str, list[FinishedRecord]]:
+    """{row label (with its table's variant, if any): finished records by seed} of ``scenario`` in ``folder``,
+    over the records ``keep`` accepts."""
+    records = [r for r in read_results([folder]).records if r.scenario == scenario and keep(r)]
+    return {row.label + (f" ({table.variant})" if table.variant else ""): sorted(row.finished, key=lambda r: r.seed)
+            for table in build_tables(records) for row in table.rows if row.finished}
