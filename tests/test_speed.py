@@ -1,6 +1,8 @@
 """Speed plumbing: per-phase timings in records, ``--workers`` (no timing assertions: the machine is shared)."""
 from __future__ import annotations
 
+import platform
+
 import pytest
 
 from benchbackcompat.cli import main
@@ -86,24 +88,32 @@ def test_auto_precision_is_bf16_on_cuda_and_on_cpus_with_native_bf16(monkeypatch
 
 def test_native_bf16_is_read_from_the_cpu_flags(monkeypatch, tmp_path):
     from benchbackcompat.engine import device as device_module
+    from benchbackcompat.runtime import cpuinfo as cpuinfo_module
 
     flags = {"avx512_bf16": True, "amx_bf16": True, "avx512f": False}
+    monkeypatch.setattr(cpuinfo_module.platform, "system", lambda: "Linux")
     for flag, expected in flags.items():
         cpuinfo = tmp_path / f"cpuinfo-{flag}"
-        cpuinfo.write_text(f"processor\t: 0\nflags\t\t: fpu sse2 {flag} avx2\n")
-        monkeypatch.setattr(device_module, "CPUINFO", cpuinfo)
-        monkeypatch.setattr(device_module.platform, "system", lambda: "Linux")
+        cpuinfo.write_text(f"processor\t: 0\nflags\t\t: fpu sse2 {flag} avx2\n\nprocessor\t: 1\nflags\t\t: fpu\n")
+        monkeypatch.setattr(cpuinfo_module, "CPUINFO", cpuinfo)
         device_module.cpu_has_native_bf16.cache_clear()
         assert device_module.cpu_has_native_bf16() is expected
     device_module.cpu_has_native_bf16.cache_clear()
 
 
-def test_a_cpu_record_names_its_threads_and_instruction_set(monkeypatch):
-    """fp32 rounds differently under AVX2 and AVX-512 kernels, so the device string says which ran."""
+def test_a_cpu_record_names_its_threads_instruction_set_and_processor(monkeypatch, tmp_path):
+    """fp32 rounds differently under AVX2 and AVX-512 kernels, and on other processors with the same instruction
+    set, so the device string says which ran."""
     import torch
 
+    from benchbackcompat.runtime import cpuinfo as cpuinfo_module
     from benchbackcompat.store.provenance import device_name
 
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text("processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 17\n"
+                       "model name\t: AMD EPYC 9R14 96-Core Processor\n\nprocessor\t: 1\nmodel\t\t: 99\n")
+    monkeypatch.setattr(cpuinfo_module, "CPUINFO", cpuinfo)
+    monkeypatch.setattr(cpuinfo_module.platform, "system", lambda: "Linux")
     monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "AVX2")
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -111,4 +121,4 @@ def test_a_cpu_record_names_its_threads_and_instruction_set(monkeypatch):
         name = device_name(torch.device("cpu"))
     finally:
         torch.set_num_threads(threads)
-    assert name.startswith("cpu (1 threads, ") and name.endswith(", AVX2)")
+    assert name == f"cpu (1 threads, {platform.machine()}, AVX2, AMD EPYC 9R14 96-Core Processor (family 25, model 17))"

@@ -3,16 +3,13 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import platform
-from pathlib import Path
 
 import torch
 
 from benchbackcompat.errors import BenchError
-
+from benchbackcompat.runtime.cpuinfo import first_processor
 
 DEVICE_TYPES = ("cpu", "cuda", "mps")
-CPUINFO = Path("/proc/cpuinfo")
 
 
 def availability() -> dict[str, bool]:
@@ -53,10 +50,7 @@ def resolve_device(spec: str) -> torch.device:
 def cpu_has_native_bf16() -> bool:
     """Whether this CPU multiplies bf16 in hardware (AVX512-BF16 or AMX-BF16, read from /proc/cpuinfo on Linux).
     Elsewhere bf16 is emulated and slower than fp32, so ``amp = "auto"`` stays in fp32."""
-    if platform.system() != "Linux" or not CPUINFO.is_file():
-        return False
-    lines = CPUINFO.read_text().splitlines()
-    flags = next((line.split(":", 1)[1].split() for line in lines if line.startswith("flags")), [])
+    flags = first_processor().get("flags", "").split()
     return "avx512_bf16" in flags or "amx_bf16" in flags
 
 

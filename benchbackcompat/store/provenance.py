@@ -11,6 +11,7 @@ import tomllib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from benchbackcompat.runtime.cpuinfo import processor_model
 from benchbackcompat.version import __version__
 
 if TYPE_CHECKING:
@@ -88,14 +89,16 @@ def worker_name(pid: int | None = None) -> str:
 
 
 def device_name(device: torch.device) -> str:
-    """The device as records name it. On a CPU: the threads and the vector instruction set torch's kernels use
-    (``torch.backends.cpu.get_cpu_capability``), because fp32 training, though deterministic on one machine,
-    rounds differently with a different thread count or instruction set (AVX2 against AVX-512)."""
+    """The device as records name it. On a CPU: the threads, the vector instruction set torch's kernels use
+    (``torch.backends.cpu.get_cpu_capability``) and the processor model, because fp32 training, though
+    deterministic on one machine, rounds differently with a different thread count or instruction set (AVX2 against
+    AVX-512), and on another processor with the same instruction set (HBCT's Lorentz models on TinyImageNet
+    recompute exactly on one processor and not on another, where Euclidean models recompute on both)."""
     import torch
 
     if device.type == "cuda":
         return torch.cuda.get_device_name(device)
     if device.type == "mps":
         return f"mps ({platform.machine()})"
-    return (f"cpu ({torch.get_num_threads()} threads, {platform.processor() or platform.machine()}, "
-            f"{torch.backends.cpu.get_cpu_capability()})")
+    return (f"cpu ({torch.get_num_threads()} threads, {platform.machine()}, "
+            f"{torch.backends.cpu.get_cpu_capability()}, {processor_model()})")
