@@ -3,10 +3,9 @@
     python studies/cpu-scale/two_model_values.py RECORDS SCENARIO [--against METHOD] [--metric cmc@1] [--seeds 0-7]
 
 RECORDS is a results folder (e.g. leaderboard/records). Each row of the leaderboard's tables (one configuration on
-one dataset) prints, per statistic, the mean with its 95% t-interval over seeds and the
-per-seed values. The update is reference self − old self, what P_com divides by (the page withholds P_com below 10
-points). ``--against M`` adds M − row for P_com and for cross − old self, paired by seed, with the exact sign-flip
-p against 0.
+one dataset) prints, per statistic, the mean with its 95% t-interval over seeds and the per-seed values. The update
+is reference self − old self, what P_com divides by (the page withholds P_com below 10 points). ``--against M`` adds
+M − row for P_com and for cross − old self, paired by seed, with the exact sign-flip p against 0.
 """
 from __future__ import annotations
 
