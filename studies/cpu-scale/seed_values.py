@@ -21,17 +21,12 @@ from benchbackcompat.metrics.compatibility import (
     average_compatibility_accuracy,
 )
 from benchbackcompat.report.claims.premises import fine_tuning_gain
-from benchbackcompat.report.upgrade import seed_interval
-from leaderboard_rows import leaderboard_rows
-
-
-def interval(values: list[float]) -> str:
-    mean, low, high = seed_interval(dict(enumerate(values)))
-    return f"{mean:.3f}" + (f" [{low:.3f}, {high:.3f}]" if np.isfinite(low) else "")
+from leaderboard_rows import interval, leaderboard_rows
 
 
 def main(argv: list[str]) -> None:
-    wanted = [a.split("=", 1) for a in argv[argv.index("--set") + 1:]] if "--set" in argv else []
+    settings = [a.split("=", 1) for a in argv[argv.index("--set") + 1:]] if "--set" in argv else []
+    wanted = {key: tomllib.loads(f"v = {value}")["v"] for key, value in settings}
     positional = argv[:argv.index("--set")] if "--set" in argv else argv
     if len(positional) not in (2, 3):
         raise SystemExit(__doc__)
@@ -40,7 +35,7 @@ def main(argv: list[str]) -> None:
 
     def keep(record) -> bool:
         return (not methods or record.method in methods) and all(
-            record.params.get(key) == tomllib.loads(f"v = {value}")["v"] for key, value in wanted)
+            record.params.get(key) == value for key, value in wanted.items())
 
     for label, found in sorted(leaderboard_rows(records, scenario, keep).items()):
         print(f"{label}: seeds {[r.seed for r in found]}")
@@ -49,10 +44,10 @@ def main(argv: list[str]) -> None:
         for name, values in (("AC", [average_compatibility(m) for m in matrices]),
                              ("ACA", [average_compatibility_accuracy(m) for m in matrices]),
                              ("AA", [average_accuracy(m) for m in matrices])):
-            print(f"  {name:4} {interval(values):28} " + " ".join(f"{v:.3g}" for v in values))
+            print(f"  {name:4} {interval(dict(enumerate(values))):28} " + " ".join(f"{v:.3g}" for v in values))
         gains = fine_tuning_gain(SimpleNamespace(finished=found), metric)
         if gains:
-            print(f"  gain {interval(list(gains.values())):28} " + " ".join(f"{v:+.2f}" for v in gains.values()))
+            print(f"  gain {interval(gains):28} " + " ".join(f"{v:+.2f}" for v in gains.values()))
 
 
 if __name__ == "__main__":

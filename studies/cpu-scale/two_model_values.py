@@ -15,10 +15,9 @@ from pathlib import Path
 
 import numpy as np
 
-from benchbackcompat.metrics.sign_flip import sign_flip_p
-from benchbackcompat.report.upgrade import seed_interval
 from benchbackcompat.execution.request import parse_seeds
-from leaderboard_rows import leaderboard_rows
+from benchbackcompat.metrics.sign_flip import sign_flip_p
+from leaderboard_rows import interval, leaderboard_rows
 
 STATISTICS = {
     "old self": lambda m: m.old_self,
@@ -29,11 +28,6 @@ STATISTICS = {
     "update": lambda m: m.reference_self - m.old_self,
     "P_com": lambda m: m.p_com,
 }
-
-
-def interval(values: dict[int, float]) -> str:
-    mean, low, high = seed_interval(values)
-    return f"{mean:.3f}" + (f" [{low:.3f}, {high:.3f}]" if np.isfinite(low) else "")
 
 
 def row_values(records: list, metric: str) -> dict[str, dict[int, float]]:
