@@ -18,7 +18,7 @@ from benchbackcompat.errors import BenchError
 from benchbackcompat.execution.presets import format_override, parse_override
 from benchbackcompat.metrics import outcomes
 from benchbackcompat.metrics.sign_flip import seeds_to_reach, sign_flip_p, smallest_p
-from benchbackcompat.report.aggregate import build_tables
+from benchbackcompat.report.aggregate import Missing, build_tables
 from benchbackcompat.report.calibration import convergence, read_calibrations
 from benchbackcompat.report.claims import Claim, PlannedScenario, claims_markdown, judge, load_all, load_claims
 from benchbackcompat.report.claims.runs import declared_runs
@@ -160,6 +160,51 @@ def test_a_seed_beyond_the_declared_ones_is_ignored():
     assert (seven.verdict, seven.estimate, seven.interval, seven.p, seven.seeds) == (
         six.verdict, six.estimate, six.interval, six.p, six.seeds)
     assert seven.shown == six.shown  # the rows' values beside the test are those of the declared seeds too
+
+
+def _p_com_rows(updates: list[int], crosses: list[int]) -> list[dict]:
+    """Rows a and b on 400 queries, old self-test 200 hits; seed s's reference self-test ``updates[s]`` hits above it
+    (a 4-hit update is one point), a's cross-test ``crosses[s]`` hits, b's the old self-test's (P_com 0)."""
+    rows = []
+    for seed, (update, cross) in enumerate(zip(updates, crosses)):
+        rows += [_single(m, seed, 400, 200, 200 + update, c, 200, 200 + update) for m, c in (("a", cross), ("b", 200))]
+    return rows
+
+
+def _p_com_shown(records: list[dict]) -> bool:
+    return not isinstance(build_tables(records)[0].rows[0].cells["cmc@1:p_com"], Missing)
+
+
+def test_p_com_is_shown_or_hidden_by_the_update_over_the_declared_seeds_only():
+    claim = _claim(compare=[{"a": "a", "b": "b", "statistic": "p_com", "effect": 0.1}])
+    # seeds 0-5: a 12-point update (48 hits), a's P_com (55 - 50) / 12, 6 / 12, 7 / 12; seed 6: old self-test 75%,
+    # reference 20%, a 55-point drop
+    extra = _p_com_rows([48] * 6, [220, 224, 228] * 2) + [_single(m, 6, 400, 300, 300, 300, 300, 80) for m in "ab"]
+    assert not _p_com_shown(extra)  # over seeds 0-6 the update is (6 x 12 - 55) / 7 points
+    (test,) = judge(claim, build_tables(extra)).findings[0].tests
+    assert test.verdict == "reproduced" and test.seeds == tuple(range(6))
+    assert test.estimate == pytest.approx(0.5)  # P_com 5/12, 6/12, 7/12 against 0
+    assert test.p == pytest.approx(2 / 64)
+    # an 8-point update over the declared seeds hides P_com, though six more seeds of 20 points bring the table to 14
+    small = _p_com_rows([32] * 6 + [80] * 6, [212] * 12)
+    assert _p_com_shown(small)
+    (test,) = judge(claim, build_tables(small)).findings[0].tests
+    assert test.verdict == "undecidable" and test.reason.startswith(
+        "P_com not shown for a on the declared seeds: the update it divides by, reference self − old self = 8.00 [")
+    assert test.reason.endswith("points, is below the minimum of 10 points")
+
+
+def test_a_claim_already_undecidable_for_a_row_with_all_its_declared_seeds_is_not_left_untested():
+    claim = _claim(compare=[{"a": "a", "b": "b", "statistic": "p_com", "effect": 0.1}])
+    hidden = [r for r in _p_com_rows([32] * 6, [212] * 6) if r["method"] == "a" or r["seed"] < 3]  # b: seeds 0-2
+    judgement = judge(claim, build_tables(hidden))
+    assert judgement.verdict == "undecidable" and "settled by a at all its declared seeds" in judgement.reason
+    assert "not complete: of the 6 declared seeds: b 3" in judgement.reason
+    shown = [r for r in _p_com_rows([48] * 6, [212] * 6) if r["method"] == "a" or r["seed"] < 3]
+    assert judge(claim, build_tables(shown)).verdict == "untested"  # b's missing seeds could decide it
+    a_short = ([r for r in _p_com_rows([32] * 3, [212] * 3) if r["method"] == "a"] +
+               [r for r in _p_com_rows([48] * 6, [212] * 6) if r["method"] == "b"])
+    assert judge(claim, build_tables(a_short)).verdict == "untested"  # a's own missing seeds could lift its update
 
 
 # ------------------------------------------------------------------ absences

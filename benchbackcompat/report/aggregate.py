@@ -418,6 +418,13 @@ def _stat(records: list[FinishedRecord], replicates: list[dict], flip_rates: lis
     return Stat(tuple(values), combined, statistic.bounds if statistic else (-math.inf, math.inf))
 
 
+def records_stat(records: list[FinishedRecord], metric: str, key: str) -> Stat | None:
+    """The statistic ``key`` of ``metric`` over ``records`` alone, as a table cell would show it over them (e.g. a
+    claim's declared seeds of a row that holds more)."""
+    return _stat(records, [record_replicates(r) for r in records], [{metric: record_flips(r, metric)} for r in records],
+                 metric, key)
+
+
 def _metric_value(record: FinishedRecord, metric: str, key: str, flip_rates: dict[str, float]) -> float | None:
     summary = record.metrics.get(metric)
     if summary is None:

@@ -15,7 +15,8 @@ than the query bootstrap within a seed) and an exact sign-flip test (``metrics.s
 - *undecidable*: otherwise, or a precondition fails (a row at chance level, a declared seed diverged, P_com not
   shown, the premise not shown);
 - *untested*: the deciding table is not in the results, or its declared run is not complete (a compared row
-  without a record at one of the declared seeds).
+  without a record at one of the declared seeds), unless every test is already undecidable for a row that holds all
+  its declared seeds (e.g. its P_com not shown): no missing record can change that, so it is *undecidable* at once.
 
 An absence ("X is not compatible") is reproduced when X's interval lies below its margin, not reproduced when it
 lies above. A claim of several comparisons holds when every one holds, each at the plain level (no correction: all
@@ -32,7 +33,7 @@ from scipy import stats
 
 from benchbackcompat.metrics import bootstrap
 from benchbackcompat.metrics.sign_flip import seeds_to_reach, sign_flip_p, smallest_p
-from benchbackcompat.report.aggregate import Missing, Row, Stat, Table, flatten
+from benchbackcompat.report.aggregate import Missing, Row, Stat, Table, flatten, records_stat, undecidable_update
 from benchbackcompat.report.calibration import Calibration, convergence
 from benchbackcompat.report.claims.declared import DIFFERENCES, Absent, Claim, Compare, Protocol
 from benchbackcompat.report.claims.premises import PREMISES
@@ -63,6 +64,7 @@ class Test:
     target: float = 0.0  # the declared effect, or the margin
     seeds: tuple[int, ...] = ()
     digits: int = 3
+    settled_by: str = ""  # the row, with all its declared seeds, whose values alone leave the test undecidable
 
 
 @dataclass
@@ -171,22 +173,43 @@ def declared_stat(stat: Stat | None, sample: bootstrap.SeedSample) -> Stat | Non
     return Stat(tuple(float(v) for v in sample.values), sample, stat.bounds)
 
 
-def cell_sample(row: Row, metric: str, statistic: str) -> tuple[bootstrap.SeedSample | None, str, Stat | None]:
-    """A row's statistic as a seed sample, or why there is none; ``cross-old_self`` is the row's paired difference."""
+def cell_sample(row: Row, metric: str, statistic: str,
+                seeds: Sequence[int]) -> tuple[bootstrap.SeedSample | None, str, Stat | None]:
+    """A row's statistic on the declared ``seeds`` it holds as a seed sample, or why there is none;
+    ``cross-old_self`` is the row's paired difference."""
     if statistic in DIFFERENCES:
-        left, right = (cell_sample(row, metric, name) for name in DIFFERENCES[statistic])
+        left, right = (cell_sample(row, metric, name, seeds) for name in DIFFERENCES[statistic])
         if left[0] is None or right[0] is None:
             return None, left[1] or right[1], None
         return left[0] - right[0], "", None
+    if statistic == "p_com":
+        return p_com_sample(row, metric, seeds)
     cell = row.cells.get(f"{metric}:{statistic}")
     if isinstance(cell, Missing):
-        shown = "P_com not shown" if statistic == "p_com" else f"{statistic} missing"
-        return None, f"{shown} for {row.label}: {cell.word}", None
+        return None, f"{statistic} missing for {row.label}: {cell.word}", None
+    return _declared(row, statistic, cell, seeds)
+
+
+def p_com_sample(row: Row, metric: str, seeds: Sequence[int]) -> tuple[bootstrap.SeedSample | None, str, Stat | None]:
+    """P_com on the declared ``seeds``, shown only where the update it divides by is readable over those same seeds
+    (``aggregate.undecidable_update``); the table's cell gates over every stored seed, which may be more."""
+    declared = [record for record in row.finished if record.seed in seeds]
+    if not declared:
+        return None, f"none of the declared seeds finished for {row.label}", None
+    hidden = undecidable_update(records_stat(declared, metric, "gain"))
+    if hidden is not None:
+        return None, f"P_com not shown for {row.label} on the declared seeds: {hidden.reason.split(': ', 1)[1]}", None
+    return _declared(row, "p_com", records_stat(declared, metric, "p_com"), seeds)
+
+
+def _declared(row: Row, statistic: str, cell: Stat | Missing | None,
+              seeds: Sequence[int]) -> tuple[bootstrap.SeedSample | None, str, Stat | None]:
     if not isinstance(cell, Stat):
         return None, f"{statistic} missing for {row.label}", None
     if not isinstance(cell.replicates, bootstrap.SeedSample):
         return None, f"no per-query outcomes stored for {row.label}", cell
-    return cell.replicates, "", cell
+    sample = restricted(cell.replicates, seeds)
+    return sample, "", declared_stat(cell, sample)
 
 
 def value_text(stat: Stat | None, digits: int) -> str:
@@ -243,16 +266,17 @@ def compare_test(table: Table, metric: str, entry: Compare, seeds: Sequence[int]
     (a_row, a_why), (b_row, b_why) = find_row(table, entry.a, entry.a_params), find_row(table, entry.b, entry.b_params)
     if a_row is None or b_row is None:
         return Test(label, UNDECIDABLE, a_why or b_why, digits=digits)
-    if chance := [r.label for r in (a_row, b_row) if r.chance]:
-        return Test(label, UNDECIDABLE, f"{', '.join(dict.fromkeys(chance))} at chance level", digits=digits)
-    (a, a_why, a_stat), (b, b_why, b_stat) = cell_sample(a_row, metric, entry.statistic), cell_sample(b_row, metric, b_statistic)
-    a, b = (None if x is None else restricted(x, seeds) for x in (a, b))
-    a_stat, b_stat = (None if x is None else declared_stat(stat, x) for x, stat in ((a, a_stat), (b, b_stat)))
+    if chance := [r for r in (a_row, b_row) if r.chance]:
+        return Test(label, UNDECIDABLE, f"{', '.join(dict.fromkeys(r.label for r in chance))} at chance level",
+                    digits=digits, settled_by=_complete(chance, seeds))
+    (a, a_why, a_stat), (b, b_why, b_stat) = (cell_sample(a_row, metric, entry.statistic, seeds),
+                                              cell_sample(b_row, metric, b_statistic, seeds))
     shown = (f"{a_name}{' ' + entry.statistic if entry.b_statistic else ''} {value_text(a_stat, digits)} vs "
              f"{b_name}{' ' + b_statistic if entry.b_statistic else ''} {value_text(b_stat, digits)}"
              if a_stat is not None or b_stat is not None else "")
     if a is None or b is None:
-        return Test(label, UNDECIDABLE, a_why or b_why, shown, target=entry.effect, digits=digits)
+        return Test(label, UNDECIDABLE, a_why or b_why, shown, target=entry.effect, digits=digits,
+                    settled_by=_complete([row for row, x in ((a_row, a), (b_row, b)) if x is None], seeds))
     return _sample_test(label, shown, a - b, seeds, entry.effect, corrected,
                         False, None, digits)
 
@@ -266,15 +290,20 @@ def absence_test(table: Table, metric: str, entry: Absent, seeds: Sequence[int],
     if row is None:
         return Test(label, UNDECIDABLE, why, digits=digits)
     if row.chance:
-        return Test(label, UNDECIDABLE, f"{row.label} at chance level", digits=digits)
-    sample, why, stat = cell_sample(row, metric, entry.statistic)
+        return Test(label, UNDECIDABLE, f"{row.label} at chance level", digits=digits,
+                    settled_by=_complete([row], seeds))
+    sample, why, stat = cell_sample(row, metric, entry.statistic, seeds)
     if sample is None:
-        return Test(label, UNDECIDABLE, why, target=entry.margin, digits=digits)
-    sample = restricted(sample, seeds)
-    stat = declared_stat(stat, sample)
+        return Test(label, UNDECIDABLE, why, target=entry.margin, digits=digits, settled_by=_complete([row], seeds))
     shown = f"{name} {entry.statistic} {value_text(stat, digits)}" if stat else ""
     return _sample_test(label, shown, sample, seeds, entry.margin, corrected, True,
                         statistic.bounds if statistic else None, digits)
+
+
+def _complete(rows: Sequence[Row], seeds: Sequence[int]) -> str:
+    """The first of ``rows`` that holds a record at every declared seed ("" when none does): a test it leaves
+    undecidable stays so whatever the other rows' missing seeds give."""
+    return next((row.label for row in rows if _seeds_held(row, len(seeds)) == len(seeds)), "")
 
 
 def _sample_test(label: str, shown: str, sample: bootstrap.SeedSample, seeds: Sequence[int], target: float,
@@ -411,6 +440,11 @@ def judge(claim: Claim, tables: Sequence[Table], calibrations: Sequence[Calibrat
     if deciding is None:
         return Judgement(claim, UNTESTED, why_none, findings)
     unfinished = unfinished_rows(claim, deciding)
+    if unfinished and findings[0].tests and all(t.settled_by for t in findings[0].tests):
+        settled = ", ".join(dict.fromkeys(t.settled_by for t in findings[0].tests))
+        return Judgement(claim, UNDECIDABLE, f"{findings[0].reason}; settled by {settled} at all its declared seeds, "
+                         f"which no missing record can change (its declared run is not complete: {unfinished})",
+                         findings)
     if unfinished:
         return Judgement(claim, UNTESTED, f"its declared run is not complete ({unfinished})", findings)
     found = findings[0]

@@ -36,7 +36,9 @@ RULES = (
     "(\"X is not compatible\") is reproduced when X's interval lies below the declared margin. A claim of several "
     "comparisons holds when each holds at the 95% level; it fails when any one fails, decided at the Bonferroni "
     "level. *Untested*: the deciding table is not in these results, or its declared run is not complete (a compared "
-    "row without a record at one of the declared seeds). *Not testable at this scale*: the paper's setting "
+    "row without a record at one of the declared seeds), unless every comparison is already undecidable for a row "
+    "that holds all its declared seeds (e.g. its P_com not shown over them): no missing record can change that "
+    "verdict. *Not testable at this scale*: the paper's setting "
     "cannot be run here, with the reason. A verdict names what it is conditional on: whether that scale's training "
     "converged (`benchbackcompat calibrate --summary`).")
 
