@@ -33,7 +33,8 @@ from scipy import stats
 
 from benchbackcompat.metrics import bootstrap
 from benchbackcompat.metrics.sign_flip import seeds_to_reach, sign_flip_p, smallest_p
-from benchbackcompat.report.aggregate import Missing, Row, Stat, Table, flatten, records_stat, undecidable_update
+from benchbackcompat.report.aggregate import (Missing, Row, Stat, Table, flatten, gain_replicates, gain_stat, records_stat,
+                                              undecidable_update)
 from benchbackcompat.report.calibration import Calibration, convergence
 from benchbackcompat.report.claims.declared import DIFFERENCES, Absent, Claim, Compare, Protocol
 from benchbackcompat.report.claims.premises import PREMISES
@@ -196,10 +197,13 @@ def p_com_sample(row: Row, metric: str, seeds: Sequence[int]) -> tuple[bootstrap
     declared = [record for record in row.finished if record.seed in seeds]
     if not declared:
         return None, f"none of the declared seeds finished for {row.label}", None
-    hidden = undecidable_update(records_stat(declared, metric, "gain"))
+    hidden = undecidable_update(gain_stat(declared, metric, gain_replicates(declared, [metric])))
     if hidden is not None:
         return None, f"P_com not shown for {row.label} on the declared seeds: {hidden.reason.split(': ', 1)[1]}", None
-    return _declared(row, "p_com", records_stat(declared, metric, "p_com"), seeds)
+    cell = row.cells.get(f"{metric}:p_com")
+    if not isinstance(cell, Stat):  # hidden over every stored seed, readable over the declared ones
+        cell = records_stat(declared, metric, "p_com")
+    return _declared(row, "p_com", cell, seeds)
 
 
 def _declared(row: Row, statistic: str, cell: Stat | Missing | None,
