@@ -130,7 +130,7 @@ class TrainConfig(StrictModel):
     gamma: float = Field(0.1, gt=0, le=1)
     warmup_epochs: int = Field(0, ge=0, le=EPOCHS_MAX)
     min_lr: float = Field(0.0, ge=0, le=RATE_MAX)
-    amp: Literal["auto", "bf16", "off"] = Field("auto", description="auto = bf16 autocast on CUDA and on CPUs with native bf16 (AVX512-BF16, AMX), fp32 otherwise")
+    amp: Literal["auto", "bf16", "off"] = Field("auto", description="auto = bf16 autocast where a few timed training steps of the backbone run faster in bf16 than in fp32 on this machine (measured once, cached in the user cache), fp32 otherwise")
     augment: bool = True
     crop_padding: int = Field(4, ge=0, le=PIXELS_MAX)
     flip: bool = True

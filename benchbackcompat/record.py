@@ -12,7 +12,10 @@ A finished record's numbers are checked for shape and range, so that a record wi
 ragged matrix is refused as malformed rather than crashing a reader: every matrix is T x T (one T per record,
 that of its steps), only its lower triangle (query model t, gallery model k <= t) holds values, which are
 accuracies in [0, 100] (null where not computable); AC and its curve are fractions in [0, 1]; the per-query
-outcomes and the update gains are T x T too.
+outcomes and the update gains are T x T too. The live-upgrade blocks are checked as strictly, through typed models
+(:class:`Backfill`, :class:`IndexScores`): a backfilling curve per consecutive update k -> k + 1 of the record's models,
+from 0% to 100% refreshed, of accuracies in [0, 100] with its area in the same range, and index matrices shaped
+like the record's. Stored flip rates are never read (:data:`FLIP_RATES`): they are recomputed from the outcomes.
 """
 from __future__ import annotations
 
@@ -30,12 +33,25 @@ __all__ = ["CellRecord", "DivergedRecord", "FailedRecord", "FinishedRecord", "Me
 
 
 PERCENT_STATISTICS = ("AA", "ACA", "self", "cross", "old_self", "reference_self")  # accuracies in %
+FLIP_RATES = ("nfr_cross", "pfr_cross", "nfr_self", "pfr_self")  # ``metrics.flips.KEYS``: derived, never stored
+NAME = r"^[a-z0-9][a-z0-9_@.-]{0,63}$"  # a metric, refresh order or index kind, as the engine names them
 
 
 def _check_range(value: Any, where: str, low: float, high: float) -> None:
     """Refuse a number outside [low, high] (None and NaN mean "not computable" and pass)."""
     if value is not None and not math.isnan(value) and not low <= value <= high + 1e-9:
         raise PydanticCustomError("out_of_range", f"{where} = {value} is outside [{low:g}, {high:g}]")
+
+
+def _check_lower_triangle(C: list[list[Any]], where: str) -> None:
+    """A T x T matrix of accuracies in [0, 100] whose values lie in the lower triangle (k <= t) only."""
+    _check_square(C, where)
+    for t, row in enumerate(C):
+        for k, value in enumerate(row):
+            if k > t and value is not None and not math.isnan(value):
+                raise PydanticCustomError("matrix_triangle", f"{where}[{t}][{k}] = {value}: only the lower "
+                                          "triangle (gallery model k <= query model t) holds values")
+            _check_range(value, f"{where}[{t}][{k}]", 0.0, 100.0)
 
 
 def _check_square(rows: list[list[Any]], where: str) -> int:
@@ -98,8 +114,75 @@ class MetricSummary(BaseModel):
         return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
     def scalars(self) -> dict[str, Number]:
-        """Every scalar statistic the record stored, by name, in stored order."""
-        return {k: v for k, v in self.model_dump(exclude_unset=True).items() if v is None or isinstance(v, (int, float))}
+        """Every scalar statistic the record stored, by name, in stored order; flip rates a record stores are left
+        out: they are recomputed from the per-query outcomes (``metrics.flips``), never read."""
+        return {k: v for k, v in self.model_dump(exclude_unset=True).items()
+                if (v is None or isinstance(v, (int, float))) and k not in FLIP_RATES}
+
+
+Name = Annotated[str, Field(pattern=NAME)]
+
+
+class BackfillPair(BaseModel):
+    """The backfilling curves of one update old -> new = old + 1: per metric and refresh order, the accuracy (%) at
+    each refreshed fraction (0 first, 1 last, increasing) and the area under the curve (%)."""
+
+    model_config = ConfigDict(extra="forbid")
+    old: int = Field(ge=0)
+    new: int = Field(ge=1)
+    fractions: list[float] = Field(min_length=2)
+    curves: dict[Name, dict[Name, list[Number]]]
+    auc: dict[Name, dict[Name, Number]]
+
+    @model_validator(mode="after")
+    def _consistent(self) -> BackfillPair:
+        where = f"backfill {self.old} -> {self.new}"
+        if self.new != self.old + 1:
+            raise PydanticCustomError("backfill_pair", f"{where}: curves are of consecutive updates (new = old + 1)")
+        x = self.fractions
+        if x[0] != 0 or x[-1] != 1 or any(b <= a for a, b in zip(x, x[1:])):
+            raise PydanticCustomError("backfill_fractions", f"{where}: fractions must rise from 0 to 1, got "
+                                                            f"{x[0]:g} .. {x[-1]:g}")
+        if {m: set(o) for m, o in self.curves.items()} != {m: set(o) for m, o in self.auc.items()}:
+            raise PydanticCustomError("backfill_orders", f"{where}: the areas are not of the curves' metrics and orders")
+        for metric, by_order in self.curves.items():
+            for order, curve in by_order.items():
+                if len(curve) != len(x):
+                    raise PydanticCustomError("backfill_curve", f"{where}: curve {metric}/{order} has {len(curve)} "
+                                                                f"points for {len(x)} fractions")
+                for i, value in enumerate(curve):
+                    _check_range(value, f"{where}: {metric}/{order}[{i}]", 0.0, 100.0)
+                _check_range(self.auc[metric][order], f"{where}: area {metric}/{order}", 0.0, 100.0)
+        return self
+
+
+class Backfill(BaseModel):
+    """``FinishedRecord.backfill``: one :class:`BackfillPair` per consecutive update, in order."""
+
+    model_config = ConfigDict(extra="forbid")
+    pairs: list[BackfillPair]
+
+    @model_validator(mode="after")
+    def _in_order(self) -> Backfill:
+        if [pair.old for pair in self.pairs] != list(range(len(self.pairs))):
+            raise PydanticCustomError("backfill_pairs", "backfill: one pair per consecutive update 0 -> 1, 1 -> 2, ...")
+        return self
+
+
+class IndexScores(BaseModel):
+    """``FinishedRecord.index``: the IVF-PQ sizes used and, per index kind and metric, a T x T matrix of accuracies
+    (%) through the index, in the lower triangle."""
+
+    model_config = ConfigDict(extra="forbid")
+    sizes: dict[Name, Annotated[int, Field(ge=1)]] = {}
+    matrices: dict[Name, dict[Name, Matrix]]
+
+    @model_validator(mode="after")
+    def _lower_triangles(self) -> IndexScores:
+        for kind, by_metric in self.matrices.items():
+            for metric, C in by_metric.items():
+                _check_lower_triangle(C, f"index.{kind}.{metric}")
+        return self
 
 
 class RecordBase(BaseModel):
@@ -143,8 +226,8 @@ class FinishedRecord(RecordBase):
     outcomes: dict[str, dict[str, Any]] = {}  # per-query hits/precisions behind each entry (bootstrap intervals)
     chance: dict[str, Number] = {}
     update_gain: dict[str, Matrix] | None = None  # G[t][k] for sequences that declare it
-    backfill: dict[str, Any] | None = None  # backfilling curves per consecutive update (scenario.backfill)
-    index: dict[str, Any] | None = None  # CMC@k matrices through a FAISS index, per index kind (scenario.index)
+    backfill: dict[str, Any] | None = None  # backfilling curves per consecutive update (scenario.backfill): Backfill
+    index: dict[str, Any] | None = None  # CMC@k matrices through a FAISS index, per index kind (scenario.index): IndexScores
     notes: list[str] = []
     shared_models: list[str] = []
     timings: dict[str, Any] = {}
@@ -157,14 +240,18 @@ class FinishedRecord(RecordBase):
     @classmethod
     def _lower_triangles_of_accuracies(cls, matrices: dict[str, Matrix]) -> dict[str, Matrix]:
         for metric, C in matrices.items():
-            _check_square(C, metric)
-            for t, row in enumerate(C):
-                for k, value in enumerate(row):
-                    if k > t and value is not None and not math.isnan(value):
-                        raise PydanticCustomError("matrix_triangle", f"{metric}[{t}][{k}] = {value}: only the lower "
-                                                  "triangle (gallery model k <= query model t) holds values")
-                    _check_range(value, f"{metric}[{t}][{k}]", 0.0, 100.0)
+            _check_lower_triangle(C, metric)
         return matrices
+
+    @field_validator("backfill")
+    @classmethod
+    def _backfill(cls, backfill: dict[str, Any] | None) -> dict[str, Any] | None:
+        return None if backfill is None else Backfill.model_validate(backfill).model_dump()
+
+    @field_validator("index")
+    @classmethod
+    def _index(cls, index: dict[str, Any] | None) -> dict[str, Any] | None:
+        return None if index is None else IndexScores.model_validate(index).model_dump()
 
     @field_validator("chance")
     @classmethod
@@ -187,6 +274,11 @@ class FinishedRecord(RecordBase):
                 if not isinstance(entries, list) or not all(isinstance(row, list) for row in entries):
                     raise PydanticCustomError("outcomes_shape", f"outcomes.{metric}.C must be a T x T list of lists")
                 sizes[f"outcomes.{metric}.C"] = _check_square(entries, f"outcomes.{metric}.C")
+        if self.backfill is not None:  # one pair per consecutive update
+            sizes["backfill.pairs + 1"] = len(self.backfill["pairs"]) + 1
+        for kind, by_metric in ((self.index or {}).get("matrices") or {}).items():
+            for metric, C in by_metric.items():
+                sizes[f"index.{kind}.{metric}"] = len(C)
         for metric, summary in self.metrics.items():
             for curve in ("AA_curve", "AC_curve"):
                 if getattr(summary, curve) is not None:

@@ -17,6 +17,7 @@ from benchbackcompat.engine.shared import PRETRAIN_SEED, SharedModel, is_standar
 from benchbackcompat.engine.device import autocast, resolve_device
 from benchbackcompat.engine.evaluate import compatibility_matrices, extract_features
 from benchbackcompat.engine.features import FeatureBank, ModelFeatures
+from benchbackcompat.engine.precision import AutoPrecision, Measurement, Workload, measure
 from benchbackcompat.engine.train import Acceleration, batches_per_epoch, make_optimizer, train_model
 from benchbackcompat.errors import BenchError
 from benchbackcompat.execution.plan import Plan, assign_fingerprints, make_plan
@@ -29,10 +30,10 @@ from benchbackcompat.scenarios.steps import Step, build_steps
 from benchbackcompat.store import ResultStore
 
 __all__ = [
-    "PRETRAIN_SEED", "Acceleration", "CellRunner", "FeatureBank", "ModelFeatures", "Plan", "ResultStore",
-    "ScenarioData", "SharedModel", "Step", "assign_fingerprints", "autocast", "batches_per_epoch", "build_steps",
-    "compatibility_matrices", "create_method", "extract_features", "is_standard", "make_optimizer", "plan_grid",
-    "resolve_device", "shared_models", "train_model",
+    "PRETRAIN_SEED", "Acceleration", "AutoPrecision", "CellRunner", "FeatureBank", "Measurement", "ModelFeatures",
+    "Plan", "ResultStore", "ScenarioData", "SharedModel", "Step", "Workload", "assign_fingerprints", "autocast",
+    "batches_per_epoch", "build_steps", "compatibility_matrices", "create_method", "extract_features", "is_standard",
+    "make_optimizer", "measure", "plan_grid", "resolve_device", "shared_models", "train_model",
 ]
 
 

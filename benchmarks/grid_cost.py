@@ -41,6 +41,7 @@ from benchbackcompat.method import StandardMethod, StepContext
 from benchbackcompat.tooling import (
     PRETRAIN_SEED,
     Acceleration,
+    AutoPrecision,
     Plan,
     ScenarioData,
     Step,
@@ -53,6 +54,7 @@ from benchbackcompat.tooling import (
     shared_models,
     train_model,
 )
+from benchbackcompat.tooling import Workload as TimedStep
 
 
 Workload = tuple[str, int]  # (backbone, image size)
@@ -145,11 +147,12 @@ def grid_work(plan: Plan) -> dict[str, Work]:
 
 def calibrate(workloads: set[Workload], batch: int, batches: int, amp: str) -> dict[Workload, tuple[float, float]]:
     """(training images/s, forward images/s) per (backbone, image size) with the harness's loop, at the grid's
-    precision (``train.amp``: bf16 autocast on a CPU with AVX512-BF16 is several times faster than fp32)."""
+    precision (``train.amp``; ``auto`` resolved per backbone as a run resolves it, from the user cache's measurement)."""
     rates = {}
     for backbone, size in sorted(workloads):
+        resolved = AutoPrecision().resolve(amp, torch.device("cpu"), TimedStep(backbone, size, batch, channels_last=True))
         scenario = MultiStep(num_models=2, model={"backbone": backbone, "embedding_dim": 64},
-                             train={"epochs": 1, "batch_size": batch, "amp": amp})
+                             train={"epochs": 1, "batch_size": batch, "amp": resolved})
         steps = build_steps(scenario, 10)
         gen = torch.Generator().manual_seed(0)
         images = ImageArrays(torch.randint(0, 256, (batch * batches, 3, size, size), dtype=torch.uint8, generator=gen),
@@ -166,7 +169,7 @@ def calibrate(workloads: set[Workload], batch: int, batches: int, amp: str) -> d
             started = time.perf_counter()
             train_model(model, method, ctx, seed=1, acceleration=acceleration)
             train_rate = batch * batches / (time.perf_counter() - started)
-        kwargs = dict(mean=(0.5,) * 3, std=(0.25,) * 3, batch_size=512, device=torch.device("cpu"), amp=amp)
+        kwargs = dict(mean=(0.5,) * 3, std=(0.25,) * 3, batch_size=512, device=torch.device("cpu"), amp=resolved)
         extract_features(model, method, images, **kwargs)
         started = time.perf_counter()
         extract_features(model, method, images, **kwargs)

@@ -1,7 +1,7 @@
 """Speed of the harness, measured side by side in one run (a benchmark, not a test).
 
 1. Training throughput (images/s) of every built-in backbone with our pipeline (uint8 images
-   resident on the device, augmentation there, bf16 autocast on CUDA) and with a conventional
+   resident on the device, augmentation there, bf16 autocast on CUDA, ``--amp``) and with a conventional
    torchvision pipeline (Dataset of PIL images, per-image RandomCrop/Flip/ToTensor/Normalize,
    DataLoader) at the same batch size; the ratio is the figure.
 2. The time to evaluate a T-task compatibility matrix for growing T: each model is extracted
@@ -43,6 +43,7 @@ from benchbackcompat.tooling import (
 )
 
 MEAN, STD = (0.5, 0.5, 0.5), (0.25, 0.25, 0.25)
+AMP = ["bf16"]  # --amp: the precision of every training step timed here
 # dense bf16 tensor-core peak (TFLOP/s) of common data-centre GPUs, from the vendors' data sheets
 PEAK_BF16_TFLOPS = {"H100": 989.0, "H200": 989.0, "A100": 312.0, "L40S": 362.0, "A10": 125.0, "V100": 125.0}
 
@@ -66,7 +67,7 @@ def synchronise(device: torch.device) -> None:
 
 def train_step(model: nn.Module, optimizer: torch.optim.Optimizer, images: torch.Tensor, labels: torch.Tensor,
                device: torch.device) -> None:
-    with autocast(device, "auto"):
+    with autocast(device, AMP[0]):
         loss = F.cross_entropy(model(images).logits, labels)
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
@@ -171,7 +172,7 @@ def evaluation_table(device: torch.device, sizes: list[int], n_query: int, n_gal
     gallery = ImageArrays(g_images.to(device), g_labels.to(device))
     data = ScenarioData(query, query, gallery, None, MEAN, STD, 32, classes, "synthetic")
     method = StandardMethod()
-    kwargs = dict(mean=MEAN, std=STD, batch_size=1024, device=device, amp="auto")
+    kwargs = dict(mean=MEAN, std=STD, batch_size=1024, device=device, amp=AMP[0])
     rows = []
     for T in sizes:
         torch.manual_seed(T)
@@ -230,10 +231,12 @@ def main() -> None:
     parser.add_argument("--models", help="comma-separated T of the evaluation table (default 2,4,8,16,31)")
     parser.add_argument("--images", help="QUERIES,GALLERY of the evaluation table (default 2000,4000 on CPU)")
     parser.add_argument("--official-up-to", type=int, default=8, help="largest T timed with per-entry re-extraction")
+    parser.add_argument("--amp", choices=["bf16", "off"], help="precision of ours (default: bf16 on CUDA, fp32 on CPU)")
     args = parser.parse_args()
     parts = set(args.parts.split(","))
     device = resolve_device(args.device)
     on_gpu = device.type == "cuda"
+    AMP[0] = args.amp or ("bf16" if on_gpu else "off")
     backbones = ["convnet-s", "resnet20"] if args.quick else list_backbones()
     batch = 128
     batches = (40 if on_gpu else 6) // (3 if args.quick else 1) or 2

@@ -12,9 +12,13 @@ reference (its features computed once per batch, under no_grad), SGD.
 
 Every variant runs ``--batches`` batches (after one untimed warm-up epoch of 2 batches) and reports
 images/s of the whole loop; variants are interleaved and repeated ``--repeats`` times, the table
-gives the median and the spread (min-max), and the peak resident memory of the process.
+gives the median and the spread (min-max), the arithmetic rate (FLOPs of one training step counted with
+torch.utils.flop_counter, times the median rate) against ``--peak`` where given, and the peak resident memory.
+``ours-auto`` trains in the precision ``train.amp = "auto"`` chooses on this machine (measured once, untimed, not
+cached; its choice and rates are printed).
 
     python benchmarks/training.py [--batches 8] [--repeats 3] [--variants official-w0,ours,ours-cl,...]
+                                  [--peak FP32,BF16]   # the cores' peak GFLOP/s, e.g. 166,333 on 2 Zen 4 cores at 2.6 GHz
 """
 from __future__ import annotations
 
@@ -37,7 +41,15 @@ from torchvision import transforms
 from benchbackcompat.scenarios import CL2R
 from benchbackcompat.data import ImageArrays
 from benchbackcompat.method import Batch, StepContext, frozen_copy
-from benchbackcompat.tooling import Acceleration, build_steps, create_method, make_optimizer, train_model
+from benchbackcompat.tooling import (
+    Acceleration,
+    AutoPrecision,
+    Workload,
+    build_steps,
+    create_method,
+    make_optimizer,
+    train_model,
+)
 
 MEAN, STD = (0.5071, 0.4867, 0.4408), (0.2675, 0.2565, 0.2761)  # the iamcl2r code's CIFAR statistics
 CLASSES, PER_CLASS = 10, 300
@@ -123,6 +135,32 @@ def ours(batches: int, amp: str = "off", channels_last: bool = False, compile: b
     return BATCH[0] * batches / (time.perf_counter() - started)
 
 
+AUTO = AutoPrecision(cache=None)  # measured in this process, not cached
+
+
+def auto_amp(channels_last: bool) -> str:
+    """What ``amp = "auto"`` chooses for this workload here (``bf16`` or ``off``)."""
+    workload = Workload(BACKBONE[0], 32, BATCH[0], channels_last=channels_last)
+    return AUTO.resolve("auto", torch.device("cpu"), workload)
+
+
+def step_gflop_per_image(amp: str) -> float:
+    """FLOPs of one training step of the workload per image: the new model's forward and backward, the frozen old
+    model's forward (torch.utils.flop_counter counts matrix products and convolutions)."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from benchbackcompat.tooling import autocast
+
+    method, ctx = workload(BATCH[0], amp)
+    model = new_model(method, ctx).train()
+    images = ctx.train_data.images.float() / 255
+    with FlopCounterMode(display=False) as counter, autocast(ctx.device, amp):
+        loss = method.loss(model, Batch(images, ctx.train_data.labels, torch.zeros(BATCH[0], dtype=torch.bool)), ctx)
+    with FlopCounterMode(display=False) as backward:
+        loss["loss"].backward()
+    return (counter.get_total_flops() + backward.get_total_flops()) / BATCH[0] / 1e9
+
+
 VARIANTS: dict[str, tuple[str, Callable[[int], float]]] = {
     "official-w0": ("official recipe, DataLoader num_workers=0, fp32", lambda n: official(n, 0)),
     "official-w2": ("official recipe, DataLoader num_workers=2, fp32", lambda n: official(n, 2)),
@@ -130,6 +168,8 @@ VARIANTS: dict[str, tuple[str, Callable[[int], float]]] = {
     "ours-cl": ("ours, fp32, channels-last", lambda n: ours(n, channels_last=True)),
     "ours-bf16": ("ours, bf16 autocast", lambda n: ours(n, amp="bf16")),
     "ours-bf16-cl": ("ours, bf16 autocast, channels-last", lambda n: ours(n, amp="bf16", channels_last=True)),
+    "ours-auto": ("ours, amp auto (as measured here), channels-last",
+                  lambda n: ours(n, amp=auto_amp(True), channels_last=True)),
     "ours-compile": ("ours, fp32, torch.compile (compilation untimed)", lambda n: ours(n, compile=True)),
     "ours-bf16-cl-compile": ("ours, bf16 autocast, channels-last, torch.compile (compilation untimed)",
                              lambda n: ours(n, amp="bf16", channels_last=True, compile=True)),
@@ -145,6 +185,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, help="torch intra-op threads (default: torch's)")
     parser.add_argument("--backbone", default=BACKBONE[0], help="another backbone for a cheaper workload (convnet-s)")
     parser.add_argument("--batch", type=int, default=BATCH[0], help="batch size (the quick preset trains with 64)")
+    parser.add_argument("--peak", help="FP32,BF16: the peak GFLOP/s of the cores used, for the fraction-of-peak column")
     args = parser.parse_args()
     BACKBONE[0], BATCH[0] = args.backbone, args.batch
     if args.threads:
@@ -160,10 +201,23 @@ def main() -> None:
         for name in names:
             rates[name].append(VARIANTS[name][1](args.batches))
             print(f"  repeat {repeat}: {name} {rates[name][-1]:.1f} img/s", file=sys.stderr, flush=True)
+    if "ours-auto" in names:
+        choice = auto_amp(True)
+        print(f"amp auto chose {'bf16 autocast' if choice == 'bf16' else 'fp32'}: "
+              f"{next(iter(AUTO._known.values())).describe()} in its own timing")
+    peaks = [float(p) for p in args.peak.split(",")] if args.peak else None
+    gflop = {amp: step_gflop_per_image(amp) for amp in ("off", "bf16")}
     base = statistics.median(rates[names[0]])
-    rows = [[name, VARIANTS[name][0], f"{statistics.median(r):.1f}", f"{min(r):.1f}-{max(r):.1f}",
-             f"{statistics.median(r) / base:.2f}x"] for name, r in rates.items()]
-    print(tabulate(rows, headers=["variant", "pipeline", "img/s (median)", "range", f"vs {names[0]}"], tablefmt="github"))
+    rows = []
+    for name, r in rates.items():
+        bf16 = "bf16" in VARIANTS[name][0] or (name == "ours-auto" and auto_amp(True) == "bf16")
+        achieved = gflop["bf16" if bf16 else "off"] * statistics.median(r)
+        of_peak = f"{100 * achieved / peaks[1 if bf16 else 0]:.1f}% of {'bf16' if bf16 else 'fp32'}" if peaks else "-"
+        rows.append([name, VARIANTS[name][0], f"{statistics.median(r):.1f}", f"{min(r):.1f}-{max(r):.1f}",
+                     f"{statistics.median(r) / base:.2f}x", f"{achieved:.1f}", of_peak])
+    print(tabulate(rows, headers=["variant", "pipeline", "img/s (median)", "range", f"vs {names[0]}", "GFLOP/s",
+                                  "of peak"], tablefmt="github"))
+    print(f"\none training step: {gflop['off']:.3f} GFLOP per image (fwd + bwd of the new model, fwd of the old one)")
     print(f"\npeak resident memory of the process: {peak_rss_mb():,.0f} MB")
 
 

@@ -20,7 +20,7 @@ from benchbackcompat.metrics import outcomes
 from benchbackcompat.metrics.sign_flip import seeds_to_reach, sign_flip_p, smallest_p
 from benchbackcompat.report.aggregate import Missing, build_tables
 from benchbackcompat.report.calibration import convergence, read_calibrations
-from benchbackcompat.report.claims import Claim, PlannedScenario, claims_markdown, judge, load_all, load_claims
+from benchbackcompat.report.claims import Claim, PlannedScenario, claims_pages, judge, load_all, load_claims
 from benchbackcompat.report.claims.runs import declared_runs
 from test_statistics import _single
 
@@ -133,13 +133,13 @@ def test_fewer_seeds_than_declared_leave_the_claim_untested_naming_the_missing_s
     records = [r for r in _pair([3, 4, 5, 3, 4, 5]) if not (r["method"] == "a" and r["seed"] == 3)]
     judgement = judge(_claim(), build_tables(records))
     # the declared run is not complete: no verdict yet; the deciding table's finding names the missing seed
-    assert judgement.verdict == "untested"
+    assert judgement.verdict == "not run yet"
     assert judgement.reason == "its declared run is not complete (of the 6 declared seeds: a 5)"
     assert judgement.findings[0].verdict == "undecidable"
     assert judgement.findings[0].reason == "5 of the 6 declared seeds finished (missing: 3)"
     # a compared row not run at all is incomplete too
     only_a = judge(_claim(), build_tables([r for r in _pair([3, 4, 5, 3, 4, 5]) if r["method"] == "a"]))
-    assert only_a.verdict == "untested" and only_a.reason == "its declared run is not complete (not run: b)"
+    assert only_a.verdict == "not run yet" and only_a.reason == "its declared run is not complete (not run: b)"
     half_a = judge(_claim(), build_tables([r for r in _pair([3, 4, 5]) if r["method"] == "a"]))
     assert half_a.reason == "its declared run is not complete (of the 6 declared seeds: a 3; not run: b)"
 
@@ -201,10 +201,10 @@ def test_a_claim_already_undecidable_for_a_row_with_all_its_declared_seeds_is_no
     assert judgement.verdict == "undecidable" and "settled by a at all its declared seeds" in judgement.reason
     assert "not complete: of the 6 declared seeds: b 3" in judgement.reason
     shown = [r for r in _p_com_rows([48] * 6, [212] * 6) if r["method"] == "a" or r["seed"] < 3]
-    assert judge(claim, build_tables(shown)).verdict == "untested"  # b's missing seeds could decide it
+    assert judge(claim, build_tables(shown)).verdict == "not run yet"  # b's missing seeds could decide it
     a_short = ([r for r in _p_com_rows([32] * 3, [212] * 3) if r["method"] == "a"] +
                [r for r in _p_com_rows([48] * 6, [212] * 6) if r["method"] == "b"])
-    assert judge(claim, build_tables(a_short)).verdict == "untested"  # a's own missing seeds could lift its update
+    assert judge(claim, build_tables(a_short)).verdict == "not run yet"  # a's own missing seeds could lift its update
 
 
 # ------------------------------------------------------------------ absences
@@ -296,7 +296,7 @@ def test_a_table_of_another_setting_supports_naming_the_difference_and_never_dec
     three = judge(_claim(protocol={**protocol, "models": 3}), build_tables(_pair([3, 4, 5, 3, 4, 5], dataset="cifar100")))
     assert [f.role for f in three.findings] == ["supporting, other setting"]
     assert three.findings[0].differences == ["2 models, the paper's 3"]
-    assert three.verdict == "untested" and three.reason.endswith("differs from the paper's setting: 2 models, the paper's 3")
+    assert three.verdict == "not run yet" and three.reason.endswith("differs from the paper's setting: 2 models, the paper's 3")
 
 
 def test_the_declared_configuration_picks_the_deciding_table_of_a_scenario():
@@ -308,13 +308,17 @@ def test_the_declared_configuration_picks_the_deciding_table_of_a_scenario():
     assert [f.role for f in judgement.findings] == ["deciding", "supporting"]
     # no configuration named: both tables hold the six seeds, so none decides, and the reason says what to name
     unnamed = judge(_claim(), build_tables(records))
-    assert unnamed.verdict == "untested" and "name its configuration in `deciding_config`" in unnamed.reason
+    assert unnamed.verdict == "not run yet" and "name its configuration in `deciding_config`" in unnamed.reason
     # ... but where only one holds every declared seed, that one decides
     partial = _pair([3, 4, 5, 3, 4, 5], config=short) + _pair([-1, 0, 1], config=long)
     assert judge(_claim(), build_tables(partial)).verdict == "reproduced"
     # ... and where none does, the declared run is incomplete: untested, not a configuration to name
     unfinished = judge(_claim(), build_tables(_pair([3, 4, 5], config=short) + _pair([-1, 0, 1], config=long)))
-    assert unfinished.verdict == "untested" and unfinished.reason.endswith("its declared run is not complete")
+    assert unfinished.verdict == "not run yet" and unfinished.reason.endswith("its declared run is not complete")
+    # ... unless one holds more of it (the declared run in progress): that one, with its missing seeds named
+    ahead = judge(_claim(), build_tables(_pair([3, 4, 5, 3, 4], config=short) + _pair([-1, 0, 1], config=long)))
+    assert ahead.verdict == "not run yet"
+    assert ahead.reason == "its declared run is not complete (of the 6 declared seeds: a 5, b 5)"
 
 
 # ------------------------------------------------------------------ the declared run's commands
@@ -329,7 +333,13 @@ def test_the_declared_run_is_one_command_per_set_of_hyperparameters_written_out(
         f"{start} cores --seeds 0-7 --set train.min_steps=12000 --set methods.cores.init=random",
         f"{start} hoc --seeds 0-7 --set train.min_steps=12000 --set methods.hoc.lam=0.5",
         f"{start} hoc --seeds 0-7 --set train.min_steps=12000 --set methods.hoc.lam=1.0"]
-    assert declared_runs(_claim(deciding="", not_testable="needs faces", compare=[])) == []
+    assert declared_runs(_claim(deciding="", not_testable="needs faces", blocked_by="data", compare=[])) == []
+    # a b row of another declared table: its own command, in that table's scenario and configuration
+    two = _claim(compare=[{"a": "hoc", "b": "hoc", "statistic": "AA", "effect": 0.0, "b_deciding": "iam-cl2r-7",
+                           "b_deciding_config": {"replacements": []}}], deciding="iam-cl2r-7")
+    assert declared_runs(two, "cpu") == [
+        "benchbackcompat run --preset cpu --scenario iam-cl2r-7 --methods hoc --seeds 0-5",
+        "benchbackcompat run --preset cpu --scenario iam-cl2r-7 --methods hoc --seeds 0-5 --set 'replacements=[]'"]
 
 
 @pytest.mark.parametrize("value, text", [("random", "random"), ("true", '"true"'), ("12", '"12"'), (0.05, "0.05"),
@@ -376,24 +386,34 @@ def _iam(method: str, gain: int, seed: int, ac: float) -> dict:
 
 
 IAM = {"protocol": {"kind": "iam-cl2r", "retrieval": [["template", "top1"]], "eval_split": "open"},
-       "deciding": "iam-cl2r", "premise": "fine-tuning-improves",
+       "deciding": "iam-cl2r", "premise": "fine-tuning-improves", "premise_on": ["er"],
        "compare": [{"a": "hoc", "b": "er", "statistic": "AC", "effect": 0.4, "a_params": {"lam": 0.1}}]}
 
 
-def test_the_premise_must_be_shown_by_every_compared_row():
-    def records(gains: list[int]) -> list[dict]:
-        return [_iam(m, gains[s % 3], s, ac) for m, ac in (("hoc", 0.9), ("er", 0.1)) for s in range(6)]
+def test_the_premise_is_measured_on_the_setting_and_a_method_without_it_is_named():
+    def records(hoc: list[int], er: list[int]) -> list[dict]:
+        return ([_iam("hoc", hoc[s % 3], s, 0.9) for s in range(6)] + [_iam("er", er[s % 3], s, 0.1) for s in range(6)])
 
     # gains of 18, 21, 24 queries = 6, 7, 8 points per run: 7 ± 2.5706 sqrt(0.8 / 6) = [6.06, 7.94], above 2
-    shown = judge(_claim(**IAM), build_tables(records([18, 21, 24])))
-    assert shown.verdict == "reproduced"
-    assert ("premise, fine-tuning on the task data improves the models pretrained elsewhere: hoc (lam=0.1) yes (+7.00 "
-            "[+6.06, +7.94] points of self-test per run of fine-tuning over 6 seeds, above 2 needed)") in shown.findings[0].checked
-    # 0, 1, 2 points: [0.06, 1.94], below 2: the claim is undecidable whatever its comparison says
-    not_shown = judge(_claim(**IAM), build_tables(records([0, 3, 6])))
-    assert not_shown.findings[0].tests[0].verdict == "reproduced"
-    assert not_shown.verdict == "undecidable"
-    assert not_shown.reason == "premise not shown: fine-tuning on the task data improves the models pretrained elsewhere"
+    shown = judge(_claim(**IAM), build_tables(records([18, 21, 24], [18, 21, 24])))
+    assert shown.verdict == "reproduced" and shown.findings[0].condition == ", convergence not measured"
+    assert ("premise, fine-tuning on the task data improves the models pretrained elsewhere, on the setting: er yes "
+            "(+7.00 [+6.06, +7.94] points of self-test per run of fine-tuning over 6 seeds, above 2 needed)"
+            ) in shown.findings[0].checked
+    # HOC's own gain 0, 1, 2 points ([0.06, 1.94], below 2) with ER's shown: its comparison decides, HOC is named
+    lacking = judge(_claim(**IAM), build_tables(records([0, 3, 6], [18, 21, 24])))
+    assert lacking.verdict == "reproduced"
+    assert lacking.findings[0].condition == ", convergence not measured, premise not shown for hoc (lam=0.1)"
+    # the setting's row without it: undecidable whatever the comparison says
+    setting = judge(_claim(**IAM), build_tables(records([18, 21, 24], [0, 3, 6])))
+    assert setting.findings[0].tests[0].verdict == "reproduced" and setting.verdict == "undecidable"
+    assert setting.reason == ("premise of the setting not shown (on er): fine-tuning on the task data improves the "
+                              "models pretrained elsewhere")
+
+
+def test_a_premise_needs_the_rows_it_is_measured_on():
+    with pytest.raises(ValueError, match=r"name the rows the premise is measured on \(`premise_on`"):
+        _claim(**{**IAM, "premise_on": []})
 
 
 # ------------------------------------------------------------------ claims files: one-line errors
@@ -440,7 +460,7 @@ def test_a_claims_file_loads_into_claims(tmp_path):
     ({"effect": "effekt"}, r"claim c\.compare\.0\.effekt: unknown key, did you mean effect\?"),
     ({"more": '\n[[claim.absent]]\nmethod = "x"\nmargin = 0.1\n'},
      r"claim c: give either \[\[claim.compare\]\] entries or \[\[claim.absent\]\] entries, not both"),
-    ({"statistic": "pcom"}, r"claim c\.compare\.0: unknown statistic 'pcom' \(known: "),
+    ({"statistic": "pcom"}, r"claim c\.compare\.0: unknown statistic 'pcom'; did you mean 'p_com'\?"),
     ({"id": "C 1"}, r"claim C 1\.id: String should match pattern"),
 ])
 def test_a_broken_claims_file_is_a_one_line_error_naming_the_problem(tmp_path, fields, message):
@@ -462,7 +482,7 @@ def test_a_claim_without_deciding_table_or_reason_is_an_error(tmp_path):
     with pytest.raises(BenchError, match=r"claim c: name the table that decides it \(`deciding`\), or say why it is "
                                          r"not testable \(`not_testable`\)"):
         load_claims(path)
-    path.write_text(path.read_text().replace('seeds = 6\n', 'seeds = 6\nnot_testable = "needs faces"\n'))
+    path.write_text(path.read_text().replace('seeds = 6\n', 'seeds = 6\nnot_testable = "needs faces"\nblocked_by = "data"\n'))
     assert load_claims(path).claim[0].not_testable == "needs faces"
 
 
@@ -475,8 +495,8 @@ def test_unreadable_claims_files_and_repeated_ids_are_one_line_errors(tmp_path):
     assert "\n" not in str(error.value)
     first, second = _file(tmp_path, "one.toml"), _file(tmp_path, "two.toml")
     with pytest.raises(BenchError, match=r"two.toml: claim id 'c' is also in .*one.toml; give each claim its own id"):
-        load_all([first, second])
-    assert [f.claim[0].id for f in load_all([first, _file(tmp_path, "three.toml", id="d")])] == ["c", "d"]
+        load_all([first, second], installed=False)
+    assert [f.claim[0].id for f in load_all([first, _file(tmp_path, "three.toml", id="d")], installed=False)] == ["c", "d"]
 
 
 def test_leaderboard_with_a_broken_claims_file_exits_with_one_line(tmp_path, capsys):
@@ -519,6 +539,7 @@ statement = "a above b on faces"
 where = "Table 3"
 seeds = 6
 not_testable = "needs a face data set"
+blocked_by = "data"
 protocol = {{ kind = "ext-class", retrieval = [["loo", "cmc@1"]], eval_split = "test" }}
 
 [[claim]]
@@ -539,26 +560,40 @@ def _page(tmp_path, records: list[dict], **options) -> str:
     return claims_markdown([load_claims(tmp_path / "page.toml")], build_tables(records), "> header", **options)
 
 
+def claims_markdown(*args, **options) -> str:
+    """Every claims page (``claims.md`` first, then each paper's), one after the other."""
+    return "\n".join(claims_pages(*args, **options).values())
+
+
 def test_the_page_tallies_one_verdict_per_claim_and_gives_one_summary_line_each(tmp_path):
-    text = _page(tmp_path, _pair([3, 4, 5, 3, 4, 5]))
-    tally = text.split("## Tally")[1].split("## Summary")[0]
-    assert ("| | reproduced | same direction, smaller effect | not reproduced | undecidable | untested | "
-            "not testable at this scale | all |") in tally
-    # paper claims: holds reproduced, elsewhere untested, faces not testable; the variant: six of its seven seeds, so untested
-    assert "| paper claims | 1 | 0 | 0 | 0 | 1 | 1 | 3 |" in tally
-    assert "| variants the papers did not tabulate | 0 | 0 | 0 | 0 | 1 | 0 | 1 |" in tally
-    summary = text.split("## Summary")[1].split("## How a claim is judged")[0]
+    (tmp_path / "page.toml").write_text(PAGE.format())
+    pages = claims_pages([load_claims(tmp_path / "page.toml")], build_tables(_pair([3, 4, 5, 3, 4, 5])), "> header")
+    assert list(pages) == ["claims.md", "claims/page.md"]
+    tally = pages["claims.md"].split("## Tally")[1].split("\n## ")[0]
+    # paper claims: holds reproduced, elsewhere not run yet, faces not testable (data); the variant: six of its seven
+    # seeds, so not run yet; one category a line
+    for row in ("| reproduced | 1 | 0 |", "| not reproduced | 0 | 0 |", "| not run yet | 1 | 1 |",
+                "| not testable here | 1 | 0 |", "| not testable here: data that cannot be obtained offline | 1 | 0 |",
+                "| not testable here: work that needs a GPU | 0 | 0 |", "| all | 3 | 1 |"):
+        assert row in tally, row
+    digest = pages["claims.md"].split("## Digest")[1].split("\n## ")[0]
+    assert "- hold: 1: holds\n" in digest and "- fail (not reproduced): 0\n" in digest
+    assert "- cannot be run: 1 not testable here (1 data); 1 not run yet" in digest
+    summary = pages["claims/page.md"].split("## Summary")[1].split("\n#")[0]
     lines = [line for line in summary.splitlines() if line.startswith("- ")]
     assert len(lines) == 4
     assert lines[0] == ("- **holds** (A Paper): a above b: **reproduced, convergence not measured** on ext-class "
-                        "(a − b (cross): +4.00 \\[3.06, 4.94\\] against a declared effect of 2; exact p = 0.0312 (6 seeds))")
-    assert lines[1].endswith("**untested**; its deciding table (ext-class-tin) is not in these results")
-    assert lines[2].endswith("**not testable at this scale**; needs a face data set")
-    assert lines[3].endswith("a above b, seven seeds: **untested**; its declared run is not complete (of the 7 "
+                        "(decided by a − b (cross): +4.00 \\[3.06, 4.94\\] against a declared effect of 2; exact p = "
+                        "0.0312 against a mean difference of 0 (6 seeds))")
+    assert lines[1].endswith("**not run yet**; its deciding table (ext-class-tin) is not in these results")
+    assert lines[2].endswith("**not testable here**; needs a face data set")
+    assert lines[3].endswith("a above b, seven seeds: **not run yet**; its declared run is not complete (of the 7 "
                              "declared seeds: a 6, b 6)")
-    assert "### faces: a above b on faces" in text and "**not testable at this scale**: needs a face data set" in text
+    text = pages["claims/page.md"]
+    assert "### faces: a above b on faces" in text and "**not testable here**: needs a face data set" in text
     assert "`tests/test_claims.py`: `test_sign_flip_p_by_hand`" in text.split("## Implementation tests")[1]
     assert "Source: Table 1: a 0.6, b 0.5." in text
+    assert "[A Paper: its subtitle (Venue 2026)](claims/page.md)" in pages["claims.md"]
 
 
 def test_report_names_planned_scenarios_without_records(tmp_path):
@@ -641,12 +676,12 @@ def test_the_studies_claims_files_load_and_render_without_tables():
     files = load_all(paths)
     claims = [c for f in files for c in f.claim]
     assert len(files) == len(paths) == 5 and len({c.id for c in claims}) == len(claims)
-    text = claims_markdown(files, [], "> header")
-    summary = text.split("## Summary")[1].split("## How a claim is judged")[0]
-    assert len([line for line in summary.splitlines() if line.startswith("- ")]) == len(claims)
-    # no tables: every claim is untested, or not testable with its reason
-    assert all(("**untested**" in line) != ("**not testable at this scale**" in line)
-               for line in summary.splitlines() if line.startswith("- "))
+    pages = claims_pages(files, [], "> header")
+    lines = [line for name, text in pages.items() if name != "claims.md"
+             for line in text.split("## Summary")[1].split("\n#")[0].splitlines() if line.startswith("- ")]
+    assert len(lines) == len(claims) and len(pages) == 6
+    # no tables: every claim is not run yet, or not testable with its reason
+    assert all(("**not run yet**" in line) != ("**not testable here**" in line) for line in lines)
 
 
 def test_the_checks_name_compared_rows_whose_self_tests_pass_95_percent():
@@ -671,3 +706,60 @@ def test_the_terminal_summary_is_plain_text():
     plain, marked = claims_summary([file], records, [], plain=True), claims_summary([file], records, [])
     assert "**reproduced" in marked and "**" not in plain and "\\" not in plain
     assert "- cross1-c (P): a above b: reproduced, convergence not measured on ext-class" in plain
+
+
+# ------------------------------------------------------------------ strict claims files
+@pytest.mark.parametrize(("edit", "message"), [
+    (("effect = 2.0", 'effect = "24.0"'), r"claim c\.compare\.0\.effect: Input should be a valid number, got str '24\.0'"),
+    (("effect = 2.0", "effect = nan"), r"claim c\.compare\.0\.effect: not a finite number; a claims file holds finite numbers only"),
+    (("effect = 2.0", "effect = true"), r"claim c\.compare\.0\.effect: Input should be a valid number, got bool"),
+    (('kind = "ext-class"', 'kind = "ext-clas"'), r"claim c\.protocol: unknown scenario kind 'ext-clas'; did you mean 'ext-class'\?"),
+    (("seeds = 6", "seeds = 100000000"), r"claim c\.seeds: Input should be less than or equal to 16"),
+    (("seeds = 6", 'seeds = "6"'), r"claim c\.seeds: Input should be a valid integer, got str '6'"),
+])
+def test_numbers_and_kinds_are_strict(tmp_path, edit, message):
+    path = _file(tmp_path)
+    path.write_text(path.read_text().replace(*edit))
+    with pytest.raises(BenchError, match=message) as error:
+        load_claims(path)
+    assert "\n" not in str(error.value)
+
+
+def test_an_absence_margin_of_inf_and_deep_nesting_are_one_line_errors(tmp_path):
+    path = _file(tmp_path, statistic="AC", more="")
+    path.write_text(path.read_text().replace('[[claim.compare]]\na = "a"\nb = "b"\nstatistic = "AC"\neffect = 2.0\n',
+                                             '[[claim.absent]]\nmethod = "a"\nmargin = inf\n'))
+    with pytest.raises(BenchError, match=r"claim c\.absent\.0\.margin: not a finite number"):
+        load_claims(path)
+    path.write_text(path.read_text().replace("margin = inf", "margin = 0.1\nparams = { x = " + "[" * 3000 + "]" * 3000 + " }"))
+    with pytest.raises(BenchError, match=r"nested more than 8 deep") as error:
+        load_claims(path)
+    assert "\n" not in str(error.value)
+
+
+def test_names_are_checked_against_the_installed_plugins_and_presets(tmp_path):
+    path = _file(tmp_path)
+    text = path.read_text().replace('a = "a"\nb = "b"', 'a = "hocc"\nb = "bct"').replace('statistic = "cross"', 'statistic = "AC"')
+    path.write_text(text)
+    with pytest.raises(BenchError, match=r"claim c: compare\.0\.a: unknown method 'hocc'; did you mean 'hoc'\?"):
+        load_all([path])
+    path.write_text(text.replace('"hocc"', '"hoc"').replace('deciding = "ext-class"', 'deciding = "ext-clas"'))
+    with pytest.raises(BenchError, match=r"claim c: deciding: unknown scenario \(presets: .*\) 'ext-clas'; did you mean"):
+        load_all([path])
+    path.write_text(text.replace('"hocc"', '"hoc"') + 'a_params = { lamm = 0.1 }\n')
+    with pytest.raises(BenchError, match=r"compare\.0\.a: unknown hyperparameter of hoc 'lamm'; did you mean 'lam'\?"):
+        load_all([path])
+    path.write_text(text.replace('"hocc"', '"hoc"') + 'a_params = { lam = "0.1" }\n')
+    with pytest.raises(BenchError, match=r"compare\.0\.a: hoc lam: Input should be a valid number"):
+        load_all([path])
+
+
+def test_claims_text_is_inert_on_every_page(tmp_path):
+    hostile = "<script>x</script> `code` | a\x1b[2J"
+    path = _file(tmp_path)
+    path.write_text(path.read_text().replace('statement = "a above b"', f'statement = {json.dumps(hostile)}')
+                    .replace('title = "A Paper"', 'title = "A `Paper` <b>"'))
+    pages = claims_pages([load_claims(path)], build_tables(_pair([3, 4, 5, 3, 4, 5])), "> header")
+    for text in pages.values():
+        assert "<script>" not in text and "<b>" not in text and "\x1b" not in text and "`code`" not in text
+    assert "&lt;script>x&lt;/script> \\`code\\` \\| a" in pages["claims/claims.md"]

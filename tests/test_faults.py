@@ -548,11 +548,11 @@ def test_a_leaderboard_killed_while_rendering_leaves_the_old_pages_and_the_files
         if record["scenario"] != "multi-step":  # the new results lose a scenario: its figures go
             new.write_record(record["key"], record)
     board = tmp_path / "board"
-    (board / "records").mkdir(parents=True)
-    (board / "records" / "cell.json").write_text("not the renderer's")
-    (board / "NOTES.md").write_text("not the renderer's either")
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "946684800")  # 2000-01-01
     assert main(["leaderboard", "--results", str(tmp_path / "old"), "--out", str(board)]) == 0
+    (board / "records").mkdir()  # files added to the rendering's folder afterwards
+    (board / "records" / "cell.json").write_text("not the renderer's")
+    (board / "NOTES.md").write_text("not the renderer's either")
     before = leaderboard_files(board)
     multi_step = {name for name in before if name.startswith("figures/embedded-quick-multi-step-")}
     assert len(multi_step) == 2  # the matrices and the AA_tau curves
@@ -827,3 +827,23 @@ def test_a_full_disk_while_rendering_names_the_file_in_one_line_and_keeps_the_ol
     assert re.fullmatch(rf"error: cannot access {published}: No space left on device; check the path, its permissions "
                         "and the free space", line), line
     assert leaderboard_files(board) == before and not list(board.glob(".rendering-*"))
+
+
+def test_a_rendering_killed_at_its_last_swap_leaves_no_page_the_next_one_does_not_know_it_wrote(tmp_path):
+    """Killed as it moves the index in, a rendering has already moved in a page the old index does not list; the next
+    rendering, which has no such page, removes it with its figures instead of leaving it linking deleted figures."""
+    from benchbackcompat.cli import main
+
+    one = fixture_results(tmp_path, "one", drop="multi-step")  # one page: embedded-quick
+    two = fixture_results(tmp_path, "two", presets={"multi-step": "cpu"})  # and embedded-cpu
+    board = tmp_path / "board"
+    assert main(["leaderboard", "--results", str(one), "--out", str(board)]) == 0
+    env = {**os.environ, faults.ENV: "swap:README.md:kill"}
+    argv = [sys.executable, "-m", "benchbackcompat", "leaderboard", "--results", str(two), "--out", str(board)]
+    assert subprocess.run(argv, env=env, capture_output=True, text=True).returncode == -9
+    assert (board / "embedded-cpu.md").is_file() and "embedded-cpu" not in (board / "README.md").read_text()
+    assert main(["leaderboard", "--results", str(one), "--out", str(board)]) == 0
+    links_resolve(board)
+    fresh = tmp_path / "fresh"
+    assert main(["leaderboard", "--results", str(one), "--out", str(fresh)]) == 0
+    assert set(leaderboard_files(board)) == set(leaderboard_files(fresh))

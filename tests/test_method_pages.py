@@ -25,8 +25,9 @@ def rendered(tmp_path_factory) -> Path:
         if r["method"] == "l2":
             r["timings"] = {"train_s": 60.0 + 120 * r["seed"], "eval_s": 30.0, "total_s": 1.0}
     out = tmp_path_factory.mktemp("leaderboard")
-    (out / "methods").mkdir()
-    (out / "methods" / "gone.md").write_text("a method of an earlier rendering")
+    earlier = [*records, {**records[0], "method": "gone", "key": "0" * 16}]  # an earlier rendering had a method "gone"
+    write_leaderboard(merge_records([("fixture", earlier)]), out, "benchbackcompat leaderboard", "2000-01-01")
+    assert (out / "methods" / "gone.md").is_file()
     write_leaderboard(merge_records([("fixture", records)]), out, "benchbackcompat leaderboard", "2000-01-01",
                       methods={"l2": L2})
     return out

@@ -1,9 +1,10 @@
-"""The overview of a page: each method from the configuration of its scenario where its primary statistic is
-decidable, a cell without a rank saying why, and verdicts that name the methods compatible by their margin."""
+"""The overview of a page: one table per column (its scenario's headline, named), a cell without a rank saying why,
+verdicts that name the configuration where an undecidable method is ranked and the methods compatible by their
+margin, and which methods break the most queries, generated from the table on its common seeds."""
 from __future__ import annotations
 
 from benchbackcompat.report.aggregate import build_tables
-from benchbackcompat.report.overview import by_headline, overview_tables, verdict
+from benchbackcompat.report.overview import by_headline, flip_finding, overview_tables, verdict
 from test_statistics import _single
 
 N = 400  # queries; an update of 80 of them (20 points) is decidable, one of 8 (2 points) is not
@@ -20,37 +21,53 @@ def _cells(text: str, method: str) -> list[str]:
     return [cell.strip() for cell in line.split("|")[2:-1]]
 
 
-def test_a_method_undecidable_in_the_headline_is_shown_from_the_configuration_where_it_is_decidable():
+def test_each_column_is_its_headline_table_and_the_verdict_names_where_an_undecidable_method_is_ranked():
     records = [
         # 4,000 steps: a, b, c decidable (P_com = (cross - 200) / 80), h's update 2 points, u's too
         _at(4000, _single("a", 0, N, 200, 280, 250, 200, 280)), _at(4000, _single("b", 0, N, 200, 280, 240, 200, 280)),
         _at(4000, _single("c", 0, N, 200, 280, 230, 200, 280)), _at(4000, _single("h", 0, N, 200, 208, 210, 200, 208)),
         _at(4000, _single("u", 0, N, 200, 208, 210, 200, 208)),
-        # 12,000 steps: h decidable at P_com (260 - 200) / 80 = 0.75 above a's 0.375 (its hits include a's)
+        # 12,000 steps: h decidable at P_com (260 - 200) / 80 = 0.75 above a's 0.375 (its hits include a's), and x,
+        # which the headline does not hold
         _at(12000, _single("a", 0, N, 200, 280, 230, 200, 280)), _at(12000, _single("h", 0, N, 200, 280, 260, 200, 280)),
+        _at(12000, _single("x", 0, N, 200, 280, 262, 200, 280)),
     ]
     tables = build_tables(records)
     [members] = by_headline(tables).values()
     assert [t.variant for t in members] == ["train.min_steps=4000", "train.min_steps=12000"]  # 3 ranked beat 2
     text = overview_tables(tables)
-    a = _cells(text, "a")[0]  # decidable in the headline: shown from it, unmarked
+    a = _cells(text, "a")[0]  # the headline's number, bold at rank 1
     assert a.startswith("**0.625 [") and a.endswith("(1)")
-    assert _cells(text, "h")[0].startswith("**0.750") and _cells(text, "h")[0].endswith("(1†)")
+    assert _cells(text, "h") == ["– (update &lt; 10 pts)"]  # no cell borrowed from another table
     assert _cells(text, "u") == ["– (update &lt; 10 pts)"]  # Markdown-escaped: renders as "<"
-    assert "† ext-class (train.min\\_steps=12000)" in text
+    assert "| x " not in text  # not in the headline table: not in its column
+    assert "Each column is one table: ext-class: ext-class (train.min\\_steps=4000)." in text
     sentence = verdict(members)
-    assert sentence.startswith("**ext-class**: a is best on P\\_com (CMC@1) (3 methods ranked)")
-    assert "at train.min\\_steps=12000, where the headline leaves its P\\_com (CMC@1) undecidable, h is at rank 1 " \
-           "(of 2 ranked)" in sentence
+    assert sentence.startswith("**ext-class** (table ext-class (train.min\\_steps=4000)): a is best on P\\_com (CMC@1) "
+                               "(3 methods ranked)")
+    assert ("in the table ext-class (train.min\\_steps=12000), h (its P\\_com (CMC@1) undecidable in the headline) "
+            "and x (not in the headline table) are at rank 1 (of 3 ranked)") in sentence
 
 
+def test_the_flip_finding_lists_every_row_on_the_common_seeds_most_first_with_a_paired_interval():
+    # NFR old self -> cross by hand: old hits are the first `old` queries, cross hits the first `cross`; a query right
+    # before and wrong after is one of queries cross..old-1 where cross < old: (old - cross) / N
+    records = [_single("p", 0, N, 200, 280, 160, 200, 280), _single("p", 1, N, 200, 280, 150, 200, 280),
+               _single("q", 0, N, 200, 280, 190, 200, 280), _single("q", 1, N, 200, 280, 180, 200, 280),
+               _single("q", 2, N, 200, 280, 100, 200, 280),  # seed 2: q only, left out (not common)
+               _single("r", 0, N, 200, 280, 240, 200, 280), _single("r", 1, N, 200, 280, 200, 200, 280)]
+    [table] = build_tables(records)
+    text = flip_finding(table)
+    # p: 40/400 = 10%, 50/400 = 12.5% -> 11.25; q: 2.5%, 5% -> 3.75 (seed 2 left out); r: 0, 0 -> 0
+    assert "on seeds 0, 1, common to its 3 rows with flip rates" in text
+    assert "most queries broken first: p 11.2, q 3.8, r 0.0; p − r: +11.2 points [" in text
 def test_the_verdict_names_the_methods_compatible_by_their_margin_where_p_com_is_not_shown():
     # every update is 2 points: no P_com. m's cross-test is 40 queries (10 points) above its old self-test on the
     # same queries, in every resample; z's is 2 queries below (not significant either way)
     records = [_single("m", 0, N, 200, 208, 240, 200, 208), _single("z", 0, N, 200, 208, 198, 200, 208)]
     [members] = by_headline(build_tables(records)).values()
     sentence = verdict(members)
-    assert sentence.startswith("**ext-class**: no method is ranked: no row has a decidable P\\_com (CMC@1)")
+    assert sentence.startswith("**ext-class** (table ext-class): no method is ranked: no row has a decidable P\\_com (CMC@1)")
     named = sentence.split("though P\\_com is not shown: ")[1]
     assert named.startswith("m (+10.00 [+") and " z (" not in named
     records = [_single("z", 0, N, 200, 208, 198, 200, 208)]

@@ -53,22 +53,23 @@ def footnotes(markdown: str) -> dict[str, str]:
 def test_single_update_table_matches_hand_computed_values(records):
     text = leaderboard_tables(records)
     rows = table_rows(text, "### ext-class")
-    assert rows["method"] == ["method", "rank", "self (cmc@1)", "cross (cmc@1)", "P_up (cmc@1)", "P_com (cmc@1)",
-                              "min", "seeds"]
+    assert rows["method"] == ["method", "rank", "ranks", "self (cmc@1)", "cross (cmc@1)", "P_up (cmc@1)",
+                              "P_com (cmc@1)", "min", "seeds"]
     sd = statistics.stdev
     # the fixture stores no per-query outcomes (nor timings), so cells show mean ± std over seeds
     # independent: self 40, 42; cross 10, 12; P_com (10-30)/(40-30) = -2 and (12-30)/(42-30) = -1.5
-    assert rows["independent"] == ["independent", "2", f"**41.00 ± {sd([40, 42]):.2f}**", f"11.00 ± {sd([10, 12]):.2f}",
+    # ranks: the rank by mean over seed resamples, always 2 for independent (its P_com is below l2's at every seed)
+    assert rows["independent"] == ["independent", "2", "2", f"**41.00 ± {sd([40, 42]):.2f}**", f"11.00 ± {sd([10, 12]):.2f}",
                                    "**0.000 ± 0.000**", f"-1.750 ± {sd([-2, -1.5]):.3f}", "-", "2"]
     # l2: P_up (38-40)/40, (36-42)/42; P_com (33-30)/10, (35-30)/12: the primary statistic, so rank 1
     p_up, p_com = [-2 / 40, -6 / 42], [3 / 10, 5 / 12]
-    assert rows["l2"] == ["l2", "1", "37.00 ± 1.41", "**34.00 ± 1.41**", f"{statistics.fmean(p_up):.3f} ± {sd(p_up):.3f}",
+    assert rows["l2"] == ["l2", "1", "1", "37.00 ± 1.41", "**34.00 ± 1.41**", f"{statistics.fmean(p_up):.3f} ± {sd(p_up):.3f}",
                           f"**{statistics.fmean(p_com):.3f} ± {sd(p_com):.3f}**", "-", "2"]
     # flat: one seed (no std); reference self = old self, so P_com is "–" with the table's one footnote on
     # undecidable updates, and the row is not ranked (the others are ranked by P_com)
-    assert rows["flat"][:5] == ["flat", "-", "30.00", "31.00", "**0.000**"] and rows["flat"][7] == "1"
+    assert rows["flat"][:6] == ["flat", "-", "-", "30.00", "31.00", "**0.000**"] and rows["flat"][8] == "1"
     notes = footnotes(text)
-    mark = re.search(r"–\[\^(\d+)\]", rows["flat"][5]).group(1)
+    mark = re.search(r"–\[\^(\d+)\]", rows["flat"][6]).group(1)
     assert notes[mark].startswith("–: P\\_com not shown: the update it divides by, reference self − old self")
     context = table_rows(text, "The self-tests P\\_com and P\\_up divide by:")
     assert context["method"] == ["method", "old self (cmc@1)", "ref self (cmc@1)", "seeds"]
@@ -83,24 +84,24 @@ def test_dash_and_nan_cells_carry_footnotes_saying_why(records):
     notes = footnotes(text)
     evil = rows[escape(EVIL)]
     assert evil[1] == "-" and evil[-1] == "0 of 1"
-    assert all(c == "-" for c in evil[2:7])  # one reason for the whole row: one footnote, on its label
+    assert all(c == "-" for c in evil[2:8])  # one reason for the whole row: one footnote, on its label
     assert "not-applicable: needs a \\*replay\\* memory \\| &lt;b>cl2r&lt;/b> only" in notes[evil[0].split("[^")[-1][:-1]]
     unstable = rows["unstable"]  # diverged runs show nan, as in the papers
-    assert all(c == "nan" for c in unstable[2:6])
+    assert all(c == "nan" for c in unstable[3:7])
     assert notes[unstable[0].split("[^")[-1][:-1]] == "unstable: diverged: the loss is nan at epoch 2"
 
 
 def test_multi_task_table_partial_divergence_and_seed_counts(records):
     text = leaderboard_tables(records)
     rows = table_rows(text, "### multi-step")
-    assert rows["method"][2:5] == ["AC (cmc@1)", "AA (cmc@1)", "ACA (cmc@1)"]
+    assert rows["method"][3:6] == ["AC (cmc@1)", "AA (cmc@1)", "ACA (cmc@1)"]
     # hoc: AC (3/3, 2/3), AA (349/6, 329/6), ACA ((55+52+62)/3, (50+60)/3)
     ac, aa, aca = [1, 2 / 3], [349 / 6, 329 / 6], [169 / 3, 110 / 3]
-    assert rows["hoc"] == ["hoc", "1", *(f"**{statistics.fmean(v):.{d}f} ± {statistics.stdev(v):.{d}f}**"
+    assert rows["hoc"] == ["hoc", "1", rows["hoc"][2], *(f"**{statistics.fmean(v):.{d}f} ± {statistics.stdev(v):.{d}f}**"
                                          for v, d in ((ac, 3), (aa, 2), (aca, 2))), "-", "2"]
     independent = rows["independent"]
     assert independent[0].startswith("independent[^") and independent[-1] == "2 of 3"
-    assert independent[3] == f"{statistics.fmean([255 / 6, 250 / 6]):.2f} ± {statistics.stdev([255 / 6, 250 / 6]):.2f}"
+    assert independent[4] == f"{statistics.fmean([255 / 6, 250 / 6]):.2f} ± {statistics.stdev([255 / 6, 250 / 6]):.2f}"
     assert "seed 2 diverged: the loss is inf at epoch 5" in footnotes(text)[independent[0].split("[^")[1][:-1]]
 
 
@@ -160,9 +161,12 @@ def test_exports_hold_the_same_numbers(records):
     assert float(l2["cross"]["mean"]) == 34.0 and float(l2["p_com"]["mean"]) == pytest.approx((0.3 + 5 / 12) / 2)
     assert l2["cross"]["higher_is_better"] == "True" and l2["cross"]["n"] == "2" and l2["cross"]["rank"] == "1"
     flat = {r["statistic"]: r for r in rows if r["method"] == "flat"}
-    assert flat["p_com"]["mean"] == "" and flat["p_com"]["missing"] == "–" and "old self = 0.00" in flat["p_com"]["note"]
+    # a word for the missing number (not a dash a spreadsheet reads as a formula), the reason in the note
+    assert flat["p_com"]["mean"] == "" and flat["p_com"]["missing"] == "update < 10 pts" and "old self = 0.00" in flat["p_com"]["note"]
+    assert {r["chance_level"] for r in rows} == {"False"}
     data = json.loads(json_export(tables, {"date": "2000-01-01"}))
     hoc = next(r for t in data["tables"] if t["scenario"] == "multi-step" for r in t["rows"] if r["method"] == "hoc")
+    assert hoc["chance_level"] is False and hoc["chance_reason"] is None
     assert hoc["cells"]["cmc@1:AC"]["values"] == [1.0, pytest.approx(2 / 3)] and hoc["seeds"] == [0, 1]
 
 
@@ -204,7 +208,8 @@ def test_leaderboard_folder_is_reproducible_apart_from_the_date(records, tmp_pat
     assert_pages_are_inert(tmp_path)
     write_leaderboard(merged, tmp_path, "benchbackcompat leaderboard --results r --out o", "2031-12-31")
     second = {p.relative_to(tmp_path): p.read_bytes() for p in sorted(tmp_path.rglob("*")) if p.is_file()}
-    assert second.keys() == first.keys()
+    manifest = json.loads(second.pop(Path(".leaderboard-files.json")))  # the renderer's list of what it wrote
+    assert second.keys() == first.keys() and {Path(name) for name in manifest["files"]} == set(first)
     for name, data in first.items():
         assert second[name] == data.replace(b"2000-01-01", b"2031-12-31"), name
 
@@ -228,7 +233,7 @@ def test_chance_floor_is_twice_chance_or_a_fifth_of_the_way_to_100_where_chance_
     assert chance_floor(50.0) == 60.0  # pair verification: twice chance would be 100%, which no model reaches
 
 
-LONG = "a-method-whose-name-takes-most-of-a-screen-" + "x" * 40  # 83 characters
+LONG = "a-method-whose-name-takes-most-of-a-screen-" + "x" * 30  # 73 characters
 
 
 def test_default_view_keeps_the_ranking_statistics_when_the_headline_is_wider_than_a_page(records):
@@ -238,8 +243,8 @@ def test_default_view_keeps_the_ranking_statistics_when_the_headline_is_wider_th
             record["label"] = record["label"].replace("/l2/", f"/{LONG}/")
     text = leaderboard_tables(records)
     rows = table_rows(text, "### ext-class")
-    # self, cross, P_up and P_com beside the long label make 192 characters a row; P_com and cross 153
-    assert rows["method"] == ["method", "rank", "cross (cmc@1)", "P_com (cmc@1)", "min", "seeds"]
+    # rank, ranks, self, cross, P_up and P_com beside the long label make 192 characters a row; P_com and cross 153
+    assert rows["method"] == ["method", "rank", "ranks", "cross (cmc@1)", "P_com (cmc@1)", "min", "seeds"]
     default = text.split("### ext-class", 1)[1].split("\n\n", 2)[1]
     assert max(len(line) for line in default.splitlines()) <= 160
     hidden = table_rows(text, "CMC@1 statistics:")  # the columns left out come next, in full

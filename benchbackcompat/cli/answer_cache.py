@@ -97,7 +97,7 @@ def read_entry(path: Path) -> dict | None:
         entry = json.loads(path.read_bytes())
     except FileNotFoundError:
         return None
-    except (OSError, ValueError):  # ValueError: not UTF-8, or not JSON
+    except (OSError, ValueError, RecursionError, MemoryError):  # not UTF-8, not JSON, nested too deeply, too large
         entry = None
     if (isinstance(entry, dict) and isinstance(entry.get("text"), str) and isinstance(entry.get("code"), dict)
             and all(isinstance(v, str) for v in entry["code"].values())):

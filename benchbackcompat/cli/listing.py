@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 LISTABLE = ("methods", "scenarios", "datasets", "backbones", "presets")
+PRESET_WIDTH = 70  # characters of a preset's description a line: `list presets` fits a 100-column terminal
 
 
 def register(sub: Any) -> None:
@@ -63,8 +64,13 @@ def cmd_list(args: argparse.Namespace) -> int:
     elif args.what == "presets":
         from benchbackcompat.execution.presets import available_presets, load_preset
 
-        rows = [[name, str(path), load_preset(name).get("description", "")] for name, path in available_presets().items()]
-        print(tabulate(rows, headers=["preset", "file", "description"], tablefmt="github"))
+        import textwrap
+
+        rows = [[name, Path(str(path)).name, textwrap.fill(load_preset(name).get("description", ""), PRESET_WIDTH)]
+                for name, path in available_presets().items()]
+        print(tabulate(rows, headers=["preset", "file", "description"], tablefmt="simple"))
+        print("\n(files: " + ", ".join(sorted({str(Path(str(p)).parent) for p in available_presets().values()}))
+              + "; `run --preset FILE` takes any preset file)")
     else:
         from benchbackcompat.execution.plugin_host import PluginHost
 

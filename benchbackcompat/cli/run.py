@@ -175,8 +175,34 @@ def terminal_tables(records, wide: bool = False) -> str:
         text = tables_markdown(narrow, plain=True, views=lambda t, notes: table_markdown(t, notes, t.columns))
         if widest_line(text) <= WIDTH:
             break
-    hidden = sum(len(t.columns) for t in tables) - sum(len(t.columns) for t in narrow)
+    upgrades = {id(t): _upgrade_columns(t) for t in tables}
+    if any(upgrades.values()):  # what an update breaks and what a live gallery sees, beside the ranking
+        found = {id(t): u for t, u in zip(narrow, upgrades.values())}
+        text = tables_markdown(narrow, plain=True, views=lambda t, notes: "\n\n".join(
+            [table_markdown(t, notes, t.columns)] + ([table_markdown(t, notes, found[id(t)], ranked=False, cost=False)]
+                                                     if found[id(t)] else [])))
+    hidden = sum(len(t.columns) for t in tables) - sum(len(t.columns) + len(upgrades[id(w)])
+                                                       for t, w in zip(narrow, tables))
     return text + (f"\n\n({hidden} more columns: run again with --wide, or run benchbackcompat leaderboard)" if hidden else "")
+
+
+def _upgrade_columns(table) -> list:
+    """The first metric's negative flip rate old self -> cross, then, where the records hold them, the first order's
+    backfilling area and lowest point against the old self-test and each index's gap on the cross-tests: as many of
+    them as fit ``WIDTH`` (nothing where the table has none of the live-gallery statistics)."""
+    from benchbackcompat.report.markdown import widest_line
+    from benchbackcompat.report.tables import Footnotes, table_markdown
+
+    metric = table.columns[0].metric if table.columns else None
+    by_key = {c.statistic.key: c for c in table.columns if c.metric == metric}
+    order = next((key[4:] for key in by_key if key.startswith("auc_")), "")
+    live = [by_key[key] for key in (f"auc_{order}", f"dip_{order}", "gap_cross_ivf-pq", "gap_cross_flat") if key in by_key]
+    columns = ([by_key["nfr_cross"]] if "nfr_cross" in by_key else []) + live if live else []
+    for dropped in ("gap_cross_flat", f"auc_{order}", "nfr_cross", "gap_cross_ivf-pq"):  # the least telling first
+        if widest_line(table_markdown(table, Footnotes(plain=True), columns, ranked=False, cost=False)) <= WIDTH:
+            break
+        columns = [c for c in columns if c.statistic.key != dropped]
+    return columns
 
 
 def _with_gated_terms(table, columns: list) -> list:

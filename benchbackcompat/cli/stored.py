@@ -39,6 +39,13 @@ def register(sub: Any) -> None:
     export.set_defaults(handler=cmd_export)
 
 
+def echo(text: object) -> None:
+    """Print text that quotes records: never obeyed by the terminal (``runtime.terminal``)."""
+    from benchbackcompat.runtime.terminal import printable
+
+    print(printable(text, lines=True))
+
+
 def cmd_status(args: argparse.Namespace) -> int:
     from benchbackcompat.results.status import render_status
 
@@ -57,13 +64,13 @@ def cmd_show(args: argparse.Namespace) -> int:
     store = ResultStore(args.results)
     cells = StoredCells.of(store)
     if not args.cell:
-        print(cells.listing() or f"no results in {args.results}")
+        echo(cells.listing() or f"no results in {args.results}")
         return 0
     found = [r for r in cells.records if r.key.startswith(args.cell) or r.label == args.cell]
     pending = [key for key, label in cells.partial.items() if key.startswith(args.cell) or label == args.cell]
     if not found and len(pending) == 1:
-        print(f"{cells.partial[pending[0]]}  key {pending[0]}  status partial  device unknown")
-        print(f"steps {cells.saved[pending[0]]} saved; run the same command again to resume")
+        echo(f"{cells.partial[pending[0]]}  key {pending[0]}  status partial  device unknown")
+        echo(f"steps {cells.saved[pending[0]]} saved; run the same command again to resume")
         return 0
     record, others = cells.pick(found, pending, args.cell, args.results)
     print_record(store, record, others, cells)
@@ -80,6 +87,13 @@ class StoredCells:
     variant: dict[str, str]
     states: dict[str, str] = field(default_factory=dict)  # filled as records are shown (staleness is not free)
 
+    @functools.cached_property
+    def gates(self) -> dict[tuple[str, str, str], str]:
+        """(key, metric, statistic) -> why the leaderboard does not show that number (``frames.statistic_gates``)."""
+        from benchbackcompat.results.frames import statistic_gates
+
+        return statistic_gates(self.records)
+
     def state(self, record) -> str:
         """The record's status, or ``stale (why)``; worked out once per record."""
         if record.key not in self.states:
@@ -94,8 +108,11 @@ class StoredCells:
         return cls(records, saved, partial, _variants(records), )
 
     def rows(self, records: list, partial: list[str]) -> list[list[str]]:
-        return ([[r.key, r.label, self.variant[r.key], self.state(r)] for r in records]
-                + [[key, self.partial[key], "", f"partial (steps {self.saved[key]} saved)"] for key in partial])
+        from benchbackcompat.runtime.terminal import printable
+
+        return [[printable(field) for field in row] for row in (
+            [[r.key, r.label, self.variant[r.key], self.state(r)] for r in records]
+            + [[key, self.partial[key], "", f"partial (steps {self.saved[key]} saved)"] for key in partial])]
 
     def listing(self) -> str:
         from tabulate import tabulate
@@ -124,28 +141,33 @@ def print_record(store, record, others: list, cells: StoredCells) -> None:
 
     from benchbackcompat.record import FinishedRecord
     from benchbackcompat.report.curves import curve_summary
-    from benchbackcompat.results.flips import flip_lines
+    from benchbackcompat.results.flips import flip_lines, live_lines
 
     variant, state = cells.variant, cells.state
-    print(f"{record.label}  key {record.key}  variant {variant[record.key]}  status {state(record)}  "
+    echo(f"{record.label}  key {record.key}  variant {variant[record.key]}  status {state(record)}  "
           f"device {record.device or 'unknown'}")
     if others:
-        print(f"({len(others)} other records of this label: " + ", ".join(
+        echo(f"({len(others)} other records of this label: " + ", ".join(
             f"{r.key} {variant[r.key]} {state(r)}" for r in others) + "; shown: the newest current one, "
             f"variant {variant[record.key]})")
     if not isinstance(record, FinishedRecord):
-        print(record.reason)
+        echo(record.reason)
         return
     for metric, matrix in record.matrices.items():
         T = len(matrix)
         rows = [[f"q{t}", *(f"{matrix[t][k]:.2f}" if k <= t and matrix[t][k] is not None else "" for k in range(T))] for t in range(T)]
-        print(f"\n{metric} (rows: query model t, columns: gallery model k)")
-        print(tabulate(rows, headers=["", *(f"g{k}" for k in range(T))], tablefmt="github", disable_numparse=True))
+        echo(f"\n{metric} (rows: query model t, columns: gallery model k)")
+        echo(tabulate(rows, headers=["", *(f"g{k}" for k in range(T))], tablefmt="github", disable_numparse=True))
         values = record.metrics[metric].scalars()
-        print("  " + ", ".join(f"{k} {v:.3f}" if isinstance(v, float) else f"{k} {v}" for k, v in values.items()))
-        print("\n".join(flip_lines(record, metric)) or "  flips: not defined (average precisions) or no per-query outcomes")
-    print("\ntraining curves (per step: first -> last epoch, minimum)")
-    print(curve_summary(store.curves(record.key)))
+        gated = {k: why for k in values if (why := cells.gates.get((record.key, metric, k)))}
+        echo("  " + ", ".join(f"{k} –" if k in gated else f"{k} {v:.3f}" if isinstance(v, float) else f"{k} {v}"
+                               for k, v in values.items()))
+        for why in dict.fromkeys(gated.values()):  # P_com and its other names: one gate, as on the leaderboard
+            echo(f"  – {', '.join(k for k, w in gated.items() if w == why)}: {why}")
+        echo("\n".join(flip_lines(record, metric)) or "  flips: not defined (average precisions) or no per-query outcomes")
+        echo("\n".join(live_lines(record, metric)))
+    echo("\ntraining curves (per step: first -> last epoch, minimum)")
+    echo(curve_summary(store.curves(record.key)))
 
 
 def _variants(records: list) -> dict[str, str]:
@@ -180,7 +202,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     table, notes = compare_results(args.a, args.b, tuple(split_list(args.statistics)),
                                    scenarios=tuple(split_list(args.scenario)), methods=tuple(split_list(args.methods)))
-    print(render(table, notes, str(args.a), str(args.b)))
+    echo(render(table, notes, str(args.a), str(args.b)))
     return 0
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import io
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 import torch
@@ -24,6 +24,7 @@ except ImportError:  # a torchvision without image decoders (deprecated since 0.
     decode_image = decode_jpeg = None
 
 _CHUNK = 4096
+CHUNK_BYTES = 64 * 2**20  # encoded bytes decoded at once: a chunk of files is decoded before the next is read
 MAX_PIXELS = 40_000_000  # a decoded image above this (about 120 MB as RGB) is refused: a decompression bomb
 
 
@@ -96,25 +97,39 @@ def _decode_named(blobs: Sequence[bytes], names: Sequence[str], source: str) -> 
         raise
 
 
-def decode_images(blobs: Sequence[bytes], image_size: int | None, source: str,
-                  names: Sequence[str] | None = None) -> Tensor:
-    """Decode encoded images (JPEG/PNG/...) to uint8 N x 3 x H x W, resized to image_size if set;
-    without image_size all images must share one size. A bad file is named (``names``) in a one-line error."""
-    if not blobs:
+def decode_stream(files: Iterable[tuple[str, bytes]], image_size: int | None, source: str) -> Tensor:
+    """Decode (name, encoded bytes) pairs (JPEG/PNG/...) to uint8 N x 3 x H x W, resized to image_size if set (without
+    it all images must share one size); a bad file is named in a one-line error. The pairs are taken as they come:
+    each chunk of at most ``_CHUNK`` files or ``CHUNK_BYTES`` bytes is decoded (and resized) before the next is read,
+    so the encoded bytes held at once stay bounded however many files there are."""
+    images: list[Tensor] = []
+    names: list[str] = []
+    blobs: list[bytes] = []
+    held = 0
+    for name, blob in files:
+        names.append(name)
+        blobs.append(blob)
+        held += len(blob)
+        if len(blobs) == _CHUNK or held >= CHUNK_BYTES:
+            images.extend(_decode_resized(blobs, names, image_size, source))
+            names, blobs, held = [], [], 0
+    if blobs:
+        images.extend(_decode_resized(blobs, names, image_size, source))
+    if not images:
         raise BenchError(f"no images found in {source}; check --data-root")
-    names = list(names) if names is not None else [f"image {i}" for i in range(len(blobs))]
-    images = []
-    for start in range(0, len(blobs), _CHUNK):
-        with warnings.catch_warnings():  # torchvision 0.29 warns on every call that it prefers torchcodec
-            warnings.simplefilter("ignore", DeprecationWarning)
-            decoded = _decode_named(blobs[start : start + _CHUNK], names[start : start + _CHUNK], source)
-        if image_size is not None and len({x.shape for x in decoded}) == 1:
-            decoded = list(resize_images(torch.stack(decoded), image_size))
-        elif image_size is not None:
-            decoded = [resize_images(x[None], image_size)[0] for x in decoded]
-        images.extend(decoded)
     shapes = {tuple(x.shape) for x in images}
     if len(shapes) > 1:
         raise BenchError(f"images in {source} have different sizes ({', '.join(map(str, sorted(shapes)[:3]))}); "
                          "set the dataset image_size to resize them")
     return torch.stack(images)
+
+
+def _decode_resized(blobs: Sequence[bytes], names: Sequence[str], image_size: int | None, source: str) -> list[Tensor]:
+    with warnings.catch_warnings():  # torchvision 0.29 warns on every call that it prefers torchcodec
+        warnings.simplefilter("ignore", DeprecationWarning)
+        decoded = _decode_named(blobs, names, source)
+    if image_size is not None and len({x.shape for x in decoded}) == 1:
+        return list(resize_images(torch.stack(decoded), image_size))
+    if image_size is not None:
+        return [resize_images(x[None], image_size)[0] for x in decoded]
+    return decoded

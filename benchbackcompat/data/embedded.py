@@ -16,7 +16,8 @@ from torch import Tensor
 
 from benchbackcompat.data.arrays import DatasetBundle, ImageArrays, channel_stats
 from benchbackcompat.data.cache import cached
-from benchbackcompat.data.render import BACKGROUNDS, COLOURS, SHAPES, hash_keys, noise_bank, render
+from benchbackcompat.data.memory import check_images_fit
+from benchbackcompat.data.render import BACKGROUNDS, COLOURS, SHAPES, hash_keys, noise_bank, noise_bank_bytes, render
 from benchbackcompat.errors import BenchError
 
 if TYPE_CHECKING:
@@ -29,7 +30,7 @@ DEFAULTS = {"num_classes": 100, "open_classes": 50, "pretrain_classes": 250,
 OPEN_QUERY_PER_CLASS, OPEN_GALLERY_PER_CLASS = 100, 50
 SPLIT_CODES = {"train": 1, "test": 2, "open_query": 3, "open_gallery": 4}  # pretrain renders as "train"
 _POOL_KEY = 0x706F6F6C
-_CHUNK = 1024
+_CHUNK_PIXELS = 1024 * 32 * 32  # pixels rendered at once: 1024 images at the default size, fewer of larger ones
 
 
 def class_name(class_id: int) -> str:
@@ -70,9 +71,10 @@ def _render(seed: int, ids: Tensor, codes: Tensor, index: Tensor, image_size: in
     hues = torch.tensor(list(COLOURS.values()))[attrs[:, 1]]
     bank = noise_bank(seed, image_size)
     images = torch.empty(ids.numel(), 3, image_size, image_size, dtype=torch.uint8)
+    chunk = max(1, _CHUNK_PIXELS // image_size**2)  # the renderer's float buffers stay this small at any size
     with _one_thread():
-        for start in range(0, ids.numel(), _CHUNK):
-            part = slice(start, start + _CHUNK)
+        for start in range(0, ids.numel(), chunk):
+            part = slice(start, start + chunk)
             images[part] = render(seed, attrs[part, 0], hues[part], attrs[part, 2], ids[part], codes[part],
                                   index[part], image_size, bank)
     return images
@@ -125,6 +127,9 @@ def _build(s: dict[str, int]) -> DatasetBundle:
              "pretrain": (pretrain_ids, s.get("pretrain_per_class", s["train_per_class"]), "train")}  # rendered as train
     layouts = {name: _layout(*part) for name, part in parts.items() if part[0].numel()}
     ids, codes, index, _ = (torch.cat(column) for column in zip(*layouts.values()))
+    size = s["image_size"]
+    check_images_fit(ids.numel(), size, f"embedded dataset at data.image_size={size}",
+                     extra=(noise_bank_bytes(size), "the renderer's noise bank"))
     images = torch.split(_render(s["seed"], ids, codes, index, s["image_size"]), [len(v[0]) for v in layouts.values()])
     splits = {name: ImageArrays(part, layout[3]) for (name, layout), part in zip(layouts.items(), images)}
     for option, camera in CAMERAS.items():  # models pretrained elsewhere: another image source

@@ -7,6 +7,9 @@ the decoded uint8 arrays keyed by the source's size/mtime and those request fiel
 from __future__ import annotations
 
 import gzip
+import io
+import math
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -17,9 +20,10 @@ from torch import Tensor
 
 from benchbackcompat.data.arrays import DatasetBundle, ImageArrays, channel_stats, first_per_class
 from benchbackcompat.data.cache import cached, file_fingerprint
-from benchbackcompat.data.decode import decode_images, resize_images
+from benchbackcompat.data.decode import decode_stream, resize_images
 from benchbackcompat.data.sources import FileTree, find_prefix, is_image, locate, open_tree
 from benchbackcompat.errors import BenchError
+from benchbackcompat.runtime.files import TooLarge, read_regular
 from benchbackcompat.runtime.logs import log
 
 if TYPE_CHECKING:
@@ -59,8 +63,8 @@ def _from_files(name: str, tree: FileTree, class_names: list[str], files: Files,
     for split, (names, labels) in files.items():
         label_tensor = torch.tensor(labels, dtype=torch.int64)
         index = first_per_class(label_tensor, keep, per_class[split]).tolist()
-        blobs = [tree.read(names[i]) for i in index]
-        images = decode_images(blobs, request.image_size, f"{tree.path} ({split})", [names[i] for i in index])
+        files = ((names[i], tree.read(names[i])) for i in index)  # read as they are decoded, a chunk at a time
+        images = decode_stream(files, request.image_size, f"{tree.path} ({split})")
         splits[split] = ImageArrays(images, label_tensor[index])
     return _bundle(name, class_names[:keep], splits)
 
@@ -212,13 +216,31 @@ def load_cifar100(request: DatasetRequest) -> DatasetBundle:
     return _load_cifar(request, "cifar100", "cifar-100-python")
 
 
+MAX_IDX_BYTES = 256 * 2**20  # an idx file of Fashion-MNIST: its 60,000 training images are 47 MB
+
+
 def _read_idx(path: Path) -> np.ndarray:
-    """An idx file (optionally gzipped): big-endian header (magic, then one uint32 per dimension)."""
-    data = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
-    ndim = data[3]
+    """An idx file (optionally gzipped): big-endian header (magic, then one uint32 per dimension). Read and unpacked
+    up to ``MAX_IDX_BYTES``; a damaged, truncated or oversized file is one line naming it."""
+    fix = "fetch it again (apt-get install --reinstall dataset-fashion-mnist) or check --data-root"
+    too_large = BenchError(f"fashion-mnist: {path} unpacks to more than {MAX_IDX_BYTES // 2**20} MiB, above the limit "
+                           f"for an idx file (a decompression bomb?); {fix}")
+    try:
+        data = read_regular(path, MAX_IDX_BYTES)
+        if path.suffix == ".gz":
+            with gzip.GzipFile(fileobj=io.BytesIO(data)) as stream:
+                data = stream.read(MAX_IDX_BYTES + 1)
+    except TooLarge:
+        raise too_large from None
+    except (OSError, EOFError, zlib.error) as error:  # gzip.BadGzipFile is an OSError
+        why = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
+        raise BenchError(f"fashion-mnist: {path} cannot be read ({type(error).__name__}: {why}); {fix}") from None
+    if len(data) > MAX_IDX_BYTES:
+        raise too_large
+    ndim = data[3] if len(data) >= 4 else 0
     dims = [int.from_bytes(data[4 + 4 * i : 8 + 4 * i], "big") for i in range(ndim)]
-    if data[2] != 0x08 or len(data) != 4 + 4 * ndim + int(np.prod(dims)):
-        raise BenchError(f"{path} is not a uint8 idx file; check --data-root")
+    if len(data) < 4 or data[2] != 0x08 or len(data) != 4 + 4 * ndim + math.prod(dims):
+        raise BenchError(f"fashion-mnist: {path} is not a uint8 idx file (damaged or truncated?); {fix}")
     return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * ndim).reshape(dims)
 
 

@@ -28,10 +28,18 @@ def available_memory() -> int | None:
     return found
 
 
-def check_images_fit(images: int, size: int, where: str, channels: int = 3) -> None:
-    """Refuse ``images`` uint8 images of ``channels`` x ``size`` x ``size`` whose bytes exceed the available memory."""
-    need, limit = images * channels * size * size, available_memory()
+def check_images_fit(images: int, size: int, where: str, channels: int = 3, extra: tuple[int, str] = (0, "")) -> None:
+    """Refuse ``images`` uint8 images of ``channels`` x ``size`` x ``size`` whose bytes, with the ``extra`` bytes that
+    making them takes (bytes, what they are), exceed the available memory."""
+    need, limit = images * channels * size * size + extra[0], available_memory()
     if limit is not None and need > limit:
-        raise BenchError(f"{where}: {images} images of {channels}x{size}x{size} pixels need {need / 2**30:.1f} GiB, "
-                         f"above the {limit / 2**30:.1f} GiB of memory available; lower data.image_size "
-                         "(or the images per class)")
+        besides = f" with {extra[1]} ({extra[0] / 2**30:.1f} GiB)" if extra[0] else ""
+        raise BenchError(f"{where}: {images} images of {channels}x{size}x{size} pixels{besides} need "
+                         f"{need / 2**30:.1f} GiB, above the {limit / 2**30:.1f} GiB of memory available; lower "
+                         "data.image_size (or the images per class)")
+
+
+def out_of_memory(error: BaseException) -> bool:
+    """Whether ``error`` is an allocation that failed (Python's MemoryError, or torch's allocator refusing)."""
+    return isinstance(error, MemoryError) or (isinstance(error, RuntimeError) and "allocate" in str(error)
+                                              and "memory" in str(error))

@@ -10,7 +10,7 @@ from benchbackcompat.data import loaders
 from benchbackcompat.data.arrays import DatasetBundle
 from benchbackcompat.data.embedded import load_embedded
 from benchbackcompat.data.request import DatasetRequest
-from benchbackcompat.data.memory import check_images_fit
+from benchbackcompat.data.memory import check_images_fit, out_of_memory
 from benchbackcompat.errors import BenchError, UnknownNameError
 
 __all__ = ["DATASETS", "DatasetEntry", "DatasetRequest", "get_dataset", "load_dataset"]
@@ -56,7 +56,14 @@ def load_dataset(name: str, request: DatasetRequest) -> DatasetBundle:
         images = request.num_classes * (request.train_per_class + (request.test_per_class or 0)) + (
             request.pretrain_classes or 0) * (request.pretrain_per_class or request.train_per_class)
         check_images_fit(images, request.image_size, f"dataset {name!r} at data.image_size={request.image_size}")
-    return entry.load(request)
+    try:
+        return entry.load(request)
+    except (MemoryError, RuntimeError) as error:
+        if not out_of_memory(error):
+            raise
+        at = f" at data.image_size={request.image_size}" if request.image_size else ""
+        raise BenchError(f"dataset {name!r}{at}: out of memory while loading it ({type(error).__name__}); lower "
+                         "data.image_size (or the images per class)") from None
 
 
 def check_not_degenerate(name: str, bundle: DatasetBundle, request: DatasetRequest) -> None:

@@ -164,6 +164,11 @@ def _hsv_to_rgb(h: Tensor, s: Tensor, v: Tensor) -> Tensor:
     return v[:, None] - v[:, None] * s[:, None] * torch.minimum(k, 4.0 - k).clamp(0.0, 1.0)
 
 
+def noise_bank_bytes(size: int) -> int:
+    """The memory :func:`noise_bank` takes at its peak: two float32 draws and their sum."""
+    return 3 * NOISE_BANK * 3 * size * size * 4
+
+
 def noise_bank(seed: int, size: int) -> Tensor:
     """NOISE_BANK fields of triangular noise in [-1, 1] (bank x 3 x S x S), shared by all images.
     Drawn from a seeded torch.Generator: its size is fixed, so it never depends on the request."""

@@ -12,9 +12,12 @@ from typing import Any
 
 from benchbackcompat.data.cache import file_fingerprint
 from benchbackcompat.errors import BenchError
+from benchbackcompat.runtime.files import NotRegularFile, TooLarge, read_regular
 
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png")
 MAX_MEMBER_BYTES = 4 * 40_000_000  # a file of a dataset: the largest image decoded (``decode.MAX_PIXELS``) as raw RGBA
+ARCHIVE_RATIO = 20  # bytes an archive may unpack to, per byte of the archive: JPEG and PNG do not compress further
+MIN_ARCHIVE_BYTES = 256 * 2**20  # ... and at least this (a small archive of text files)
 
 
 class DirTree:
@@ -34,13 +37,17 @@ class DirTree:
         self.fingerprint: list[Any] = [path.name, len(names), total, latest]
 
     def read(self, name: str) -> bytes:
+        """The file ``name``; one that is not a regular file (a link to a device such as ``/dev/zero``, a named pipe)
+        or holds more than ``MAX_MEMBER_BYTES`` is refused in one line naming it, unread."""
         path = self.path / name
         try:
-            size = path.stat().st_size
-            if size > MAX_MEMBER_BYTES:
-                raise BenchError(f"{path} is {size / 2**20:.0f} MiB, above the limit of {MAX_MEMBER_BYTES // 2**20} MiB "
-                                 "for a file of a dataset; remove or shrink it")
-            return path.read_bytes()
+            return read_regular(path, MAX_MEMBER_BYTES)
+        except TooLarge:
+            raise BenchError(f"{path} holds more than {MAX_MEMBER_BYTES // 2**20} MiB, above the limit for a file of a "
+                             "dataset; remove or shrink it") from None
+        except NotRegularFile as error:
+            raise BenchError(f"{path} is {error.what}, not a regular file; refusing to read it: remove it or put the "
+                             "file itself there") from None
         except OSError as error:
             raise BenchError(f"{self.path}: cannot read {name} ({error.strerror or error}); restore the file or "
                              "remove what names it") from None
@@ -53,6 +60,13 @@ class ZipTree:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.fingerprint = file_fingerprint(path)
+        self.unpacked = 0  # bytes read out of the archive so far
+
+    @property
+    def budget(self) -> int:
+        """The bytes the archive may unpack to in all: ``ARCHIVE_RATIO`` times its size, at least ``MIN_ARCHIVE_BYTES``
+        (many members each below ``MAX_MEMBER_BYTES`` are a decompression bomb too)."""
+        return max(MIN_ARCHIVE_BYTES, ARCHIVE_RATIO * self.fingerprint[1])
 
     @cached_property
     def zip(self) -> zipfile.ZipFile:
@@ -81,15 +95,26 @@ class ZipTree:
         limit = f"above the limit of {MAX_MEMBER_BYTES // 2**20} MiB for a file of a dataset (a decompression bomb?)"
         if info.file_size > MAX_MEMBER_BYTES:
             raise BenchError(f"{where}: expands to {info.file_size / 2**20:.0f} MiB, {limit}; refusing to unpack it")
+        left = self.budget - self.unpacked
+        if info.file_size > left:
+            raise self._over_budget(name)
         try:
             with self.zip.open(info) as member:
-                data = member.read(MAX_MEMBER_BYTES + 1)
+                data = member.read(min(MAX_MEMBER_BYTES, left) + 1)
         except (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError, RuntimeError) as error:
             raise BenchError(f"{where}: cannot be read ({type(error).__name__}: {str(error)[:80]}); the archive is "
                              "damaged or incomplete: fetch it again") from None
         if len(data) > MAX_MEMBER_BYTES:
             raise BenchError(f"{where}: expands beyond {MAX_MEMBER_BYTES // 2**20} MiB, {limit}; refusing to unpack it")
+        if len(data) > left:  # its header understated its size
+            raise self._over_budget(name)
+        self.unpacked += len(data)
         return data
+
+    def _over_budget(self, name: str) -> BenchError:
+        return BenchError(f"zip {self.path}: its members unpack to more than {self.budget // 2**20} MiB "
+                          f"({ARCHIVE_RATIO} times the archive's size, at least {MIN_ARCHIVE_BYTES // 2**20} MiB) by "
+                          f"member {name} (a decompression bomb?); refusing to unpack more: fetch the archive again")
 
 
 FileTree = DirTree | ZipTree

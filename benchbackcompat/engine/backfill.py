@@ -7,6 +7,7 @@ self-test C[t][t], scored by the same code.
 """
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import torch
@@ -16,6 +17,7 @@ from benchbackcompat.engine.evaluate import score
 from benchbackcompat.engine.features import FeatureBank
 from benchbackcompat.method import Method
 from benchbackcompat.metrics import backfill as bf
+from benchbackcompat.runtime.logs import log
 from benchbackcompat.runtime.seeds import derive_seed, generator
 from benchbackcompat.scenarios.data import ScenarioData
 
@@ -34,9 +36,10 @@ def refresh_orders(method: Method, bank: FeatureBank, data: ScenarioData, old: i
 
 
 def backfill_curves(method: Method, bank: FeatureBank, data: ScenarioData, protocol: str, metrics: list[str],
-                    seed: int, config: BackfillConfig) -> dict[str, Any]:
+                    seed: int, config: BackfillConfig, label: str = "") -> dict[str, Any]:
     """``{"pairs": [{"old": k, "new": t, "fractions": [...], "curves": {metric: {order: [%...]}},
-    "auc": {metric: {order: %}}}]}``, one pair per consecutive update."""
+    "auc": {metric: {order: %}}}]}``, one pair per consecutive update; logs one line (the cell's ``label``)."""
+    started = time.perf_counter()
     similarity, templates = method.similarity(), method.templates()
     pairs = []
     for t in range(1, len(bank)):
@@ -65,4 +68,17 @@ def backfill_curves(method: Method, bank: FeatureBank, data: ScenarioData, proto
         pairs.append({"old": k, "new": t, "fractions": fractions, "curves": curves,
                       "auc": {m: {name: bf.area_under_curve(fractions, curve) for name, curve in by_order.items()}
                               for m, by_order in curves.items()}})
+    log.info(f"  {label} backfill: {summary(pairs, metrics[0])}, {time.perf_counter() - started:.1f} s")
     return {"pairs": pairs}
+
+
+def summary(pairs: list[dict[str, Any]], metric: str) -> str:
+    """One line on the curves of ``metric``: per order the area and the lowest point, means over the updates."""
+    orders = list(pairs[0]["auc"][metric]) if pairs else []
+    parts = []
+    for order in orders:
+        lows = [min(p["curves"][metric][order]) for p in pairs]
+        at = [100 * p["fractions"][p["curves"][metric][order].index(low)] for p, low in zip(pairs, lows)]
+        parts.append(f"{order} AUC {sum(p['auc'][metric][order] for p in pairs) / len(pairs):.2f}, lowest "
+                     f"{sum(lows) / len(lows):.2f} at {sum(at) / len(at):.0f}% refreshed")
+    return (f"{len(pairs)} update{'s' * (len(pairs) != 1)}, {metric}: " + "; ".join(parts)) if parts else "no update"

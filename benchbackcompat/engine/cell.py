@@ -24,6 +24,7 @@ from benchbackcompat.scenarios.kinds import ScenarioBase
 from benchbackcompat.data.arrays import ImageArrays
 from benchbackcompat.engine import distributed
 from benchbackcompat.engine.device import precision
+from benchbackcompat.engine.precision import AutoPrecision, Workload
 from benchbackcompat.engine.evaluate import (
     Evaluation,
     ModelFeatures,
@@ -60,8 +61,10 @@ class CellRunner:
 
     def __init__(self, cell: Cell, method: Method, data: ScenarioData, store: ResultStore, device: torch.device,
                  observer=None, share_models: bool = True, acceleration: Acceleration = Acceleration(),
-                 borrow_steps: bool = True) -> None:
+                 borrow_steps: bool = True, auto_precision: AutoPrecision | None = None) -> None:
         self.cell, self.method, self.data, self.store, self.device = cell, method, data, store, device
+        self.auto_precision = auto_precision or AutoPrecision()
+        self.precisions: dict[str, str] = {}  # backbone -> the precision it trained and was evaluated in
         if cell.data_fingerprint is None:  # a cell built outside a plan: keyed by the data it runs on
             cell.data_fingerprint, cell.training_fingerprint = data.fingerprint, data.training_fingerprint
             cell.data_source = data.source_fingerprint
@@ -85,11 +88,28 @@ class CellRunner:
         if stretched is not train_cfg:
             log.debug(f"  step {step.index}: {stretched.epochs} epochs of {per_epoch} batches "
                      f"(train.min_steps={train_cfg.min_steps})")
+        stretched = stretched.model_copy(update={"amp": self.amp(step.backbone, stretched)})
         return StepContext(
             scenario=self.scenario, step=step, steps=self.steps, train=stretched, device=self.device,
             old_model=old_model, train_data=train_data, memory=memory, mean=self.data.mean, std=self.data.std,
-            image_size=self.data.image_size, seed=self.cell.seed, embedder=self.embedder(train_cfg),
+            image_size=self.data.image_size, seed=self.cell.seed, embedder=self.embedder(stretched),
         )
+
+    def amp(self, backbone: str, train_cfg) -> str:
+        """The precision ``train_cfg.amp`` trains and evaluates ``backbone`` in: ``bf16`` or ``off`` as configured;
+        ``auto``: bf16 autocast only where measured faster on this machine (``engine.precision``)."""
+        workload = Workload(backbone, self.data.image_size, train_cfg.batch_size, self.data.train.images.shape[1],
+                            self.acceleration.channels_last, getattr(self.scenario.model, "input_size", {}).get(backbone))
+        amp = self.auto_precision.resolve(train_cfg.amp, self.device, workload)
+        self.precisions[backbone] = precision(amp)
+        return amp
+
+    def precision_used(self) -> str:
+        """For the record: ``bf16 autocast`` or ``fp32``, or per backbone where they differ."""
+        used = set(self.precisions.values())
+        if len(used) == 1:
+            return used.pop()
+        return ", ".join(f"{backbone}: {p}" for backbone, p in sorted(self.precisions.items())) or "fp32"
 
     def embedder(self, train_cfg) -> Callable[[torch.nn.Module, ImageArrays], torch.Tensor]:
         """``StepContext.embed``: plain embeddings (``model.embed``) in evaluation batches on the device."""
@@ -281,8 +301,9 @@ class CellRunner:
     def features(self, method: Method, model: Network, index: int = 0) -> ModelFeatures:
         """Features of ``model`` (step ``index``); NaN or Inf in them records the cell as diverged."""
         with self.timer.phase("extract"):
+            backbone = self.steps[min(index, len(self.steps) - 1)].backbone
             features = model_features(model, method, self.data, batch_size=self.scenario.train.eval_batch_size,
-                                      device=self.device, amp=self.scenario.train.amp)
+                                      device=self.device, amp=self.amp(backbone, self.scenario.train))
         if not all(bool(torch.isfinite(f).all()) for f in (features.query, features.gallery) if f is not None):
             raise DivergedError(index, None, None, None, what=f"evaluation features of model {index}")
         return features
@@ -338,11 +359,12 @@ class CellRunner:
         if scenario.backfill is not None:
             with self.timer.phase("backfill"):
                 found["backfill"] = backfill_curves(self.method, features, self.data, scenario.protocol,
-                                                    scenario.metrics, self.cell.seed, scenario.backfill)
+                                                    scenario.metrics, self.cell.seed, scenario.backfill,
+                                                    label=self.cell.label)
         if scenario.index is not None:
             with self.timer.phase("index"):
                 found["index"] = index_matrices(self.method, features, self.data, scenario.protocol, scenario.metrics,
-                                                scenario.index)
+                                                scenario.index, label=self.cell.label)
         return found
 
     @property
@@ -441,42 +463,49 @@ def step_summary(history: list[dict[str, float]]) -> str:
 
 def save_traceback(store: ResultStore, key: str) -> str | None:
     """Write the current exception's traceback into the cell's folder; its path, or None if it cannot be written."""
-    path = store.cell_dir(key) / "traceback.txt"
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(traceback.format_exc())
+        return str(store.write_traceback(key, traceback.format_exc()))
     except OSError as error:
-        log.warning(f"cannot write {path} ({error.strerror or error}); the traceback is lost")
+        log.warning(f"cannot write {error.filename} ({error.strerror or error}); the traceback is lost")
         return None
-    return str(path)
 
 
 def run_cell(cell: Cell, method: Method, data: ScenarioData, store: ResultStore, device: torch.device,
              observer=None, plugin_versions: dict[str, str] | None = None, share_models: bool = True,
-             acceleration: Acceleration = Acceleration(), borrow_steps: bool = True) -> CellRecord:
+             acceleration: Acceleration = Acceleration(), borrow_steps: bool = True,
+             auto_precision: AutoPrecision | None = None) -> CellRecord:
     """Run a cell and write its record (also for diverged and not-applicable cells; a failed cell's record is
     returned, not stored, so that a re-run retries it). ``borrow_steps``: load the steps that a cell training alike
     has saved (see ``Cell.training_key``)."""
     base = {**cell_fields(cell), "params": method.params.model_dump(mode="json"), "dataset": data.name,
-            "device": f"{device_name(device)}; {precision(device, cell.scenario.config.train.amp)}",
             "versions": versions(plugin_versions or {}), "worker": worker_name()}
     reason = unsupported(method, cell.scenario.config)
+    runner = None
     if reason:
         outcome: dict[str, Any] = {"status": "not-applicable", "reason": reason}
     else:
         try:
             fault_point(f"cell:{cell.label}")
-            outcome = CellRunner(cell, method, data, store, device, observer, share_models, acceleration,
-                                 borrow_steps).run()
+            runner = CellRunner(cell, method, data, store, device, observer, share_models, acceleration, borrow_steps,
+                                auto_precision)
+            outcome = runner.run()
         except DivergedError as error:  # recorded (the leaderboard shows "nan"), not retried
             outcome = {"status": "diverged", "reason": str(error), "step": error.step, "epoch": error.epoch,
                        "batch": error.batch, "last_finite_loss": error.last_finite}
         except BaseException as error:  # plugin code (even sys.exit or its own KeyboardInterrupt) fails only its cell;
             if must_propagate(error):  # not recorded, so a re-run retries it. A real Ctrl-C stops the run.
                 raise
-            return parse_record({**base, "status": "failed", "reason": describe(error),
+            return parse_record({**base, "device": _device_text(device, cell, runner), "status": "failed",
+                                 "reason": describe(error),
                                  "traceback": save_traceback(store, cell.key)})
-    record = parse_record({**base, **outcome,
+    record = parse_record({**base, "device": _device_text(device, cell, runner), **outcome,
                            "computed_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")})
     store.write_record(cell.key, record)
     return record
+
+
+def _device_text(device: torch.device, cell: Cell, runner: CellRunner | None) -> str:
+    """``cpu (2 threads, ...); bf16 autocast``: the device and the precision the cell trained in (as configured where
+    it trained nothing)."""
+    used = runner.precision_used() if runner is not None and runner.precisions else precision(cell.scenario.config.train.amp)
+    return f"{device_name(device)}; {used}"

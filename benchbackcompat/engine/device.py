@@ -2,12 +2,10 @@
 from __future__ import annotations
 
 import contextlib
-import functools
 
 import torch
 
 from benchbackcompat.errors import BenchError
-from benchbackcompat.runtime.cpuinfo import first_processor
 
 DEVICE_TYPES = ("cpu", "cuda", "mps")
 
@@ -46,27 +44,20 @@ def resolve_device(spec: str) -> torch.device:
     return device
 
 
-@functools.cache
-def cpu_has_native_bf16() -> bool:
-    """Whether this CPU multiplies bf16 in hardware (AVX512-BF16 or AMX-BF16, read from /proc/cpuinfo on Linux).
-    Elsewhere bf16 is emulated and slower than fp32, so ``amp = "auto"`` stays in fp32."""
-    flags = first_processor().get("flags", "").split()
-    return "avx512_bf16" in flags or "amx_bf16" in flags
+def uses_bf16(mode: str) -> bool:
+    """Whether ``mode`` trains under bf16 autocast: ``bf16`` does. ``off`` and an ``auto`` that was not resolved for
+    its workload (code training outside a cell; a cell resolves it by measurement, ``engine.precision``) train in
+    fp32, the exact default."""
+    return mode == "bf16"
 
 
-def uses_bf16(device: torch.device, mode: str) -> bool:
-    """``bf16`` always; ``auto`` on CUDA and on CPUs with native bf16 (benchmarks/training.py on 2 AVX512-BF16
-    cores, with channels-last: ResNet-18 trains 1.5x and convnet-m 2.9x as fast as in fp32); ``off`` never."""
-    return mode == "bf16" or (mode == "auto" and (device.type == "cuda" or (device.type == "cpu" and cpu_has_native_bf16())))
-
-
-def precision(device: torch.device, mode: str) -> str:
-    """How ``mode`` trains on ``device``, for the record: ``bf16 autocast`` or ``fp32``."""
-    return "bf16 autocast" if uses_bf16(device, mode) else "fp32"
+def precision(mode: str) -> str:
+    """How ``mode`` trains, for the record: ``bf16 autocast`` or ``fp32``."""
+    return "bf16 autocast" if uses_bf16(mode) else "fp32"
 
 
 def autocast(device: torch.device, mode: str) -> contextlib.AbstractContextManager:
     """bf16 autocast where :func:`uses_bf16`; full precision otherwise."""
-    if uses_bf16(device, mode):
+    if uses_bf16(mode):
         return torch.autocast(device.type, dtype=torch.bfloat16)
     return contextlib.nullcontext()

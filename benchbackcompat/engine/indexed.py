@@ -6,6 +6,7 @@ k's, as the method compares them with model t's queries) and searched with model
 from __future__ import annotations
 
 import math
+import time
 from typing import Any
 
 from benchbackcompat.config import IndexConfig
@@ -13,13 +14,15 @@ from benchbackcompat.engine.features import FeatureBank
 from benchbackcompat.method import Method
 from benchbackcompat.metrics import index as ix
 from benchbackcompat.metrics import outcomes
+from benchbackcompat.runtime.logs import log
 from benchbackcompat.scenarios.data import ScenarioData
 
 
 def index_matrices(method: Method, bank: FeatureBank, data: ScenarioData, protocol: str, metrics: list[str],
-                   config: IndexConfig) -> dict[str, Any]:
+                   config: IndexConfig, label: str = "") -> dict[str, Any]:
     """``{"sizes": effective IVF-PQ sizes, "matrices": {kind: {metric: C}}}`` for the CMC@k ``metrics`` (NaN above
-    the diagonal and where the feature sizes of an entry differ)."""
+    the diagonal and where the feature sizes of an entry differ); logs one line (the cell's ``label``)."""
+    started = time.perf_counter()
     cmc = [m for m in metrics if m.startswith("cmc@")]
     loo = protocol == "loo"
     query_labels = data.query.labels
@@ -39,4 +42,21 @@ def index_matrices(method: Method, bank: FeatureBank, data: ScenarioData, protoc
                 for metric in cmc:
                     hits = ix.cmc_hits(neighbours, query_labels, gallery_labels, int(metric[4:]), exclude_self=loo)
                     result[kind][metric][t][k] = outcomes.score(hits)
+    log.info(f"  {label} index: {summary(result, cmc[0])}, {time.perf_counter() - started:.1f} s")
     return {"sizes": ix.effective(config, len(gallery_labels)), "matrices": result}
+
+
+def summary(result: dict[str, dict[str, list[list[float]]]], metric: str) -> str:
+    """One line on the scores of ``metric`` through each index: the means over the cross-tests (k < t) and over
+    the self-tests (k = t) that it scored."""
+    parts = []
+    for kind, by_metric in result.items():
+        C = by_metric[metric]
+        cross = [C[t][k] for t in range(len(C)) for k in range(t) if not math.isnan(C[t][k])]
+        own = [C[t][t] for t in range(len(C)) if not math.isnan(C[t][t])]
+        parts.append(f"{kind} cross {_mean(cross)}, self {_mean(own)}")
+    return f"{metric} through the index (mean over the entries): " + "; ".join(parts)
+
+
+def _mean(values: list[float]) -> str:
+    return f"{sum(values) / len(values):.2f}" if values else "-"

@@ -24,7 +24,7 @@ from benchbackcompat.models.registry import BACKBONES, TIMM_PREFIX, list_backbon
 from benchbackcompat.execution.plugin_host import PluginHost
 from benchbackcompat.scenarios.data import ScenarioData, load_scenario_data
 from benchbackcompat.execution.search import Search, make_search, method_grid
-from benchbackcompat.execution.selection import grid_points
+from benchbackcompat.execution.selection import grid_points, grid_size
 from benchbackcompat.scenarios.steps import build_steps
 from benchbackcompat.store import ResultStore
 from benchbackcompat.record import CellRecord, FailedRecord, FinishedRecord
@@ -108,7 +108,8 @@ def make_plan(run: RunConfig, host: PluginHost) -> Plan:
         if classes:
             build_steps(named.config, classes)
     grids = {name: method_grid(methods[name], run.grids[name]) for name in methods if name in run.grids}
-    grids = {name: grid for name, grid in grids.items() if len(grid_points(grid)) > 1}
+    grids = {name: grid for name, grid in grids.items() if grid_size(grid) > 1}
+    check_cell_count(run, [grid_size(grids[name]) if name in grids else 1 for name in methods])
     points = {name: [host.create_method(name, {**run.method_params.get(name, {}), **point}).params.model_dump(mode="json")
                      for point in grid_points(grid)] for name, grid in grids.items()}
     cells, searches = [], []
@@ -120,6 +121,18 @@ def make_plan(run: RunConfig, host: PluginHost) -> Plan:
                 cells += [Cell(seeded(named, seed), name, methods[name].params.model_dump(mode="json"), seed, run.preset, codes[name])
                           for seed in dict.fromkeys(run.seeds)]
     return Plan(run, methods, [c for search in searches for c in search.cells] + cells, searches)
+
+
+MAX_CELLS = 100_000  # cells of one plan: each trains models for minutes at least
+
+
+def check_cell_count(run: RunConfig, points: list[int]) -> None:
+    """Refuse, before any cell is made, a plan of more than ``MAX_CELLS`` cells (scenarios x seeds x each method's grid
+    points)."""
+    count = len(run.scenarios) * len(set(run.seeds)) * sum(points)
+    if count > MAX_CELLS:
+        raise BenchError(f"the run asks for {count:,} cells ({len(run.scenarios)} scenarios x {len(set(run.seeds))} "
+                         f"seeds x {sum(points)} method settings), above the limit of {MAX_CELLS:,}: run fewer")
 
 
 def seeded(named: NamedScenario, seed: int) -> NamedScenario:

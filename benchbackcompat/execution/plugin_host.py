@@ -24,6 +24,8 @@ from benchbackcompat import hookspecs
 from benchbackcompat.errors import BenchError, UnknownNameError
 from benchbackcompat.runtime.interrupts import describe, must_propagate
 from benchbackcompat.method import Method
+from benchbackcompat.runtime.files import outside
+from benchbackcompat.store.checkpoint import atomic_write_bytes
 
 GROUP = "benchbackcompat"
 OBSERVER_GROUP = "benchbackcompat.observers"
@@ -49,12 +51,32 @@ class PluginHost:
     # --- entry points ----------------------------------------------------------------------
     @staticmethod
     def entry_points() -> dict[str, metadata.EntryPoint]:
-        return {ep.name: ep for ep in metadata.entry_points(group=GROUP)}
+        """The entry points of group ``benchbackcompat`` by name (the first found where a name has several)."""
+        found: dict[str, metadata.EntryPoint] = {}
+        for entry in _all_entry_points(GROUP):
+            found.setdefault(entry.name, entry)
+        return found
+
+    @staticmethod
+    def entry_point_conflicts() -> dict[str, str]:
+        """Entry-point names that two distributions, or two copies on the path, point at different code: name -> one
+        line naming both. Python would pick one by the order of ``sys.path``, silently; such a name is refused."""
+        by_name: dict[str, dict[str, metadata.EntryPoint]] = {}
+        for entry in _all_entry_points(GROUP):
+            by_name.setdefault(entry.name, {}).setdefault(entry.value, entry)
+        return {name: f"entry point {name!r} of group {GROUP!r} is registered twice, by "
+                      + " and by ".join(_provider(e) for e in list(entries.values())[:2])
+                      + "; uninstall one of them, or remove its folder from the Python path"
+                for name, entries in by_name.items() if len(entries) > 1}
 
     def load(self, name: str) -> bool:
-        """Import and register the entry point ``name``; False (and a recorded failure) if it breaks."""
-        if name in self.loaded or name in self.failures:
+        """Import and register the entry point ``name``; False (and a recorded failure) if it breaks, or (a recorded
+        conflict) if two distributions register the name with different code."""
+        if name in self.loaded or name in self.failures or name in self.conflicts:
             return name in self.loaded
+        if (conflict := self.entry_point_conflicts().get(name)) is not None:
+            self.conflicts[name] = conflict
+            return False
         entry = self.entry_points().get(name)
         if entry is None:
             return False
@@ -130,9 +152,10 @@ class PluginHost:
         if self.results is None:
             return None
         path = self.results / "observers" / (re.sub(r"[^A-Za-z0-9_.-]", "_", name) + ".traceback.txt")
+        if outside(self.results, path.parent) is not None:  # a planted link: nothing is written through it
+            return None
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(traceback.format_exc())
+            atomic_write_bytes(path, traceback.format_exc().encode())
         except OSError:
             return None
         return path
@@ -222,6 +245,20 @@ class PluginHost:
             DATASETS.update({entry.name: entry for entry in entries or []})
         for entries in self.isolated_results("bbc_register_backbones"):
             BACKBONES.update({entry.name: entry for entry in entries or []})
+
+
+def _all_entry_points(group: str) -> list[metadata.EntryPoint]:
+    """Every entry point of ``group`` of every distribution on the path, copies of one distribution on several folders
+    of the path included (``metadata.entry_points`` keeps only the first of those)."""
+    return [entry for dist in metadata.distributions() for entry in dist.entry_points if entry.group == group]
+
+
+def _provider(entry: metadata.EntryPoint) -> str:
+    """``distribution version (value, in folder)`` of an entry point."""
+    dist = entry.dist
+    if dist is None:
+        return entry.value
+    return f"{dist.name} {dist.version} ({entry.value}, in {dist.locate_file('')})"
 
 
 def _origin(cls: type) -> str:

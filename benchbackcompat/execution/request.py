@@ -23,15 +23,22 @@ SMOKE_TRAIN = {"epochs": 1, "min_steps": 0}
 SEEDS = re.compile(r"\s*(-?\d+)\s*(?:-\s*(-?\d+)\s*)?")
 
 
+MAX_SEEDS = 1000  # seeds of one run: the papers report 3 to 5; more is a typo (0-100000000 for 0-10), not a plan
+
+
 def parse_seeds(text: str) -> list[int]:
-    """``0,1,2``, ``0-2`` or a mix (``0-2,5``) -> [0, 1, 2(, 5)]; a ValueError naming the bad part otherwise."""
-    seeds: list[int] = []
+    """``0,1,2``, ``0-2`` or a mix (``0-2,5``) -> [0, 1, 2(, 5)]; a ValueError naming the bad part otherwise, or the
+    number of seeds when it exceeds ``MAX_SEEDS`` (counted before any list is made)."""
+    ranges: list[range] = []
     for part in filter(str.strip, text.split(",")):
         match = SEEDS.fullmatch(part)
         if match is None or (match[2] is not None and int(match[2]) < int(match[1])):
             raise ValueError(f"{part.strip()!r} is not a seed or a range: expected integers, e.g. 0,1,2 or 0-2")
-        first, last = int(match[1]), int(match[2] if match[2] is not None else match[1])
-        seeds += range(first, last + 1)
+        ranges.append(range(int(match[1]), int(match[2] if match[2] is not None else match[1]) + 1))
+        if (count := sum(map(len, ranges))) > MAX_SEEDS:
+            raise ValueError(f"{text.strip()[:40]!r} asks for {count:,} seeds, above the limit of {MAX_SEEDS:,} per "
+                             "run: give fewer seeds (a typo in a range?)")
+    seeds = [seed for span in ranges for seed in span]
     if not seeds:
         raise ValueError("no seed given: expected integers, e.g. 0,1,2 or 0-2")
     return seeds
@@ -66,7 +73,7 @@ class RunRequest(BaseModel):
     dataset: str | None = option(None, "override data.name of every scenario (`list datasets`)")
     data_root: Path | None = option(None, "folder holding the dataset files or zips", metavar="DIR")
     seeds: list[int] | None = option(None, "seeds, comma-separated or a range (default 0)", metavar="0,1,2|0-2",
-                                     min_length=1)
+                                     min_length=1, max_length=MAX_SEEDS)
     out: Path | None = option(None, "results directory (default ./results)", metavar="DIR")
     device: str | None = option(None, "auto (default: CUDA when available), cpu, cuda, cuda:N or mps")
     overrides: dict[str, Any] = option(
@@ -129,7 +136,8 @@ class RunConfig(StrictModel):
         description='method -> hyperparameter -> values (the Cartesian product is searched), or "default": the method\'s own grid',
     )
     selection: SelectionConfig = Field(default_factory=SelectionConfig)
-    seeds: list[Annotated[int, Field(ge=0, le=SEED_MAX)]] = Field(default_factory=lambda: [0], min_length=1)
+    seeds: list[Annotated[int, Field(ge=0, le=SEED_MAX)]] = Field(default_factory=lambda: [0], min_length=1,
+                                                                   max_length=MAX_SEEDS)
     out: Path = Path("results")
     device: str = "auto"
     share_models: bool = True  # train models that do not depend on the method once per configuration

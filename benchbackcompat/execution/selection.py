@@ -50,11 +50,25 @@ def _toml_value(raw: str) -> Any:
         return raw
 
 
-def grid_points(grid: Grid) -> list[dict[str, Any]]:
-    """The Cartesian product of ``grid`` in its declared order (the last key varies fastest)."""
+MAX_POINTS = 10_000  # points of one method's grid: each is a training run per seed
+
+
+def grid_size(grid: Grid) -> int:
+    """The number of points of ``grid``'s Cartesian product, counted without making it; a one-line error for a grid
+    that is not a list of values per key, or whose points exceed ``MAX_POINTS``."""
     for key, values in grid.items():
         if not isinstance(values, list) or not values:
             raise BenchError(f"grid {key!r}: expected a non-empty list of values, got {values!r:.60}")
+    size = math.prod(len(values) for values in grid.values())
+    if size > MAX_POINTS:
+        raise BenchError(f"the grid over {', '.join(grid)} has {size:,} points, above the limit of {MAX_POINTS:,}: "
+                         "search fewer values")
+    return size
+
+
+def grid_points(grid: Grid) -> list[dict[str, Any]]:
+    """The Cartesian product of ``grid`` in its declared order (the last key varies fastest)."""
+    grid_size(grid)
     keys = list(grid)
     return [dict(zip(keys, combination)) for combination in itertools.product(*(grid[k] for k in keys))]
 

@@ -26,6 +26,7 @@ from benchbackcompat.cell import Cell, cell_fields
 from benchbackcompat.engine.cell import run_cell
 from benchbackcompat.store.provenance import worker_name
 from benchbackcompat.engine.device import resolve_device
+from benchbackcompat.engine.precision import AutoPrecision
 from benchbackcompat.engine.train import Acceleration
 from benchbackcompat.runtime.logs import configure, log
 from benchbackcompat.runtime.orphans import die_with_parent
@@ -57,7 +58,8 @@ class CellJob:
                           observer=functools.partial(host.notify, "bbc_on_log") if distributed.is_main() else None,
                           plugin_versions=self.plugin_versions, share_models=self.run.share_models,
                           acceleration=Acceleration.resolve(self.run.channels_last, self.run.compile, device),
-                          borrow_steps=self.run.share_models and self.borrow_steps)
+                          borrow_steps=self.run.share_models and self.borrow_steps,
+                          auto_precision=AutoPrecision(self.run.cache_dir / "precision.json"))
         if isinstance(record, FinishedRecord):
             host.notify("bbc_on_cell_finished", record=record.to_json())
         return record

@@ -100,12 +100,18 @@ def summary(stored: dict[str, Any]) -> dict[str, float]:
 
 def resampled(stored: dict[str, Any], weights: np.ndarray) -> dict[str, np.ndarray]:
     """The rates of :func:`summary` in every bootstrap replicate (``weights``: replicates x queries, as
-    ``bootstrap.query_weights``): one array of replicates per key."""
-    per_pair: dict[str, list[np.ndarray]] = {key: [] for key in KEYS}
-    for _, _, masks in pair_masks(stored):
-        for target, (negative, positive, counted) in masks.items():
-            n = weights @ counted.astype(np.float64)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                per_pair[f"nfr_{target}"].append(np.where(n > 0, 100.0 * (weights @ negative.astype(np.float64)) / n, np.nan))
-                per_pair[f"pfr_{target}"].append(np.where(n > 0, 100.0 * (weights @ positive.astype(np.float64)) / n, np.nan))
-    return {key: np.mean(values, axis=0) for key, values in per_pair.items() if values}
+    ``bootstrap.query_weights``): one array of replicates per key. Every mask of every pair is counted in one matrix
+    product (integer weights times 0/1 masks: exact sums, whatever their order)."""
+    found = pair_masks(stored)
+    if not found:
+        return {}
+    masks = np.stack([mask for _, _, pair in found for target in ("cross", "self") for mask in pair[target]])
+    counts = weights @ masks.T.astype(np.float64)  # replicates x (pairs x 2 targets x (negative, positive, counted))
+    counts = counts.reshape(len(weights), len(found), 2, 3)
+    negative, positive, counted = counts[..., 0], counts[..., 1], counts[..., 2]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        nfr = np.where(counted > 0, 100.0 * negative / counted, np.nan)
+        pfr = np.where(counted > 0, 100.0 * positive / counted, np.nan)
+    # the mean over pairs as pairs x replicates, axis 0: the summation order of summary's mean
+    return {f"{name}_{target}": np.mean(np.ascontiguousarray(rates[:, :, i].T), axis=0)
+            for name, rates in (("nfr", nfr), ("pfr", pfr)) for i, target in enumerate(("cross", "self"))}

@@ -13,17 +13,17 @@ honest for their number (``metrics.bootstrap``); the flip rates (``metrics.flips
 outcomes when the tables are built (records need not store them). P_com is shown only where the update it divides
 by (reference self - old self) is significantly positive and at least ``MIN_UPDATE_GAIN`` points. A row whose
 self-test is below ``chance_floor`` (twice chance, or a fifth of the way to 100% where chance is high) is flagged and not
-ranked; bold marks every row not significantly worse
-than the best.
+ranked; bold marks every row that no row is significantly better than (the column's rank-1 tier).
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
 import math
 import statistics
-from collections import defaultdict
+from collections import OrderedDict, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,10 +31,11 @@ from typing import Any
 import numpy as np
 
 from benchbackcompat.errors import BenchError
-from benchbackcompat.metrics import bootstrap, flips, outcomes
+from benchbackcompat.metrics import bootstrap, flips, live, outcomes
 from benchbackcompat.record import CellRecord, FinishedRecord, parse_record
 from benchbackcompat.scenarios.kinds import kind_class
 from benchbackcompat.report.columns import STATISTICS, Column, columns_for, metric_name, ranking
+from benchbackcompat.report.markdown import escape
 
 MIN_UPDATE_GAIN = 10.0  # points: below this reference self - old self, P_com divides by noise (a 6-point update
 # on 600 queries gives P_com intervals two units wide)
@@ -59,7 +60,7 @@ class Stat:
     replicates: bootstrap.SeedSample | np.ndarray | None = field(default=None, compare=False, repr=False)
     bounds: tuple[float, float] = field(default=(-math.inf, math.inf), compare=False, repr=False)
 
-    @property
+    @functools.cached_property
     def interval(self) -> tuple[float, float] | None:
         return bootstrap.interval(self.replicates, bounds=self.bounds) if self.replicates is not None else None
 
@@ -350,7 +351,9 @@ def _table(records: list[CellRecord], variant: str, data: str = "") -> Table:
     first = records[0]
     metrics = list(dict.fromkeys(m for r in records if isinstance(r, FinishedRecord) for m in r.metrics))
     metrics = metrics or list(first.config.get("metrics", []))
-    columns = columns_for(first.kind, metrics)
+    held = {(m, key) for r in records if isinstance(r, FinishedRecord) for m in metrics
+            for key in live.values(r.backfill, r.index, r.matrices.get(m), m)}
+    columns = columns_for(first.kind, metrics, held)
     rows = _rows(records)
     for row in rows:
         row.data = data
@@ -413,6 +416,8 @@ def _stat(records: list[FinishedRecord], replicates: list[dict], flip_rates: lis
             seeds.append(record.seed)
     if not values:
         return None
+    if key in live.KEYS and len(values) > 1:  # no per-query outcomes: the t-interval over the seeds alone
+        reps = [np.full(1, v) for v in values]
     combined = bootstrap.over_seeds(values, reps, seeds) if all(r is not None for r in reps) else None
     statistic = STATISTICS.get(key)
     return Stat(tuple(values), combined, statistic.bounds if statistic else (-math.inf, math.inf))
@@ -432,6 +437,8 @@ def _metric_value(record: FinishedRecord, metric: str, key: str, flip_rates: dic
     if key in flips.KEYS:
         value = flip_rates.get(key)
         return value if value is not None and math.isfinite(value) else None
+    if key in live.KEYS:
+        return live.values(record.backfill, record.index, record.matrices.get(metric), metric).get(key)
     if key == "gain":  # the update P_com divides by: the independent new model's self-test minus the old self-test
         new, old = summary.reference_self, summary.old_self
         return None if new is None or old is None else float(new) - float(old)
@@ -524,14 +531,30 @@ def margin(row: Row, metric: str) -> tuple[float, tuple[float, float] | None] | 
 
 def record_replicates(record: FinishedRecord) -> dict[str, dict[str, np.ndarray]]:
     """Bootstrap replicates of every statistic of a record, per metric, from its per-query outcomes
-    ({} for a metric without outcomes, e.g. records written before outcomes were stored, verification ones included)."""
+    ({} for a metric without outcomes, e.g. records written before outcomes were stored, verification ones included).
+    Computed once per record object while it is among the last :data:`MEMO` asked for (tables, margins and claims
+    ask again); the arrays are read-only."""
+    held = _MEMO.get(id(record))
+    if held is not None and held[0] is record:
+        _MEMO.move_to_end(id(record))
+        return held[1]
     result: dict[str, dict[str, np.ndarray]] = {}
     for metric, stored in record.outcomes.items():
         try:
             result[metric] = _replicates(stored, record.seed)
         except (BenchError, KeyError, TypeError, ValueError):
             continue  # unusable outcomes: the cell keeps its point value, without an interval
+    for values in result.values():
+        for array in values.values():
+            array.setflags(write=False)
+    _MEMO[id(record)] = (record, result)
+    if len(_MEMO) > MEMO:
+        _MEMO.popitem(last=False)
     return result
+
+
+MEMO = 2048  # records whose replicates are kept (the published leaderboard has 1,311)
+_MEMO: OrderedDict[int, tuple[FinishedRecord, dict[str, dict[str, np.ndarray]]]] = OrderedDict()
 
 
 def _replicates(stored: dict[str, Any], seed: int) -> dict[str, np.ndarray]:
@@ -620,7 +643,7 @@ def rank_rows(table: Table) -> None:
 
     candidates = [i for i in eligible if shown(i, primary) is not None]
     if not candidates and primary is not None and any(row.finished for row in table.rows):
-        table.unranked = (f"Not ranked: no row has a decidable {primary.statistic.header} ({metric_name(metric)}), "
+        table.unranked = (f"Not ranked: no row has a decidable {primary.statistic.header} ({escape(metric_name(metric))}), "
                           f"the primary statistic of `{table.kind}`; no other statistic ranks compatibility.")
 
     def sort_key(i: int) -> tuple[float, ...]:
@@ -653,10 +676,11 @@ def _display_value(cell: Stat | Missing | None, column: Column) -> float | None:
 
 
 def best_ids(table: Table, column: Column) -> set[int]:
-    """Rows (by index) not significantly worse than the row with the best mean of ``column`` (paired bootstrap
-    of their difference; without replicates, those with the best displayed mean); rows at chance level and
-    context columns never count, nor a value with a zero-width interval (:attr:`Stat.exact`: exact by construction,
-    not a measurement) below the best mean. Empty when fewer than two rows have a value."""
+    """Rows (by index) that no other row is significantly better than on ``column`` (paired bootstrap of their
+    difference; without replicates, those with the best displayed mean): the column's rank-1 tier, so that on the
+    ranked column bold is exactly rank 1. Rows at chance level and context columns never count, nor a value with a
+    zero-width interval (:attr:`Stat.exact`: exact by construction, not a measurement) below the best mean. Empty when
+    fewer than two rows have a value."""
     if column.statistic.context:
         return set()
     scored = [(i, row.cells.get(column.id)) for i, row in enumerate(table.rows) if not row.chance]
@@ -664,15 +688,17 @@ def best_ids(table: Table, column: Column) -> set[int]:
     if len(scored) < 2:
         return set()
     higher = column.statistic.higher_is_better
-    _, best = max(scored, key=lambda item: item[1].mean if higher else -item[1].mean)
-    shown = _display_value(best, column)
+    scored.sort(key=lambda item: -item[1].mean if higher else item[1].mean)  # the best mean first: it beats most
+    shown = _display_value(scored[0][1], column)
     chosen = set()
     for i, cell in scored:
         if cell.exact and _display_value(cell, column) != shown:
             continue
-        if best.replicates is not None and cell.replicates is not None:
-            if not bootstrap.significantly_worse(best.replicates, cell.replicates, higher):
+        if cell.replicates is None:
+            if _display_value(cell, column) == shown:
                 chosen.add(i)
-        elif _display_value(cell, column) == shown:
+            continue
+        better = (other for j, other in scored if j != i and other.replicates is not None)  # as ``rank_rows``
+        if not any(bootstrap.significantly_worse(other.replicates, cell.replicates, higher) for other in better):
             chosen.add(i)
     return chosen

@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 
 from benchbackcompat.scenarios.kinds import kind_class
-from benchbackcompat.metrics import flips
+from benchbackcompat.metrics import flips, live
 
 
 @dataclass(frozen=True)
@@ -55,6 +55,31 @@ STATISTICS = {
                   view=FLIPS),
     )
 }
+BACKFILL, INDEX = "backfilling", "retrieval through an index"  # views of the live-gallery statistics, one per metric
+LIVE = (BACKFILL, INDEX)
+STATISTICS.update({s.key: s for order in live.ORDERS for s in (
+    Statistic(f"auc_{order}", f"AUC {order}", True, 2, f"area under the backfilling curve, {order} refresh order: the "
+              "mean accuracy while the gallery is refreshed from 0 to 100% (%)", bounds=PERCENT, view=BACKFILL),
+    Statistic(f"dip_{order}", f"dip {order}", True, 2, f"the backfilling curve's lowest point ({order} order) minus the "
+              "old self-test C[k][k] (points; below 0: the refresh serves worse than the old model did)", view=BACKFILL),
+    Statistic(f"dip_at_{order}", f"dip at {order}", True, 0, f"% of the gallery refreshed at that lowest point ({order} "
+              "order)", context=True, bounds=PERCENT, view=BACKFILL),
+)})
+STATISTICS.update({s.key: s for kind in live.INDEX_KINDS for which, entries in (("cross", "cross-tests k < t"),
+                                                                                ("self", "self-tests k = t"))
+                   for s in (Statistic(f"gap_{which}_{kind}", f"{kind} gap {which}", False, 2,
+                                       f"exact − through the {kind} index, mean over the {entries} (points)",
+                                       view=INDEX),)})
+
+
+# Statistics a record stores under another name with the same value: CoReS's update gain with the independently trained
+# new model as its upper bound is P_com on one update (``engine.cell``). Wherever P_com is not shown, neither are they.
+SAME_AS = {"update_gain": "p_com"}
+
+
+def gated_names(statistic: str) -> tuple[str, ...]:
+    """``statistic`` and every statistic stored with the same value under another name (:data:`SAME_AS`)."""
+    return (statistic, *(alias for alias, same in SAME_AS.items() if same == statistic))
 
 
 def ranking(kind: str) -> tuple[str, str]:
@@ -88,10 +113,12 @@ class Column:
         return f"{value:.{self.statistic.digits}f}"
 
 
-def columns_for(kind: str, metrics: list[str]) -> list[Column]:
+def columns_for(kind: str, metrics: list[str], held: set[tuple[str, str]] = frozenset()) -> list[Column]:
     """The papers' columns: self, cross, P_up, P_com per metric for one update (HBCT Table 1);
     AC, AA, ACA per metric for a sequence of models (IAM-CL2R Table 1, CoReS); then the flip rates of each
-    metric that scores hits."""
+    metric that scores hits; then the live-gallery statistics (``metrics.live``) of the (metric, key) pairs in
+    ``held``, those some record holds."""
     keys = kind_class(kind).statistics
     return [Column(metric, STATISTICS[key]) for metric in metrics
-            for key in (*keys, *(flips.KEYS if flips.defined_for(metric) else ()))]
+            for key in (*keys, *(flips.KEYS if flips.defined_for(metric) else ()),
+                        *(key for key in live.KEYS if (metric, key) in held))]

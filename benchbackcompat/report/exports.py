@@ -36,7 +36,9 @@ def table_dicts(tables: list[Table]) -> list[dict[str, Any]]:
         "columns": [{"id": c.id, "metric": c.metric, "statistic": c.statistic.key, "header": c.header,
                      "higher_is_better": c.statistic.higher_is_better} for c in t.columns],
         "rows": [{
-            "method": row.method, "label": row.label, "params": row.params, "config_hash": row.config_hash, "minutes_per_cell": row.minutes, "rank": row.rank, "chance_level": row.chance,
+            "method": row.method, "label": row.label, "params": row.params, "config_hash": row.config_hash,
+            "minutes_per_cell": row.minutes, "rank": row.rank, "chance_level": bool(row.chance),
+            "chance_reason": row.chance or None,
             "seeds": [r.seed for r in row.finished], "seeds_total": len(row.records), "notes": row.notes,
             "cells": {cid: _cell(cell) for cid, cell in row.cells.items()},
         } for row in t.rows],
@@ -57,7 +59,7 @@ def _cell(cell: Stat | Missing) -> dict[str, Any]:
             "values": [float(v) for v in cell.values]}
 
 
-def json_export(tables: list[Table], provenance: dict[str, str]) -> str:
+def json_export(tables: list[Table], provenance: dict[str, str | int]) -> str:
     return json.dumps({"provenance": provenance, "tables": table_dicts(tables)}, indent=1, sort_keys=True) + "\n"
 
 
@@ -80,8 +82,8 @@ def csv_export(tables: list[Table]) -> str:
                     "minutes_per_cell": _plain(row.minutes), "rank": row.rank if row.rank is not None else "",
                     "ci_low": _plain(stat.interval[0]) if stat and stat.interval else "",
                     "ci_high": _plain(stat.interval[1]) if stat and stat.interval else "",
-                    "chance_level": row.chance,
-                    "missing": cell.text if isinstance(cell, Missing) else "",
-                    "note": cell.reason if isinstance(cell, Missing) else "; ".join(row.notes),
+                    "chance_level": bool(row.chance),
+                    "missing": cell.word if isinstance(cell, Missing) else "",
+                    "note": "; ".join([cell.reason] if isinstance(cell, Missing) else [*row.notes, *[row.chance] * bool(row.chance)]),
                 }.items()})
     return out.getvalue()

@@ -1,25 +1,30 @@
 """A page's overview: methods x scenarios on each scenario's primary statistic, and what each scenario decides.
 
-One table per statistic (single updates rank by P_com, sequences by AC). A scenario's column shows its headline
-configuration (:func:`by_headline`); a method whose primary statistic is not decidable there but is in another
-stored configuration of the scenario (same metric) is shown from that one, marked. A cell is the primary statistic
-of the first metric with its 95% interval and the row's rank (a tier: 1 + the rows significantly better), bold at
-rank 1; a cell without a ranked value says why in a few words. Then one sentence per scenario naming the method(s)
-ranked first, those at rank 1 in another configuration, and, for one update, the methods significantly compatible
-by their margin (cross − old self above 0) whose P_com is not shown.
+One table per statistic (single updates rank by P_com, sequences by AC). Each column is one table, the scenario's
+headline configuration (:func:`by_headline`), named under the table; a cell is the primary statistic of the first
+metric with its 95% interval and the row's rank (a tier: 1 + the rows significantly better), bold at rank 1 (as every
+table's bold: no row significantly better); a cell without a ranked value says why in a few words. Then one sentence
+per scenario, generated from its tables: the method(s) ranked first, those at rank 1 in another configuration (named)
+that the headline leaves undecidable or does not hold, for one update the methods significantly compatible by their
+margin whose P_com is not shown, and why two tables of one training disagree (:func:`training_note`). Then which
+methods break the most queries (:func:`flip_finding`), on the seeds common to the rows, naming the table.
 """
 from __future__ import annotations
 
+import json
 from collections import defaultdict
+from dataclasses import dataclass
 
+import numpy as np
 from tabulate import tabulate
 
-from benchbackcompat.report.aggregate import Missing, Row, Stat, Table, margin
+from benchbackcompat.metrics import bootstrap, flips
+from benchbackcompat.record import FinishedRecord
+from benchbackcompat.report.aggregate import Missing, Row, Stat, Table, margin, record_flips, records_stat
 from benchbackcompat.report.columns import Column, metric_name, ranking
 from benchbackcompat.report.markdown import PAGE_WIDTH, escape, widest_line
 from benchbackcompat.report.tables import format_stat
-
-MARKS = ("†", "‡", "§", "¶")
+from benchbackcompat.scenarios.kinds import kind_class
 
 
 def primary_column(table: Table) -> Column | None:
@@ -62,10 +67,9 @@ def comparable(members: list[Table]) -> list[Table]:
 
 
 def shown_row(label: str, members: list[Table]) -> tuple[Table, Row] | None:
-    """The row a method's overview cell shows: the headline's where it is ranked, else the first other configuration
-    where it is, else the headline's (or the first) unranked one; None where the method has no row."""
-    rows = [(table, row) for table in members for row in table.rows if row.label == label]
-    return next(((t, r) for t, r in rows if r.rank is not None), rows[0] if rows else None)
+    """The row a method's overview cell shows: the headline's (``members[0]``; one table per column); None where the
+    headline has no row of the method."""
+    return next(((members[0], row) for row in members[0].rows if row.label == label), None)
 
 
 def _cell(table: Table, row: Row, column: Column, mark: str) -> str:
@@ -80,52 +84,66 @@ def _cell(table: Table, row: Row, column: Column, mark: str) -> str:
     return (f"**{text}**" if row.rank == 1 else text) + f" ({row.rank}{mark})"
 
 
-def overview_tables(tables: list[Table]) -> str:
-    """One methods x scenarios table per primary statistic over the page's ``tables``, with a note naming the other
-    configurations that marked cells come from."""
+DATA_NOTE = ("\"data unknown\" and \"data\" followed by 8 hex digits name the dataset a table's records were computed "
+             "on, where records of one configuration were computed on different data (e.g. on machines whose "
+             "libraries render the embedded images into other bytes): such seeds are never pooled. \"data 1a2b3c4d\" "
+             "is the start of the data's fingerprint; \"data unknown\" holds records written before records stored "
+             "that fingerprint, which cannot be matched to either side.")
+
+
+@dataclass
+class OverviewGrid:
+    """One methods x scenarios grid of the overview: the primary statistic's ``header``, per column the scenario's
+    comparable tables (its headline first), the row labels in the overview's order, and per label and column the
+    (table, row) it shows (None: the headline holds no such row)."""
+
+    header: str
+    scenarios: list[list[Table]]
+    labels: list[str]
+    shown: dict[str, list[tuple[Table, Row] | None]]
+
+    def columns(self) -> list[Column]:
+        return [primary_column(members[0]) for members in self.scenarios]
+
+
+def overview_grids(tables: list[Table]) -> list[OverviewGrid]:
+    """The overview's grids, one per primary statistic, each column one table (its scenario's headline); methods
+    with more rank-1 cells first, then more ranked cells, then the better mean rank. The Markdown overview and the
+    HTML site both render these."""
     groups: dict[str, list[list[Table]]] = defaultdict(list)
     for members in by_headline(tables).values():
         column = primary_column(members[0])
         if column is not None:
             groups[column.statistic.header].append(comparable(members))
-    parts = []
+    grids = []
     for header, scenarios in groups.items():
-        labels = list(dict.fromkeys(row.label for members in scenarios for table in members for row in table.rows))
-        cells: dict[str, list[str]] = {label: [] for label in labels}
-        ranks: dict[str, list[int]] = defaultdict(list)
-        marks: dict[int, str] = {}
-        for members in scenarios:
-            column = primary_column(members[0])
-            for label in labels:
-                found = shown_row(label, members)
-                if found is None:
-                    cells[label].append("")
-                    continue
-                table, row = found
-                mark = ""
-                if table is not members[0] and row.rank is not None:
-                    mark = marks.setdefault(id(table), MARKS[len(marks) % len(MARKS)] * (1 + len(marks) // len(MARKS)))
-                cells[label].append(_cell(table, row, column, mark))
-                if row.rank is not None:
-                    ranks[label].append(row.rank)
+        labels = list(dict.fromkeys(row.label for members in scenarios for row in members[0].rows))
+        shown = {label: [shown_row(label, members) for members in scenarios] for label in labels}
 
         def order(label: str) -> tuple:
-            mine = ranks.get(label, [])
+            mine = [found[1].rank for found in shown[label] if found is not None and found[1].rank is not None]
             return (-sum(r == 1 for r in mine), -len(mine), sum(mine) / len(mine) if mine else 0, label)
 
-        labels = sorted(labels, key=order)
-        headers = [f"{escape(m[0].scenario)} ({escape(metric_name(primary_column(m[0]).metric))})" for m in scenarios]
-        tables_by_id = {id(t): t for members in scenarios for t in members}
-        note = ""
-        if marks:
-            note = ("\n\nA marked rank comes from another stored configuration of the scenario, where the method's "
-                    f"{escape(header)} is decidable and the headline's is not; the rank is among that table's rows: "
-                    + "; ".join(f"{mark} {escape(tables_by_id[key].title)}" for key, mark in marks.items()) + ".")
-        parts.append(f"{escape(header)}, each scenario's headline configuration (rank in brackets: a tier, 1 + the "
-                     "rows significantly better, so the rows nobody beats significantly share rank 1; bold: rank 1; "
-                     "a cell without a rank says why):\n\n"
-                     + "\n\n".join(_fitted_tables([escape(label) for label in labels], headers,
-                                                  [cells[label] for label in labels])) + note)
+        grids.append(OverviewGrid(header, scenarios, sorted(labels, key=order), shown))
+    return grids
+
+
+def overview_tables(tables: list[Table]) -> str:
+    """One methods x scenarios table per primary statistic over the page's ``tables``, each column one table (its
+    scenario's headline), named in the note under it."""
+    parts = []
+    for grid in overview_grids(tables):
+        scenarios, columns = grid.scenarios, grid.columns()
+        cells = [["" if found is None else _cell(found[0], found[1], column, "")
+                  for found, column in zip(grid.shown[label], columns)] for label in grid.labels]
+        headers = [f"{escape(m[0].scenario)} ({escape(metric_name(column.metric))})" for m, column in zip(scenarios, columns)]
+        note = ("\n\nEach column is one table: " + "; ".join(
+            f"{escape(m[0].scenario)}: {escape(m[0].title)}" for m in scenarios) + "."
+            + (f" {escape(DATA_NOTE)}" if any("data " in m[0].variant for m in scenarios) else ""))
+        parts.append(f"{escape(grid.header)}, each scenario's headline configuration (rank in brackets: a tier, 1 + the "
+                     "rows significantly better, so the rows nobody beats significantly share rank 1; bold: rank 1, "
+                     "no row significantly better, as bold on every table; a cell without a rank says why):\n\n"
+                     + "\n\n".join(_fitted_tables([escape(label) for label in grid.labels], headers, cells)) + note)
     return "\n\n".join(parts)
 
 
@@ -183,14 +201,18 @@ def verdict(members: list[Table]) -> str:
         parts = [f"{len(winners)} of {count} ranked methods share rank 1 on {name} (none is significantly better than "
                  f"another): {_names(winners)}"]
     named = set(winners)
+    in_headline = {row.label: row for row in headline.rows}
     for table in members[1:]:
-        moved = [label for label in dict.fromkeys(r.label for r in table.rows) if label not in named and
-                 (found := shown_row(label, members)) is not None and found[0] is table and found[1].rank == 1]
-        if moved:
-            parts.append(f"at {escape(table.variant)}, where the headline leaves {'its' if len(moved) == 1 else 'their'} "
-                         f"{name} undecidable, {_names(moved)} {'is' if len(moved) == 1 else 'are'} at rank 1 "
-                         f"(of {ranked(table)} ranked)")
-            named.update(moved)
+        firsts = [r.label for r in table.rows if r.rank == 1 and r.label not in named]
+        undecided = [label for label in firsts if label in in_headline and in_headline[label].rank is None]
+        absent = [label for label in firsts if label not in in_headline]
+        said = [f"{_names(undecided)} (its {name} undecidable in the headline)" if len(undecided) == 1 else
+                f"{_names(undecided)} (their {name} undecidable in the headline)"] if undecided else []
+        said += [f"{_names(absent)} (not in the headline table)"] if absent else []
+        if said:
+            parts.append(f"in the table {escape(table.title)}, " + " and ".join(said)
+                         + f" {'is' if len(undecided) + len(absent) == 1 else 'are'} at rank 1 (of {ranked(table)} ranked)")
+            named.update(undecided + absent)
     compatible = [(row, mean, interval) for row, mean, interval in compatible_by_margin(headline)
                   if row.label not in named]
     if compatible:
@@ -199,10 +221,107 @@ def verdict(members: list[Table]) -> str:
                                  for row, mean, (low, high) in compatible))
     elif headline.single_update and not winners:
         parts.append("no method is significantly compatible by the margin, cross − old self, either")
-    return f"**{escape(headline.scenario)}**: " + "; ".join(parts) + "."
+    parts += [escape(note) for note in training_notes(members)]
+    return f"**{escape(headline.scenario)}** (table {escape(headline.title)}): " + "; ".join(parts) + "."
 
 
 def overview_markdown(tables: list[Table]) -> str:
-    """The overview section of a page over all its ``tables``."""
+    """The overview section of a page over all its ``tables``: the tables, a verdict per scenario and which methods
+    break the most queries per scenario (its headline table)."""
+    found = [text for members in by_headline(tables).values() if (text := flip_finding(members[0]))]
     return "\n\n".join(["## Overview", overview_tables(tables),
-                        "\n".join(f"- {verdict(members)}" for members in by_headline(tables).values())])
+                        "\n".join(f"- {verdict(members)}" for members in by_headline(tables).values()),
+                        *(["Which methods break the most queries? The negative flip rate old self → cross: % of the "
+                           "queries right under the old model and wrong with the new model's queries on the old "
+                           "gallery (lower is better):\n\n" + "\n".join(f"- {text}" for text in found)] if found else [])])
+
+
+def _trained_alike(table: Table) -> str:
+    """The table's configuration without the fields training never reads (``ScenarioBase.untrained_fields``)."""
+    fields = set(kind_class(table.kind).untrained_fields)
+    config = {k: v for k, v in table.config.items() if k not in fields}
+    data = config.get("data")
+    if isinstance(data, dict):
+        config["data"] = {k: v for k, v in data.items() if k != "root"}
+    return json.dumps(config, sort_keys=True, default=str)
+
+
+def _devices(table: Table) -> str:
+    return ", ".join(sorted({r.device for r in table.records if r.device})) or "not recorded"
+
+
+def training_notes(members: list[Table]) -> list[str]:
+    """Per pair of a scenario's tables that differ only in evaluation options (one training's configuration): whether
+    their records hold the same models (every common method and seed has the same matrices: the options only
+    evaluated again) or were trained apart (then their numbers differ as two trainings do, with the devices and the
+    primary statistic's largest move between them)."""
+    notes = []
+    for i, first in enumerate(members):
+        for other in members[i + 1:]:
+            if first.data != other.data or _trained_alike(first) != _trained_alike(other):
+                continue
+            by_cell = {(r.method, json.dumps(r.params, sort_keys=True), r.seed): r for r in first.records
+                       if isinstance(r, FinishedRecord)}
+            pairs = [(by_cell[key], r) for r in other.records if isinstance(r, FinishedRecord)
+                     and (key := (r.method, json.dumps(r.params, sort_keys=True), r.seed)) in by_cell]
+            if not pairs:
+                continue
+            same = all(a.matrices == b.matrices for a, b in pairs)
+            names = f"{first.title} and {other.title}"
+            if same:
+                notes.append(f"{names} are one training evaluated twice (they differ only in evaluation options and "
+                             "their common cells hold the same matrices)")
+                continue
+            column = primary_column(first)
+            moves = []
+            if column is not None:
+                rows = {row.label: row for row in other.rows}
+                for row in first.rows:
+                    a, b = row.cells.get(column.id), rows.get(row.label) and rows[row.label].cells.get(column.id)
+                    if isinstance(a, Stat) and isinstance(b, Stat) and row.rank and rows[row.label].rank:
+                        moves.append((abs(rows[row.label].rank - row.rank), abs(b.mean - a.mean), row.label, a.mean,
+                                      b.mean, row.rank, rows[row.label].rank))
+            largest = max(moves) if moves else None
+            move = (f"; the largest move in rank on {column.statistic.header} ({metric_name(column.metric)}): "
+                    f"{largest[2]} {column.format(largest[3])} (rank {largest[5]}) against {column.format(largest[4])} "
+                    f"(rank {largest[6]})") if largest else ""
+            notes.append(f"{names} differ only in evaluation options, but their records were trained apart (devices "
+                         f"{_devices(first)} against {_devices(other)}), so their models, and numbers, differ as two "
+                         f"trainings do{move}; a run today evaluates the stored models of the same training again "
+                         "(evaluation options are left out of the training key), so the two would agree")
+    return notes
+
+
+def flip_finding(table: Table) -> str:
+    """Which methods break the most queries, generated from ``table``: every row with a negative flip rate old self ->
+    cross on the first hit metric, over the seeds common to those rows, most first, and the most against the fewest
+    with the interval of their difference paired by seed; "" without flip rates."""
+    metric = next((m for m in table.metrics if flips.defined_for(m)), None)
+    rows = [row for row in table.rows if row.finished]
+    if metric is None:
+        return ""
+    held = [{r.seed for r in row.finished if record_flips(r, metric)} for row in rows]
+    rows = [row for row, seeds in zip(rows, held) if seeds]
+    common = sorted(set.intersection(*[s for s in held if s])) if rows else []
+    if len(rows) < 2 or not common:
+        return ""
+    stats = []
+    for row in rows:
+        stat = records_stat([r for r in row.finished if r.seed in common], metric, "nfr_cross")
+        if stat is not None:
+            stats.append((row, stat))
+    stats.sort(key=lambda item: (-item[1].mean, item[0].label))
+    if len(stats) < 2:
+        return ""
+    (most, high), (fewest, low) = stats[0], stats[-1]
+    paired = ""
+    if isinstance(high.replicates, bootstrap.SeedSample) and isinstance(low.replicates, bootstrap.SeedSample):
+        with np.errstate(invalid="ignore"):
+            lo, hi = bootstrap.interval(high.replicates - low.replicates)
+        paired = f" [{lo:+.1f}, {hi:+.1f}] paired by seed"
+    seeds = ", ".join(map(str, common)) if len(common) < 3 or common != list(range(common[0], common[-1] + 1)) \
+        else f"{common[0]}-{common[-1]}"
+    return (f"**{escape(table.scenario)}** (table {escape(table.title)}, NFR cross ({escape(metric_name(metric))}) "
+            f"on seeds {seeds}, common to its {len(stats)} rows with flip rates), most queries broken first: "
+            + ", ".join(f"{escape(row.label)} {stat.mean:.1f}" for row, stat in stats)
+            + f"; {escape(most.label)} − {escape(fewest.label)}: {high.mean - low.mean:+.1f} points{paired}.")

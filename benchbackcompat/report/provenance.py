@@ -34,11 +34,13 @@ def _distinct(values: Iterable[Any]) -> str:
     return ", ".join(found) if found else "not recorded"
 
 
-def provenance(records: list[CellRecord], date: str) -> dict[str, str]:
+def provenance(records: list[CellRecord], date: str) -> dict[str, str | int]:
+    """The rendering's date, its number of cells (an int) and the distinct datasets, presets, versions, devices and
+    commits of the records (text)."""
     versions = [r.versions for r in records]
     return {
         "date": date,
-        "cells": str(len(records)),
+        "cells": len(records),
         "datasets": _distinct(r.dataset for r in records),
         "presets": _distinct(r.preset for r in records),
         **{key: _distinct(getattr(v, key) for v in versions) for key in VERSION_KEYS},

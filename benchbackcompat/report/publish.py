@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchbackcompat.runtime.faults import fault_point
+from benchbackcompat.runtime.files import outside
+from benchbackcompat.runtime.terminal import printable
 from benchbackcompat.store.checkpoint import atomic_write_bytes
 from benchbackcompat.store.locks import process_running
 from benchbackcompat.report import figures
@@ -26,15 +28,18 @@ from benchbackcompat.record import CellRecord, FinishedRecord
 from benchbackcompat.report.aggregate import CHANCE_FACTOR, CHANCE_SHARE, MIN_UPDATE_GAIN, Table, build_tables
 from benchbackcompat.report.calibration import Calibration
 from benchbackcompat.report.columns import STATISTICS, metric_name
-from benchbackcompat.report.claims import ClaimsFile, PlannedScenario, claims_markdown
+from benchbackcompat.report.claims import ClaimsFile, PlannedScenario, claims_pages
+from benchbackcompat.report.claims.page import judge_files
 from benchbackcompat.report.exports import csv_export, json_export
 from benchbackcompat.report.markdown import escape, slug
 from benchbackcompat.report.methods import FOLDER as METHODS_FOLDER, MethodInfo, method_pages, methods_index, page_path
 from benchbackcompat.report.merge import Merged
 from benchbackcompat.report.overview import by_headline, methods_with_results, overview_markdown, primary_column, ranked
+from benchbackcompat.report.owned import check_no_clash, owned_files, write_manifest
 from benchbackcompat.report.reproduce import reproductions
 from benchbackcompat.report.provenance import Verification, header_markdown, provenance
 from benchbackcompat.report.selection import selection_markdown
+from benchbackcompat.report.site import FOLDER as SITE_FOLDER, site_files
 from benchbackcompat.report.tables import Footnotes, views_markdown
 
 Planned = Callable[[set[str]], list[PlannedScenario]]  # preset names -> the scenarios they define
@@ -200,28 +205,28 @@ def readme_markdown(pages: list[Page], merged: Merged, command: str, date: str, 
     parts = ["# Leaderboard", header_markdown(records, date, merged.verification),
              "Backward-compatible representation learning: after a model update, can queries embedded by the new "
              "model be searched against the gallery that an old model indexed? Every number below is computed by "
-             "`benchbackcompat` from stored results; no number is copied from the papers.",
-             "## How to regenerate",
-             f"This folder is rendered from stored results only (no training):\n\n{code_block(command)}\n\n"
-             "The same results give the same files, byte for byte, apart from the date in the headers "
-             "(set `SOURCE_DATE_EPOCH` to fix that too). The stored results come from:"]
-    parts.append(code_block("\n".join(runs)))
-    parts.append("(Each preset file under `reproduce/` holds the configurations and hyperparameters stored in the records "
-                 "it recomputes, not today's presets; add `--data-root` where the data is not in the default cache.)")
+             "`benchbackcompat` from stored results; no number is copied from the papers."]
     if claims:
         parts.append("[The papers' claims, tested on these results](claims.md): each claim of the claims files with the "
                      "paper's numbers, ours with 95% intervals and exact tests, and a verdict on its deciding table.")
+    parts.append("## Pages")  # what a reader came for first; how to regenerate it after
+    parts.append("\n".join(
+        f"- [{page.name}]({page.name}.md): dataset {escape(page.dataset)}, preset {escape(page.preset)}, "
+        f"{len(page.records)} cells in {len(page.tables)} tables; scenarios: "
+        f"{escape(', '.join(dict.fromkeys(t.scenario for t in page.tables)))}" for page in pages))
+    parts += ["## How to regenerate",
+              f"This folder is rendered from stored results only (no training):\n\n{code_block(command)}\n\n"
+              "The same results give the same files, byte for byte, apart from the date in the headers "
+              "(set `SOURCE_DATE_EPOCH` to fix that too). The stored results come from:"]
+    parts.append(code_block("\n".join(runs)))
+    parts.append("(Each preset file under `reproduce/` holds the configurations and hyperparameters stored in the records "
+                 "it recomputes, not today's presets; add `--data-root` where the data is not in the default cache.)")
     if merged.left_out:
         parts.append(left_out_markdown(merged.left_out))
     if merged.superseded:
         parts.append(f"{len(merged.superseded)} older records of the same cells (computed by other code or on other data: "
                      f"{escape(', '.join(sorted({r.scenario for r in merged.superseded})))}) are left out in favour of the "
                      "most recently computed one; `benchbackcompat status` lists them as stale.")
-    parts.append("## Pages")
-    parts.append("\n".join(
-        f"- [{page.name}]({page.name}.md): dataset {escape(page.dataset)}, preset {escape(page.preset)}, "
-        f"{len(page.records)} cells in {len(page.tables)} tables; scenarios: "
-        f"{escape(', '.join(dict.fromkeys(t.scenario for t in page.tables)))}" for page in pages))
     parts.append("## Methods")
     parts.append("Each method's page lists every table it ran in with its primary statistic and rank, its "
                  "hyperparameters, paper, cost and compatibility matrices.\n\n"
@@ -247,9 +252,12 @@ def readme_markdown(pages: list[Page], merged: Merged, command: str, date: str, 
         "keeps its 95% coverage since the true value is always inside. Records without per-query outcomes show mean ± "
         "standard deviation over seeds instead. `(n=2)` when fewer seeds produced that number. Seeds are pooled only "
         "across identical configurations.",
-        "- **Bold** marks every value that is not significantly worse than the column's best (the paired bootstrap "
-        "interval of the difference contains 0), so several rows can be bold and a lone best mean is not bold by "
-        "noise. `old self` and `ref self` (the self-tests P_com divides by) are context and never bold, and neither is "
+        "- **Bold** means one thing on every page: no row of the column is significantly better (no paired bootstrap "
+        "interval of a difference lies on its side of 0), the column's rank-1 tier; on the ranked column bold is "
+        "exactly rank 1 (the overview's bold too). Several rows can be bold and a lone best mean is not bold by "
+        "noise. `ranks` is the rank's stability: the range (2.5th to 97.5th percentile) of the ranks by mean over "
+        "bootstrap replicates that resample each row's seeds and, within a seed, its queries (as mteb's rank "
+        "stability). `old self` and `ref self` (the self-tests P_com divides by) are context and never bold, and neither is "
         "a value whose interval has zero width below the best (exact by construction, e.g. P_up 0.000 [0.000, 0.000] "
         "of a new model that is its own reference).",
         f"- `rank` is a tier on each scenario kind's primary statistic (P_com, then cross for one update; AC, then "
@@ -287,6 +295,8 @@ def readme_markdown(pages: list[Page], merged: Merged, command: str, date: str, 
              "the figures the pages show; "
              "`leaderboard.csv` and `leaderboard.json`: the exports; `reproduce/*.toml`: the presets of the commands "
              "that recompute the stored results.",
+             f"- `{SITE_FOLDER}/*`: the same numbers as a static HTML site, [{SITE_FOLDER}/index.html]({SITE_FOLDER}/index.html) "
+             "(sortable, filterable tables, the figures, a page per method; no server needed, nothing fetched).",
              "- Training curves are not published (no page reads them): a run writes each cell's curves beside its "
              "record, in `cells/<key>/curves.json.gz` of its results folder, and `benchbackcompat show KEY` summarises "
              "them."]
@@ -326,7 +336,9 @@ def reproduction_files(pages: list[Page], out: Path) -> list[tuple[Path, str, st
 
 
 def code_block(text: str) -> str:
-    """A fenced block that no backtick run inside ``text`` can close."""
+    """A fenced block that no backtick run inside ``text`` can close, with control characters from records shown as
+    escapes (a reader's terminal would obey them)."""
+    text = printable(text, lines=True)
     fence = "`" * max(3, 1 + max((len(run) for run in re.findall(r"`+", text)), default=0))
     return f"{fence}\n{text}\n{fence}"
 
@@ -342,20 +354,23 @@ def write_leaderboard(merged: Merged, out: Path, command: str, date: str,
 
     The files are rendered into a hidden folder inside ``out`` (the same file system, whatever is mounted where, and
     no write beside ``out``) and then moved in (``swap_in``), so that a kill or an error while rendering leaves the
-    previous rendering as it was. ``out`` may hold files the renderer does not own (stored records, archives): only
-    the rendered files are replaced, and of the earlier rendering only what this one does not write is removed: its
-    pages (those its index lists), figures (``figures/*.png``), reproduction presets (``reproduce/*.toml``) and
-    method pages. A file that cannot be written (a full disk) is named as it would be published."""
+    previous rendering as it was. ``out`` must be empty, new or a rendering's (``report.owned``); it may hold files
+    the renderer does not own (stored records, archives) besides: only the rendered files are replaced, and of the
+    earlier rendering only what this one does not write is removed, as its manifest names them. A file that cannot
+    be written (a full disk) is named as it would be published."""
     out = Path(out)
     stage = out / f"{STAGE_PREFIX}{os.getpid()}"
     try:
         out.mkdir(parents=True, exist_ok=True)
+        earlier = owned_files(out, legacy_files, STAGE_PREFIX)
         remove_orphan_stages(out)
-        earlier = earlier_pages(out)
         shutil.rmtree(stage, ignore_errors=True)
         try:
             rendered = render(merged, out, stage, command, date, calibrations, methods or {}, planned, claims)
+            check_no_clash(out, rendered, earlier)
+            write_manifest(out, earlier | set(rendered))  # a kill while moving in leaves every file named
             swap_in(stage, out, rendered, earlier)
+            write_manifest(out, rendered)
         finally:
             shutil.rmtree(stage, ignore_errors=True)
     except OSError as error:
@@ -367,6 +382,7 @@ def write_leaderboard(merged: Merged, out: Path, command: str, date: str,
 
 STAGE_PREFIX = ".rendering-"  # + the pid of the rendering process; a folder inside the output folder
 PAGE_LINK = re.compile(r"^- \[([a-z0-9][a-z0-9.-]*)\]\(\1\.md\)", re.M)  # a page in the index's list of pages
+CLAIMS_LINK = re.compile(r"\]\(claims/([A-Za-z0-9][A-Za-z0-9_.-]*)\.md\)")  # a paper's page in claims.md
 
 
 def earlier_pages(out: Path) -> set[Path]:
@@ -377,6 +393,11 @@ def earlier_pages(out: Path) -> set[Path]:
         return set()
     section = index.partition("\n## Pages\n")[2].partition("\n## ")[0]
     claims = {Path("claims.md")} if "](claims.md)" in index else set()
+    if claims:  # and the papers' pages the earlier claims.md links to
+        try:
+            claims |= {Path("claims", f"{name}.md") for name in CLAIMS_LINK.findall((out / "claims.md").read_text(encoding="utf-8"))}
+        except (OSError, ValueError):
+            pass
     return {Path(f"{name}.md") for name in PAGE_LINK.findall(section)} | claims
 
 
@@ -393,14 +414,18 @@ def render(merged: Merged, out: Path, stage: Path, command: str, date: str,
     for path, text in method_pages([(page.name, page.tables) for page in pages], methods, stage, date,
                                    merged.verification).items():
         written.append(_write(stage / path, text))
+    judged = judge_files(claims, tables, calibrations) if claims else []  # once, for the claims pages and the site
+    for path, text in site_files([(page.name, page.tables) for page in pages], stage, date, methods, claims,
+                                 calibrations, merged.verification, judged).items():
+        written.append(_write(stage / path, text))
     runs = []
     for path, text, run in reproduction_files(pages, out):
         written.append(_write(stage / path.relative_to(out), text))
         runs.append(run)
     if claims:
-        written.append(_write(stage / "claims.md", claims_markdown(
-            claims, tables, header_markdown(merged.records, date, merged.verification), calibrations,
-            planned({t.preset for t in tables}))))
+        for path, text in claims_pages(claims, tables, header_markdown(merged.records, date, merged.verification),
+                                       calibrations, planned({t.preset for t in tables}), judged).items():
+            written.append(_write(stage / path, text))
     written.append(_write(stage / "leaderboard.csv", csv_export(tables)))
     written.append(_write(stage / "leaderboard.json", json_export(tables, provenance(merged.records, date))))
     written.append(_write(stage / "README.md", readme_markdown(pages, merged, command, date, runs,
@@ -409,20 +434,28 @@ def render(merged: Merged, out: Path, stage: Path, command: str, date: str,
     return [p.relative_to(stage) for p in linked + [p for p in written if p.parent == stage]]
 
 
+def legacy_files(out: Path) -> set[Path]:
+    """The files of a rendering from before manifests (``report.owned``), as that version found them: the pages its
+    index lists, the exports and the index, figures, reproduction presets, method pages and the HTML site."""
+    globbed = [*(out / "figures").glob("*.png"), *(out / "reproduce").glob("*.toml"),
+               *(out / METHODS_FOLDER).glob("*.md"), *(p for p in (out / SITE_FOLDER).rglob("*") if p.is_file())]
+    return (earlier_pages(out) | {Path("README.md"), Path("leaderboard.csv"), Path("leaderboard.json")}
+            | {path.relative_to(out) for path in globbed})
+
+
 def swap_in(stage: Path, out: Path, rendered: list[Path], earlier: set[Path] = frozenset()) -> None:
     """Move the ``rendered`` files (relative paths, in order) from ``stage`` into ``out``, each with one atomic rename,
-    figures and presets before the pages that link to them and the index last; then remove the ``earlier``
-    rendering's pages, and its figures and presets, that the new index and pages no longer link to. No page ever
-    links to a missing figure."""
+    figures and presets before the pages that link to them and the index last; then remove the files of the
+    ``earlier`` rendering that this one does not write (never through a folder that leads outside ``out``). No page
+    ever links to a missing figure."""
     for name in rendered:
         (out / name).parent.mkdir(parents=True, exist_ok=True)
         fault_point(f"swap:{name}")
         os.replace(stage / name, out / name)
-    kept = set(rendered)
-    for old in [*sorted(out / page for page in earlier), *sorted((out / "figures").glob("*.png")),
-                *sorted((out / "reproduce").glob("*.toml")), *sorted((out / METHODS_FOLDER).glob("*.md"))]:
-        if old.relative_to(out) not in kept and old.is_file():
-            old.unlink()
+    for old in sorted(earlier - set(rendered)):
+        path = out / old
+        if outside(out, path.parent) is None and (path.is_file() or path.is_symlink()):
+            path.unlink()
 
 
 def remove_orphan_stages(out: Path) -> None:

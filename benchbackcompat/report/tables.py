@@ -1,6 +1,6 @@
 """Markdown tables (GitHub flavour, via tabulate): mean over seeds with its 95% interval [low, high] (± std
-over seeds where no per-query outcomes were stored), rank, in bold every value not significantly worse than
-the best, "-", "–" or "nan" cells with a footnote saying why."""
+over seeds where no per-query outcomes were stored), rank, in bold every value that no row is significantly better than
+(the column's rank-1 tier), "-", "–" or "nan" cells with a footnote saying why."""
 from __future__ import annotations
 
 import copy
@@ -10,12 +10,13 @@ from dataclasses import dataclass, field
 from tabulate import tabulate
 
 from benchbackcompat.report.aggregate import MIN_UPDATE_GAIN, Missing, Row, Stat, Table, best_ids
-from benchbackcompat.report.columns import Column, metric_name, ranking
+from benchbackcompat.report.columns import LIVE, Column, metric_name, ranking
 from benchbackcompat.report.markdown import PAGE_WIDTH, escape, unmarked, widest_line
 from benchbackcompat.report.selection import selection_markdown
+from benchbackcompat.report.stability import range_text, rank_ranges
 
 
-BEST_NOTE = "*: not significantly worse than the best of its column (bold on the published pages)"
+BEST_NOTE = "*: no row is significantly better in its column (its rank-1 tier; bold on the published pages)"
 
 
 @dataclass
@@ -73,9 +74,10 @@ def table_markdown(table: Table, notes: Footnotes, columns: list[Column] | None 
     """``columns`` of ``table`` (default all) with the rank, minutes of compute per cell (``min``) and seeds. A reason shared by a
     whole row (not applicable) is one footnote on its label; undecidable P_com cells share one footnote."""
     columns = table.columns if columns is None else columns
-    headers = ["method", *(["rank"] if ranked else []), *(f"{c.statistic.header} ({notes.inline(c.metric)})" for c in columns),
-               *(["min"] if cost else []), "seeds"]
+    headers = ["method", *(["rank", "ranks"] if ranked else []),
+               *(f"{c.statistic.header} ({notes.inline(c.metric)})" for c in columns), *(["min"] if cost else []), "seeds"]
     best = {c.id: best_ids(table, c) for c in columns}
+    stable = rank_ranges(table) if ranked else {}
     rows = []
     for i, row in enumerate(table.rows):
         whole = _row_reason(row)
@@ -96,10 +98,11 @@ def table_markdown(table: Table, notes: Footnotes, columns: list[Column] | None 
                 cells.append(notes.best(text) if i in best[column.id] else text)
         minutes = row.minutes
         seeds = str(finished) if finished == len(row.records) else f"{finished} of {len(row.records)}"
-        rows.append([label, *([str(row.rank) if row.rank is not None else "-"] if ranked else []), *cells,
+        rows.append([label, *([str(row.rank) if row.rank is not None else "-", range_text(stable.get(id(row)))]
+                              if ranked else []), *cells,
                      *([f"{minutes:.1f}" if minutes is not None else "-"] if cost else []), seeds])
     text = tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True)
-    unranked = table.unranked.replace("`", "") if notes.plain else table.unranked
+    unranked = unmarked(table.unranked) if notes.plain else table.unranked
     return f"{unranked}\n\n{text}" if unranked and ranked else text
 
 
@@ -131,10 +134,17 @@ def other_views(table: Table, shown: list[Column]) -> list[tuple[str, list[Colum
     views = [(f"{metric_name(m)} statistics", [c for c in table.columns if c.metric == m and not c.statistic.context
                                                 and not c.statistic.view]) for m in table.metrics]
     views = [(title, cols) for title, cols in views if cols and not {c.id for c in cols} <= shown_ids]
-    context = [c for c in table.columns if c.statistic.context]
+    context = [c for c in table.columns if c.statistic.context and not c.statistic.view]
     own = [(view, [c for c in table.columns if c.statistic.view == view])
            for view in dict.fromkeys(c.statistic.view for c in table.columns if c.statistic.view)]
+    own = [part for view, columns in own for part in (_by_metric(view, columns) if view in LIVE else [(view, columns)])]
     return views + ([("the self-tests P_com and P_up divide by", context)] if context else []) + own
+
+
+def _by_metric(view: str, columns: list[Column]) -> list[tuple[str, list[Column]]]:
+    """A view of several metrics as one view per metric (the live-gallery statistics: ten columns a metric)."""
+    return [(f"{view}, {metric_name(metric)}", [c for c in columns if c.metric == metric])
+            for metric in dict.fromkeys(c.metric for c in columns)]
 
 
 def views_markdown(table: Table, notes: Footnotes, fold: bool = False) -> str:
@@ -143,6 +153,8 @@ def views_markdown(table: Table, notes: Footnotes, fold: bool = False) -> str:
     shown = default_columns(table, notes)
     parts = [table_markdown(table, notes, shown)]
     for title, columns in other_views(table, shown):
+        if fold and columns[0].statistic.view in LIVE:
+            continue  # the pages show them beside the curves and the index scores (``report.upgrade``)
         view = table_markdown(table, notes, columns, ranked=False, cost=False)
         parts.append(f"<details><summary>{escape(title)}</summary>\n\n{view}\n\n</details>" if fold
                      else f"{notes.inline(title[0].upper() + title[1:])}:\n\n{view}")

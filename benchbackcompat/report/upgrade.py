@@ -11,6 +11,7 @@ from matplotlib.figure import Figure
 from scipy import stats
 from tabulate import tabulate
 
+from benchbackcompat.metrics import live
 from benchbackcompat.metrics.sign_flip import sign_flip_p
 from benchbackcompat.report import figures
 from benchbackcompat.report.aggregate import Row, Table
@@ -134,11 +135,129 @@ def backfill_markdown(table: Table, metric: str) -> str:
         lines.append([escape(row.label), f"{first:.1f}", *cells, f"{last:.1f}", len(next(iter(aucs.values())))])
     if not lines:
         return ""
-    headers = ["method", "0% (cross)", *(f"AUC {o}" for o in orders),
-               *(f"{order} − {orders[0]}" for order in orders[1:]), "100% (new self)", "seeds"]
+    headers = ["method", "0% (cross)", *(f"AUC {escape(o)}" for o in orders),
+               *(f"{escape(order)} − {escape(orders[0])}" for order in orders[1:]), "100% (new self)", "seeds"]
     return (f"Backfilling, {escape(metric_name(metric))}: area under the curve (mean accuracy over the refresh, %), with "
             "95% t-intervals over seeds; the difference of the orders is paired by seed, with the exact sign-flip "
             "test's p (with n seeds it cannot go below 2/2^n)\n\n"
+            + tabulate(lines, headers=headers, tablefmt="github", disable_numparse=True)
+            + "".join(f"\n\n{escape(text)}" for text in [p_floor_note(table, metric)] if text))
+
+
+def order_differences(table: Table, metric: str) -> list[tuple[str, str, tuple[float, float, float], float, int]]:
+    """Per row and informed order: (label, order, (mean, low, high) of order − the first order paired by seed,
+    the exact sign-flip p, seeds)."""
+    found = []
+    for row in table.rows:
+        aucs = seed_aucs(row, metric)
+        orders = list(aucs)
+        for order in orders[1:]:
+            seeds = sorted(set(aucs[orders[0]]) & set(aucs[order]))
+            difference = {s: aucs[order][s] - aucs[orders[0]][s] for s in seeds}
+            if difference:
+                found.append((row.label, order, seed_interval(difference),
+                              sign_flip_p(np.array(list(difference.values()))), len(seeds)))
+    return found
+
+
+def p_floor_note(table: Table, metric: str) -> str:
+    """Where a difference of the orders has a t-interval that excludes 0 but an exact p above 0.05: why both are
+    printed (generated from the table; "" where there is none)."""
+    split = [(label, order, n) for label, order, (_, low, high), p, n in order_differences(table, metric)
+             if np.isfinite(low) and (low > 0 or high < 0) and p > 0.05]
+    if not split:
+        return ""
+    seeds = sorted({n for _, _, n in split})
+    floor = ", ".join(f"{2 / 2 ** n:.2g} at {n} seeds" for n in seeds)
+    return (f"{len(split)} of these differences ({', '.join(f'{label} {order}' for label, order, _ in split)}) have a "
+            f"t-interval that excludes 0 and an exact p above 0.05: the exact sign-flip test cannot go below 2/2^n "
+            f"({floor}), so it cannot decide them at this many seeds; the t-interval does, assuming the seeds' "
+            "differences are normal. Read them as suggestive, not decided.")
+
+
+def seed_dips(row: Row, metric: str, seeds: set[int] | None = None) -> dict[str, dict[int, tuple[float, float]]]:
+    """Per order, per seed (those in ``seeds``; None: all): the curve's lowest point minus the old self-test
+    (points) and the % refreshed there (``metrics.live``: means over a sequence's updates)."""
+    found: dict[str, dict[int, tuple[float, float]]] = {}
+    for record in row.finished:
+        if seeds is not None and record.seed not in seeds:
+            continue
+        values = live.backfill_values(record.backfill, record.matrices.get(metric), metric)
+        for order in live.ORDERS:
+            if f"dip_{order}" in values:
+                found.setdefault(order, {})[record.seed] = (values[f"dip_{order}"], values[f"dip_at_{order}"])
+    return found
+
+
+def common_seeds(table: Table, metric: str) -> list[int]:
+    """The seeds at which every row with backfilling curves of ``metric`` has them."""
+    held = [{seed for by_seed in seed_dips(row, metric).values() for seed in by_seed} for row in table.rows]
+    held = [seeds for seeds in held if seeds]
+    return sorted(set.intersection(*held)) if held else []
+
+
+def seeds_text(seeds: list[int]) -> str:
+    """``0-2`` for consecutive seeds, else ``0, 2, 5``."""
+    if len(seeds) > 2 and seeds == list(range(seeds[0], seeds[-1] + 1)):
+        return f"{seeds[0]}-{seeds[-1]}"
+    return ", ".join(map(str, seeds))
+
+
+def regressions(table: Table, metric: str) -> list[dict]:
+    """Per row and order over the table's common seeds: the lowest point of the curve against the old self-test
+    (mean, 95% t-interval over seeds), the % refreshed there (mean) and the seeds where it is below."""
+    seeds = set(common_seeds(table, metric))
+    found = []
+    for row in table.rows:
+        for order, by_seed in seed_dips(row, metric, seeds).items():
+            mean, low, high = seed_interval({s: dip for s, (dip, _) in by_seed.items()})
+            found.append({"label": row.label, "order": order, "dip": (mean, low, high),
+                          "at": float(np.mean([at for _, at in by_seed.values()])),
+                          "below": sum(dip < 0 for dip, _ in by_seed.values()), "seeds": len(by_seed)})
+    return found
+
+
+def regression_finding(table: Table, metric: str) -> str:
+    """One sentence per order, generated from :func:`regressions`: the rows whose lowest point is significantly below
+    the old self-test (deepest first, with interval and % refreshed), and the rows never below it at any seed."""
+    found, seeds = regressions(table, metric), common_seeds(table, metric)
+    if not found:
+        return ""
+    sentences = []
+    for order in dict.fromkeys(f["order"] for f in found):
+        mine = [f for f in found if f["order"] == order]
+        below = sorted((f for f in mine if f["dip"][2] < 0), key=lambda f: f["dip"][0])
+        never = [f["label"] for f in mine if f["below"] == 0]
+        parts = []
+        if below:
+            parts.append("significantly below the old self-test at the curve's lowest point: " + ", ".join(
+                f"{f['label']} {interval_text(*f['dip'], signed=True)} points at {f['at']:.0f}% refreshed "
+                f"(below in {f['below']} of {f['seeds']} seeds)" for f in below))
+        else:
+            parts.append("no method is significantly below the old self-test at the curve's lowest point")
+        parts.append(("never below it at any seed: " + ", ".join(never)) if never else
+                     "every method is below it at some seed")
+        sentences.append(f"{order} order: " + "; ".join(parts) + ".")
+    return (f"Regression during the refresh, {metric_name(metric)}, from the table below ({plain_label(table.title)}, "
+            f"seeds {seeds_text(seeds)}, common to its rows): " + " ".join(sentences))
+
+
+def regression_markdown(table: Table, metric: str) -> str:
+    """The generated finding (:func:`regression_finding`) and its table: per method and order, the lowest point of
+    the backfilling curve minus the old self-test C[k][k] (points, 95% t-interval over the common seeds) and the %
+    refreshed there."""
+    found = regressions(table, metric)
+    if not found:
+        return ""
+    orders = list(dict.fromkeys(f["order"] for f in found))
+    by_row: dict[str, dict[str, dict]] = {}
+    for f in found:
+        by_row.setdefault(f["label"], {})[f["order"]] = f
+    lines = [[escape(label), *(f"{interval_text(*mine[o]['dip'], signed=True)} at {mine[o]['at']:.0f}%, "
+                               f"{mine[o]['below']} of {mine[o]['seeds']} below" if o in mine else "-" for o in orders)]
+             for label, mine in by_row.items()]
+    headers = ["method", *(f"{o}: lowest − old self" for o in orders)]
+    return (escape(regression_finding(table, metric)) + "\n\n"
             + tabulate(lines, headers=headers, tablefmt="github", disable_numparse=True))
 
 
@@ -177,13 +296,34 @@ def index_markdown(table: Table, metric: str) -> str:
                 gap = interval_text(*seed_interval({s: e - i for s, (e, i) in seeds.items()}), signed=True)
                 cells.append(f"{np.mean([e for e, _ in seeds.values()]):.1f} / "
                              f"{np.mean([i for _, i in seeds.values()]):.1f} / {gap}")
-            lines.append([escape(row.label), kind, *cells])
+            lines.append([escape(row.label), escape(kind), *cells])
     if not lines:
         return ""
     headers = ["method", "index", "cross-tests (k < t)", "self-tests (k = t)"]
     return (f"Retrieval through an index, {escape(metric_name(metric))}: exact / index / gap (exact − index, points, "
             "with its 95% t-interval over seeds), means over the entries C[t][k] and seeds\n\n"
-            + tabulate(lines, headers=headers, tablefmt="github", disable_numparse=True))
+            + tabulate(lines, headers=headers, tablefmt="github", disable_numparse=True)
+            + "".join(f"\n\n{escape(text)}" for text in [flat_gap_note(table, metric)] if text))
+
+
+def flat_gap_note(table: Table, metric: str) -> str:
+    """Why a flat index can miss exact search (generated from the rows whose flat gap's interval excludes 0; ""
+    where none does)."""
+    found = []
+    for row in table.rows:
+        seeds = index_gaps(row, metric).get("flat", {})
+        for which in ("cross", "self"):
+            if which in seeds:
+                mean, low, high = seed_interval({s: e - i for s, (e, i) in seeds[which].items()})
+                if np.isfinite(low) and (low > 0 or high < 0):
+                    found.append(f"{row.label} {mean:+.1f} [{low:+.1f}, {high:+.1f}] ({which}-tests)")
+    if not found:
+        return ""
+    return ("A flat index searches exhaustively, but it scores the inner product in float32 (FAISS); the exact "
+            "scores use the method's own similarity, in its own precision. A flat gap whose interval excludes 0 ("
+            + "; ".join(found) + ") means that float32 inner products rank these features otherwise: features whose "
+            "order lies in tiny differences (e.g. near one-hot softmax outputs, which an exact float64 score still "
+            "orders) tie or swap in float32. It is the precision of the index, not an approximate search.")
 
 
 def upgrade_sections(table: Table, page: str, out: Path) -> list[str]:
@@ -196,6 +336,8 @@ def upgrade_sections(table: Table, page: str, out: Path) -> list[str]:
             if path is not None:
                 parts.append(f"![{escape(table.title)}: backfilling curves, {escape(metric_name(metric))}]"
                              f"(figures/{path.name})")
+        if text := regression_markdown(table, metric):
+            parts.append(text)
         if text := index_markdown(table, metric):
             parts.append(text)
     return parts

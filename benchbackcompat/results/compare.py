@@ -7,6 +7,8 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from benchbackcompat.metrics import bootstrap
 from benchbackcompat.results.frames import Paths, read_records, results_frame
 from benchbackcompat.record import CellRecord, FinishedRecord
@@ -58,8 +60,14 @@ def _side(records: list[CellRecord], name: str, statistics: tuple[str, ...]) -> 
     frame["pair"] = frame["key"].map(dict(zip((r.key for r in records), method_variants(records))))
     frame = frame[(frame["status"] == "finished") & frame["statistic"].isin(statistics)]
     grouped = frame.groupby([*PAIR, "config_hash"], sort=True).agg(
-        **{name: ("value", "mean"), f"seeds {name}": ("seed", _seeds), f"variant {name}": ("variant", "first")})
+        **{name: ("value", "mean"), f"seeds {name}": ("seed", _seeds), f"variant {name}": ("variant", "first"),
+           f"gated {name}": ("gated", _reason)})
     return grouped.reset_index().rename(columns={"config_hash": f"config {name}"})
+
+
+def _reason(values: pd.Series) -> str:
+    """Why the leaderboard does not show a configuration's number ("" where it does; one gate per configuration)."""
+    return next((v for v in values if isinstance(v, str) and v), "")
 
 
 def _samples(records: list[CellRecord], statistics: tuple[str, ...]) -> dict[tuple, bootstrap.SeedSample]:
@@ -85,10 +93,11 @@ def _paired_interval(a: bootstrap.SeedSample | None, b: bootstrap.SeedSample | N
     seed resamples the same queries), and those seeds; NaN without a common seed."""
     if a is None or b is None:
         return math.nan, math.nan, ""
-    difference = b - a
-    if not difference.seeds:
-        return math.nan, math.nan, ""
-    low, high = bootstrap.interval(difference)
+    with np.errstate(invalid="ignore"):  # undefined resamples (P_com of a resample whose update is 0) stay NaN
+        difference = b - a
+        if not difference.seeds:
+            return math.nan, math.nan, ""
+        low, high = bootstrap.interval(difference)
     return low, high, ",".join(map(str, sorted(difference.seeds)))
 
 
@@ -105,21 +114,44 @@ def compare_results(a: Paths, b: Paths, statistics: tuple[str, ...] = DEFAULT_ST
     ``load_results`` gives each side, "A: ..; B: .." where they differ). ``B - A low``/``high``: the 95% interval
     of the difference paired over the seeds both hold (``paired seeds``). ``scenarios``/``methods``: only these
     (empty: all)."""
-    records_a = _filtered(read_records(a), scenarios, methods)
-    records_b = _filtered(read_records(b), scenarios, methods)
+    every_a, every_b = read_records(a), read_records(b)
+    _known(statistics, known_statistics(), "statistic", "(`--statistics`)")
+    _known(scenarios, {r.scenario for r in every_a + every_b}, "scenario", f"in {a} or {b}")
+    _known(methods, {r.method for r in every_a + every_b}, "method", f"in {a} or {b}")
+    records_a = _filtered(every_a, scenarios, methods)
+    records_b = _filtered(every_b, scenarios, methods)
     table = _side(records_a, "A", statistics).merge(_side(records_b, "B", statistics), on=PAIR, how="outer")
     table["B - A"] = table["B"] - table["A"]
     samples_a, samples_b = _samples(records_a, statistics), _samples(records_b, statistics)
-    intervals = [_paired_interval(samples_a.get(group), samples_b.get(group))
-                 for group in table[PAIR].itertuples(index=False, name=None)]
+    shown = (table["A"].notna() & table["B"].notna()).tolist()  # a number the leaderboard hides has no interval either
+    intervals = [_paired_interval(samples_a.get(group), samples_b.get(group)) if ok else (math.nan, math.nan, "")
+                 for group, ok in zip(table[PAIR].itertuples(index=False, name=None), shown)]
     table["B - A low"], table["B - A high"], table["paired seeds"] = (list(column) for column in zip(*intervals)) \
         if intervals else ([], [], [])
     table["variant"] = [_label(va, vb) for va, vb in zip(table["variant A"], table["variant B"])]
     order = {s: i for i, s in enumerate(statistics)}
     table = table.sort_values(PAIR, key=lambda c: c.map(order) if c.name == "statistic" else c)
     columns = [*GROUP, "A", "seeds A", "B", "seeds B", "B - A", "B - A low", "B - A high", "paired seeds", "config A",
-               "config B"]
+               "config B", "gated A", "gated B"]
+    table[["gated A", "gated B"]] = table[["gated A", "gated B"]].fillna("")
     return table[columns].reset_index(drop=True), cell_notes(records_a, records_b)
+
+
+def known_statistics() -> set[str]:
+    """Every statistic a results frame can hold: the leaderboard's columns and a record's stored scalars."""
+    from benchbackcompat.record import MetricSummary
+    from benchbackcompat.report.columns import STATISTICS
+
+    return {*STATISTICS, *(name for name in MetricSummary.model_fields if not name.endswith("_curve"))}
+
+
+def _known(asked: tuple[str, ...], known: set[str], kind: str, where: str) -> None:
+    """One line naming the first of ``asked`` that is not ``known``, with the closest known name."""
+    from benchbackcompat.errors import UnknownNameError
+
+    for name in asked:
+        if name not in known:
+            raise UnknownNameError(f"{kind} {where}:", name, known)
 
 
 def _label(a: Any, b: Any) -> str:
@@ -160,18 +192,28 @@ def render(table: pd.DataFrame, notes: list[str], a: str, b: str) -> str:
     def interval(low: float, high: float) -> str:
         return "-" if low != low else f"[{low:+.2f}, {high:+.2f}]"
 
-    rows = [[row.scenario, row.variant, row.method, row.metric, row.statistic, _fmt(row.A), text(row[6]), _fmt(row.B),
-             text(row[8]), _fmt(row[9], signed=True), interval(row[10], row[11]), text(row[12]), text(row[13]),
-             text(row[14])] for row in table.itertuples(index=False)]
+    gates: dict[str, list[str]] = {}
+    for row in table.itertuples(index=False):
+        for side, why in (("A", row[15]), ("B", row[16])):
+            if why:
+                gates.setdefault(why, []).append(f"{row.scenario}/{row.method} {row.metric} {row.statistic} in {side}")
+    rows = [[row.scenario, row.variant, row.method, row.metric, row.statistic, _fmt(row.A, gated=row[15]),
+             text(row[6]), _fmt(row.B, gated=row[16]), text(row[8]), _fmt(row[9], signed=True),
+             interval(row[10], row[11]), text(row[12]), text(row[13]), text(row[14])]
+            for row in table.itertuples(index=False)]
     headers = [*GROUP, "A", "seeds A", "B", "seeds B", "B - A", "95% CI (paired)", "paired seeds", "config A", "config B"]
     text_table = tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True)
     out = f"A: {a}\nB: {b}\n" + text_table
     out += ("\n\nB - A: mean of B's seeds minus mean of A's; its 95% interval pairs the seeds both hold (the same seed "
             "scores the same queries), over the query bootstrap and the seeds")
+    out += "".join(f"\n–: not shown, as on the leaderboard ({'; '.join(where[:3])}"
+                   f"{f'; and {len(where) - 3} more' if len(where) > 3 else ''}): {why}" for why, where in gates.items())
     return out + ("\n\ncells:\n" + "\n".join(f"  {note}" for note in notes) if notes else "\n\nevery cell has the same configuration in A and B")
 
 
-def _fmt(value: float, signed: bool = False) -> str:
+def _fmt(value: float, signed: bool = False, gated: str = "") -> str:
+    if gated:  # not shown on the leaderboard: the reason follows the table
+        return "–"
     if value != value:  # NaN: missing on one side or not computable
         return "-"
     return f"{value:+.2f}" if signed else f"{value:.2f}"

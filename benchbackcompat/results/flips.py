@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 
 from benchbackcompat.errors import BenchError
-from benchbackcompat.metrics import flips, outcomes
+from benchbackcompat.metrics import flips, live, outcomes
 from benchbackcompat.record import CellRecord, FinishedRecord
 from benchbackcompat.results.frames import CELL_COLUMNS, Paths, _cells, _pandas, read_records
 
@@ -62,3 +62,16 @@ def flip_lines(record: FinishedRecord, metric: str) -> list[str]:
     return [f"  flips {p['gallery_model']} -> {p['query_model']} ({p['queries']} queries, %): old self -> cross NFR "
             f"{p['nfr_cross']:.2f}, PFR {p['pfr_cross']:.2f}; old self -> new self NFR {p['nfr_self']:.2f}, "
             f"PFR {p['pfr_self']:.2f}" for p in pairs]
+
+
+def live_lines(record: FinishedRecord, metric: str) -> list[str]:
+    """The record's live-gallery statistics of ``metric`` (``metrics.live``): one line per backfilling order (its
+    area and its lowest point against the old self-test) and one for the index gaps; [] without them."""
+    found = live.values(record.backfill, record.index, record.matrices.get(metric), metric)
+    lines = [f"  backfill {order} order: AUC {found[f'auc_{order}']:.2f}%"
+             + (f", lowest point {found[f'dip_{order}']:+.2f} points against the old self-test at "
+                f"{found[f'dip_at_{order}']:.0f}% refreshed" if f"dip_{order}" in found else "")
+             for order in live.ORDERS if f"auc_{order}" in found]
+    gaps = [f"{kind} {found[f'gap_cross_{kind}']:+.2f} (cross-tests), {found[f'gap_self_{kind}']:+.2f} (self-tests)"
+            for kind in live.INDEX_KINDS if f"gap_cross_{kind}" in found and f"gap_self_{kind}" in found]
+    return lines + (["  index gap, exact − through the index (points): " + "; ".join(gaps)] if gaps else [])

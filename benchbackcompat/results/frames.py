@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from benchbackcompat.errors import BenchError
+from benchbackcompat.metrics import live
 from benchbackcompat.record import CellRecord, FinishedRecord
 
 if TYPE_CHECKING:
@@ -78,16 +79,19 @@ def _number(value: Any) -> float:
 def results_frame(records: Iterable[CellRecord]) -> pd.DataFrame:
     """One row per cell x retrieval metric x scalar statistic (AC, AA, ACA, self, cross, p_com, ...), then the flip
     rates nfr_cross, pfr_cross, nfr_self, pfr_self (``metrics.flips``, derived from the stored per-query hits; mean over
-    the consecutive pairs of a sequence); a cell without metrics (diverged, failed, not applicable) is one row with
+    the consecutive pairs of a sequence), then, where the scenario set ``backfill`` or ``index``, the areas under the
+    backfilling curves, their lowest points against the old self-test and the index gaps (``metrics.live``); a cell without metrics (diverged, failed, not applicable) is one row with
     empty metric, statistic and value.
 
     ``gated``: why the leaderboard does not show the value ("" where it does). A P_com whose update (reference self
     − old self, over the seeds of its configuration) is not significantly positive or below the minimum is NaN here
-    as it is "–" there, with the pages' reason."""
+    as it is "–" there, with the pages' reason; so is every statistic stored with the same value under another name
+    (``update_gain``, CoReS's Γ, on one update: ``report.columns.SAME_AS``)."""
     from benchbackcompat.report.aggregate import record_flips
+    from benchbackcompat.report.columns import gated_names
 
     cells = _cells(records)
-    gates = _p_com_gates(cells)
+    gates, gated = _p_com_gates(cells), gated_names("p_com")
     rows = []
     for record, cell in cells:
         metrics = record.metrics if isinstance(record, FinishedRecord) else {}
@@ -96,12 +100,26 @@ def results_frame(records: Iterable[CellRecord]) -> pd.DataFrame:
         for metric, summary in metrics.items():
             gate = gates.get((record.dataset, record.preset, cell["config_hash"], metric), "")
             rows += [{**cell, "metric": metric, "statistic": name,
-                      "value": math.nan if gate and name == "p_com" else _number(value),
-                      "gated": gate if name == "p_com" else ""}
+                      "value": math.nan if gate and name in gated else _number(value),
+                      "gated": gate if name in gated else ""}
                      for name, value in summary.scalars().items()]
             rows += [{**cell, "metric": metric, "statistic": name, "value": value, "gated": ""}
-                     for name, value in record_flips(record, metric).items()]
+                     for name, value in {**record_flips(record, metric), **live.values(
+                         record.backfill, record.index, record.matrices.get(metric), metric)}.items()]
     return _pandas().DataFrame(rows, columns=RESULT_COLUMNS)
+
+
+def statistic_gates(records: Iterable[CellRecord]) -> dict[tuple[str, str, str], str]:
+    """(record key, metric, statistic) -> why the leaderboard does not show that number: P_com and every statistic
+    with its value under another name (``report.columns.SAME_AS``) of the configurations whose update is undecidable."""
+    from benchbackcompat.report.columns import gated_names
+
+    cells = _cells(records)
+    gates = _p_com_gates(cells)
+    return {(record.key, metric, name): gate for record, cell in cells if isinstance(record, FinishedRecord)
+            for metric in record.metrics
+            if (gate := gates.get((record.dataset, record.preset, cell["config_hash"], metric)))
+            for name in gated_names("p_com")}
 
 
 def _p_com_gates(cells: list[tuple[CellRecord, dict[str, Any]]]) -> dict[tuple, str]:

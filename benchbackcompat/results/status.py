@@ -9,7 +9,8 @@ pending    queued by a run (``cell.json``) and nothing computed yet
 
 First the number of cells per state, then the time the finished cells recorded, per scenario, and what the
 cells left would take at that scenario's mean (the cost of a grid, measured on the machine that ran it), then
-the cells, those a run would compute first.
+the cells, those a run would compute first. Text from the records is printed as written, never obeyed by the
+terminal (``runtime.terminal``).
 """
 from __future__ import annotations
 
@@ -17,17 +18,23 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
-from benchbackcompat.errors import BenchError
+from benchbackcompat.errors import BenchError, UnknownNameError
 from benchbackcompat.identity import RESULTS_VERSION, code_identity
 from benchbackcompat.method import Method
 from benchbackcompat.execution.plugin_host import PluginHost
 from benchbackcompat.store import ResultStore
 from benchbackcompat.record import CellRecord, FinishedRecord
+from benchbackcompat.runtime.terminal import printable
 
 
 def cell_states(results: Path) -> list[dict[str, Any]]:
-    """One row per cell folder: key, label, state and a detail (steps saved, why stale, the traceback)."""
+    """One row per cell folder: key, label, state, a detail (steps saved, why stale, the traceback) and the variant
+    (``load_results``'s: what tells its configuration from the others of its scenario; "-" for the only one, "" for a
+    cell without a record)."""
+    from benchbackcompat.report.aggregate import configuration_labels
+
     store = ResultStore(results)
+    found: dict[str, CellRecord] = {}
     host = PluginHost()
     current: dict[str, dict[str, Any] | str] = {}
     rows = []
@@ -50,6 +57,12 @@ def cell_states(results: Path) -> list[dict[str, Any]]:
         else:
             row["state"] = "pending"
         rows.append(row)
+        if record is not None:
+            found[key] = record
+    labels = configuration_labels(list(found.values()))
+    variants = {key: label or "-" for key, (label, _) in zip(found, labels)}
+    for row in rows:
+        row["variant"] = variants.get(row["key"], "")
     return rows
 
 
@@ -107,7 +120,12 @@ def render_status(results: Path, *, scenarios: tuple[str, ...] = (), methods: tu
 
     if not (results / "cells").is_dir():
         raise BenchError(f"no results in {results}; pass the results directory of a run with --results DIR")
-    rows = [row for row in cell_states(results) if _selected(row["cell"], scenarios, methods)]
+    every = cell_states(results)
+    for asked, part, kind in ((scenarios, 0, "scenario"), (methods, 1, "method")):
+        known = {row["cell"].split("/")[part] for row in every if len(row["cell"].split("/")) > part}
+        if unknown := [name for name in asked if name not in known]:
+            raise UnknownNameError(f"{kind} in {results}:", unknown[0], known)
+    rows = [row for row in every if _selected(row["cell"], scenarios, methods)]
     counts = Counter(row["state"] for row in rows)
     chosen = " of " + ", ".join(f"{name} {'/'.join(values)}" for name, values in (("scenario", scenarios),
                                                                                   ("method", methods)) if values)
@@ -117,11 +135,11 @@ def render_status(results: Path, *, scenarios: tuple[str, ...] = (), methods: tu
         "scenario", "cells timed", "hours", "minutes per cell", "cells left", "hours left (at that mean)"])
     ordered = sorted(rows, key=lambda row: row["state"] not in ATTENTION)
     shown = ordered if limit is None else ordered[:limit]
-    table = tabulate([[row["key"], row["cell"], row["state"], row["detail"]] for row in shown],
-                     headers=["key", "cell", "state", "detail"], tablefmt="github")
+    table = tabulate([[printable(row[name]) for name in ("key", "cell", "variant", "state", "detail")] for row in shown],
+                     headers=["key", "cell", "variant", "state", "detail"], tablefmt="github")
     more = f"\n({len(rows) - len(shown)} more cells: --all lists every cell)" if len(shown) < len(rows) else ""
-    return (f"{summary}\n\nCompute recorded by the finished cells (training, shared models where trained, "
-            f"evaluation):\n{cost}\n\n{table}{more}")
+    return printable(f"{summary}\n\nCompute recorded by the finished cells (training, shared models where trained, "
+                     f"evaluation):\n{cost}\n\n{table}{more}", lines=True)
 
 
 def _selected(label: str, scenarios: tuple[str, ...], methods: tuple[str, ...]) -> bool:

@@ -18,6 +18,8 @@ from typing import Any, TypeVar
 
 from tqdm.auto import tqdm
 
+from benchbackcompat.runtime.terminal import printable
+
 LOGGER = "benchbackcompat"
 log = logging.getLogger(LOGGER)
 T = TypeVar("T")
@@ -26,10 +28,11 @@ _bars = {"enabled": False}
 
 
 class _LevelPrefix(logging.Formatter):
-    """``message`` for INFO and DEBUG, ``warning: message`` / ``error: message`` above."""
+    """``message`` for INFO and DEBUG, ``warning: message`` / ``error: message`` above; text from records and files
+    that a message quotes is printed, never obeyed by the terminal (``runtime.terminal``)."""
 
     def format(self, record: logging.LogRecord) -> str:
-        text = super().format(record)
+        text = printable(super().format(record), lines=True)
         return text if record.levelno < logging.WARNING else f"{record.levelname.lower()}: {text}"
 
 

@@ -27,11 +27,13 @@ log = logging.getLogger("benchbackcompat")
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` so that a crash leaves either the old file or the new one. A write that fails (a
     full disk, a read-only folder) removes its partial file and raises OSError naming ``path``: the error of a
-    write or a flush names no file by itself."""
+    write or a flush names no file by itself. Nothing is written through a link: the temporary file is created
+    anew (a link planted under its name is removed, not followed) and renamed over ``path``, which replaces a link
+    there rather than writing into its target."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        with open(tmp, "wb") as handle:
+        with os.fdopen(_create_new(tmp), "wb") as handle:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
@@ -40,6 +42,17 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     except OSError as error:
         tmp.unlink(missing_ok=True)
         raise OSError(error.errno, error.strerror or str(error), str(path)) from error
+
+
+def _create_new(path: Path) -> int:
+    """A descriptor of a new, empty file at ``path``; whatever lay there (a killed writer's file, a planted link) is
+    removed first, never opened."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    try:
+        return os.open(path, flags, 0o644)
+    except FileExistsError:
+        path.unlink()
+        return os.open(path, flags, 0o644)
 
 
 def checksum_path(path: Path) -> Path:

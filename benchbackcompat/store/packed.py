@@ -14,6 +14,7 @@ import zlib
 from pathlib import Path
 from typing import Any
 
+from benchbackcompat.runtime.files import TooLarge, read_regular
 from benchbackcompat.store.checkpoint import atomic_write_bytes
 
 SUFFIX = ".gz"
@@ -54,13 +55,15 @@ def write_packed(folder: Path, name: str, text: str) -> Path:
 
 def read_json(path: Path) -> Any:
     """The JSON value stored in ``path``, decompressed when its name ends in ``.gz`` as a stream that stops past
-    ``MAX_JSON_BYTES``. Raises OSError when the file cannot be read, :class:`OversizedFile` when its content is
-    larger (e.g. a decompression bomb) and ValueError when it holds no complete JSON (truncated, corrupted, not UTF-8)."""
+    ``MAX_JSON_BYTES``. Raises OSError when the file cannot be read (or is not a regular file), :class:`OversizedFile`
+    when its content is larger (e.g. a decompression bomb), ValueError when it holds no complete JSON (truncated,
+    corrupted, not UTF-8) and RecursionError when its JSON is nested too deeply to parse."""
     too_large = OversizedFile(f"{path} holds more than {MAX_JSON_BYTES // 2**20} MiB of JSON, above the limit for a "
                               "results file (a decompression bomb?)")
-    if path.stat().st_size > MAX_JSON_BYTES:
-        raise too_large
-    data = path.read_bytes()
+    try:
+        data = read_regular(path, MAX_JSON_BYTES)  # not a named pipe or a device planted under the name
+    except TooLarge:
+        raise too_large from None
     if path.name.endswith(SUFFIX):
         try:
             with gzip.GzipFile(fileobj=io.BytesIO(data)) as stream:

@@ -10,6 +10,11 @@
 
 Records and curves are gzip-compressed JSON (``store.packed``); the plain ``record.json`` and ``curves.json`` that
 earlier versions wrote are read as well.
+
+A results folder may be shared, so it is a trust boundary: every folder the store reads, writes, sweeps or locks in
+is resolved and refused (one line) when it leads outside the folder, files are replaced atomically (never written
+through a link) and only regular files are read, each up to a bound. A stored file that cannot be parsed, whatever
+the reason (damaged, nested too deeply for the parser, too large to hold), is reported once and its cell recomputed.
 """
 from __future__ import annotations
 
@@ -28,11 +33,15 @@ from benchbackcompat.store.checkpoint import atomic_write_bytes, checksum_path, 
 from benchbackcompat.store.locks import file_lock, process_running
 from benchbackcompat.store.packed import OversizedFile, packed_name, read_json, stored_file, write_packed
 from benchbackcompat.record import CellRecord, FinishedRecord, RecordBase, ValidationError, parse_record
+from benchbackcompat.runtime.files import outside, read_regular
 from benchbackcompat.store.verify import contradiction
 
 RECORD_FORMAT = 1
 RECORD, CURVES = "record.json", "curves.json"  # stored as RECORD.gz and CURVES.gz (older folders: plain)
 TIMED_OUT = "timed-out.json"
+TRACEBACK = "traceback.txt"
+MAX_ENTRY_BYTES = 2**20  # cell.json and timed-out.json: a cell's label, identity and one failed record (a few KB)
+UNPARSABLE = (OSError, ValueError, RecursionError, MemoryError)  # a stored file that cannot be read or parsed
 
 
 class ResultStore:
@@ -44,10 +53,13 @@ class ResultStore:
     def cell_dir(self, key: str) -> Path:
         """The folder of cell ``key``; one that resolves outside the results folder (a link out of it) is refused,
         so that nothing is written, read or deleted through it."""
-        folder = self.root / "cells" / key
-        real = Path(os.path.realpath(folder))
-        if not real.is_relative_to(os.path.realpath(self.root)):
-            raise BenchError(f"cell folder {folder} resolves to {real}, outside the results folder {self.root}; "
+        return self.inside(self.root / "cells" / key, "cell folder")
+
+    def inside(self, folder: Path, what: str) -> Path:
+        """``folder`` of the results folder, refused in one line when it resolves outside it (a planted link)."""
+        real = outside(self.root, folder)
+        if real is not None:
+            raise BenchError(f"{what} {folder} resolves to {real}, outside the results folder {self.root}; "
                              "refusing to write, read or delete through it: replace the link with a folder")
         return folder
 
@@ -63,14 +75,23 @@ class ResultStore:
         if path is None:
             return None
         try:
+            return self._checked_record(key, path)
+        except (RecursionError, MemoryError) as error:  # nested too deeply for the parsers, or too large to hold
+            self._report(path, f"result {path} cannot be read ({type(error).__name__}); ignoring it (a run "
+                               "recomputes the cell)")
+            return None
+
+    def _checked_record(self, key: str, path: Path) -> CellRecord | None:
+        try:
             record = read_json(path)
             stored = record.pop("sha256", None) if isinstance(record, dict) else None
+            intact = isinstance(record, dict) and stored == record_checksum(record)
         except OversizedFile as error:
             self._report(path, f"{error}; ignoring it, unread (a run recomputes the cell)")
             return None
         except (OSError, ValueError):
-            record, stored = None, None
-        if isinstance(record, dict) and stored == record_checksum(record) and record.get("format") == RECORD_FORMAT:
+            record, intact = None, False
+        if intact and record.get("format") == RECORD_FORMAT:
             if record.get("key") != key:
                 self._report(path, f"result {path} belongs to cell {record.get('key')!r}, not to its folder {key!r} "
                                    "(copied?); ignoring it (a run recomputes the cell)")
@@ -122,7 +143,8 @@ class ResultStore:
                 continue
             try:
                 data = read_json(path)
-            except (OSError, ValueError):
+            except UNPARSABLE as error:
+                self._report(path, f"training curves {path} cannot be read ({type(error).__name__}); ignoring them")
                 continue
             found = data.get(field) if field and isinstance(data, dict) else data
             if isinstance(found, dict):
@@ -134,9 +156,14 @@ class ResultStore:
         atomic_write_bytes(self.cell_dir(key) / "cell.json", json.dumps({"key": key, **entry}, indent=1).encode())
 
     def cell_entry(self, key: str) -> dict[str, Any] | None:
+        """The queued cell's ``cell.json``, or None: missing, or unusable (reported once; a run writes it again)."""
+        path = self.cell_dir(key) / "cell.json"
         try:
-            entry = json.loads((self.cell_dir(key) / "cell.json").read_text())
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            entry = json.loads(read_regular(path, MAX_ENTRY_BYTES))
+        except FileNotFoundError:
+            return None
+        except UNPARSABLE as error:
+            self._report(path, f"cell entry {path} cannot be read ({type(error).__name__}); ignoring it")
             return None
         return entry if isinstance(entry, dict) else None
 
@@ -149,10 +176,16 @@ class ResultStore:
     def timed_out_in(self, key: str, run: str) -> CellRecord | None:
         """The failed record of cell ``key`` if it timed out in run ``run``, else None."""
         try:
-            note = json.loads((self.cell_dir(key) / TIMED_OUT).read_text())
+            note = json.loads(read_regular(self.cell_dir(key) / TIMED_OUT, MAX_ENTRY_BYTES))
             return parse_record(note["record"]) if isinstance(note, dict) and note.get("run") == run else None
-        except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError):  # json and pydantic errors are ValueErrors
+        except (*UNPARSABLE, KeyError, TypeError):  # json and pydantic errors are ValueErrors
             return None
+
+    def write_traceback(self, key: str, text: str) -> Path:
+        """Write a failed cell's traceback into its folder (replacing whatever lay there, a link included)."""
+        path = self.cell_dir(key) / TRACEBACK
+        atomic_write_bytes(path, text.encode())
+        return path
 
     def trained_alike(self, training_key: str, but: str) -> list[str]:
         """The cells other than ``but`` whose ``cell.json`` notes ``training_key`` (cells queued before it was noted
@@ -163,17 +196,20 @@ class ResultStore:
         """Forget a cell's result, curves, saved steps and traceback (``--force``/``--rerun``); its cell.json stays."""
         folder = self.cell_dir(key)
         stored = [folder / file for name in (RECORD, CURVES) for file in (name, packed_name(name))]
-        for path in [*stored, folder / "traceback.txt", *folder.glob("step-*.pt*")]:
+        for path in [*stored, folder / TRACEBACK, *folder.glob("step-*.pt*")]:
             path.unlink(missing_ok=True)
 
     def remove_orphan_temporaries(self, min_age_s: float = 60.0) -> list[Path]:
         """Delete ``.NAME.PID.tmp`` files that killed writers left (their pid is not running here and they are
-        older than ``min_age_s``, so a live writer on another host is left alone); returns those deleted."""
+        older than ``min_age_s``, so a live writer on another host is left alone); returns those deleted. A folder
+        that leads outside the results folder is not swept (reading or writing it is refused, in one line)."""
         removed = []
         for path in [*self.root.glob("cells/*/.*.tmp"), *self.root.glob("models/.*.tmp")]:
             pid = path.name.rsplit(".", 2)[-2]
             try:
-                if not pid.isdigit() or process_running(int(pid)) or time.time() - path.stat().st_mtime < min_age_s:
+                if outside(self.root, path.parent) is not None:
+                    continue
+                if not pid.isdigit() or process_running(int(pid)) or time.time() - path.lstat().st_mtime < min_age_s:
                     continue
                 path.unlink()
             except OSError:
@@ -207,7 +243,8 @@ class ResultStore:
         return self.cell_dir(key) / f"step-{step}.pt"
 
     def model_path(self, key: str) -> Path:
-        return self.root / "models" / f"{key}.pt"
+        """Where shared model ``key`` is stored (its folder refused when it leads outside the results folder)."""
+        return self.inside(self.root / "models", "models folder") / f"{key}.pt"
 
     def set_aside(self, path: Path, reason: str, then: str) -> None:
         """Move a checkpoint that is intact but does not belong where it lies (copied over another, say) to
@@ -225,11 +262,15 @@ class ResultStore:
     # --- locks (several processes on one directory) ------------------------------------------
     def cell_lock(self, key: str, *, blocking: bool = True):
         """Held while a process runs cell ``key``; yields False (non-blocking) when another process runs it."""
-        return file_lock(self.root / "locks" / f"cell-{key}.lock", blocking=blocking, timeout=self.lock_timeout)
+        return file_lock(self.locks() / f"cell-{key}.lock", blocking=blocking, timeout=self.lock_timeout)
 
     def model_lock(self, key: str):
         """Held while a process loads or trains shared model ``key``, so that it is trained once."""
-        return file_lock(self.root / "locks" / f"model-{key}.lock", timeout=self.lock_timeout)
+        return file_lock(self.locks() / f"model-{key}.lock", timeout=self.lock_timeout)
+
+    def locks(self) -> Path:
+        """The folder of the locks (refused when it leads outside the results folder)."""
+        return self.inside(self.root / "locks", "locks folder")
 
     save = staticmethod(save_checkpoint)
     load = staticmethod(load_checkpoint)

@@ -4,8 +4,10 @@ A checksum proves that a record was not damaged, not that it was written by the 
 number and recompute it. So every summary the pages use is recomputed from the record's own matrices with
 the metrics package (AA, AC, ACA and their curves, self/cross/old self of one update, P_com, P_up and the
 update gain from the reference self-test), each matrix entry from its per-query outcomes where they are
-stored, and the matrix size from the scenario kind (one update: 2 x 2). A record that disagrees beyond
-rounding is refused by the store.
+stored, and the matrix size from the scenario kind (one update: 2 x 2). The backfilling curves start at the
+cross-test C[t][k] and end at the new self-test C[t][t] of the record's matrix, with the areas their trapezoids give;
+flip rates stored beside a summary (never read: pages recompute them) must be those of the per-query outcomes. A
+record that disagrees beyond rounding is refused by the store.
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from typing import Any
 from benchbackcompat.scenarios.kinds import kind_class
 from benchbackcompat.errors import BenchError
 from benchbackcompat.metrics import compatibility as cm
+from benchbackcompat.metrics import flips
 from benchbackcompat.metrics import outcomes as per_query
 from benchbackcompat.metrics.summary import summarise
 from benchbackcompat.record import FinishedRecord
@@ -34,9 +37,13 @@ def contradiction(record: FinishedRecord) -> str | None:
     for metric, stored in record.outcomes.items():
         if (problem := _outcomes_contradict(record, metric, stored)) is not None:
             return problem
+    if (problem := _backfill_contradicts(record)) is not None:
+        return problem
     for metric, summary in record.metrics.items():
         if metric not in record.matrices:
             return f"metrics.{metric}: no matrix {metric} to recompute it from"
+        if (problem := _flips_contradict(record, metric, summary.model_extra or {})) is not None:
+            return problem
         expected = expected_summary(record.matrices[metric], summary.reference_self)
         if (metric_outcomes := record.outcomes.get(metric)) and metric_outcomes.get("reference_self"):
             reference = _score(metric_outcomes["reference_self"])
@@ -82,6 +89,51 @@ def _outcomes_contradict(record: FinishedRecord, metric: str, stored: dict[str, 
                 return f"outcomes.{metric}.C[{t}][{k}]: cannot be decoded ({error})"
             if not _agree(C[t][k], value, _tolerance(entry)):
                 return _mismatch(where, C[t][k], value, "its per-query outcomes give")
+    return None
+
+
+def _backfill_contradicts(record: FinishedRecord) -> str | None:
+    """Whether a backfilling curve leaves the matrix's cross-test, misses its new self-test or has another area."""
+    for pair in (record.backfill or {}).get("pairs", []):
+        old, new, x = pair["old"], pair["new"], pair["fractions"]
+        for metric, by_order in pair["curves"].items():
+            C = record.matrices.get(metric)
+            where = f"backfill {old} -> {new} {metric}"
+            if C is None:
+                return f"{where}: no matrix {metric} for its curves to start and end on"
+            for order, curve in by_order.items():
+                for point, expected, what in ((0, C[new][old], "cross-test"), (-1, C[new][new], "new self-test")):
+                    if not _agree(curve[point], expected, TOLERANCE):
+                        return _mismatch(f"{where}/{order} at {100 * x[point]:g}%", curve[point], expected,
+                                         f"the matrix's {what} C[{new}][{old if point == 0 else new}] is")
+                area = _trapezoid_mean(x, curve)
+                if not _agree(pair["auc"][metric][order], area, TOLERANCE):
+                    return _mismatch(f"{where}/{order} area", pair["auc"][metric][order], area, "its curve gives")
+    return None
+
+
+def _trapezoid_mean(x: list[float], y: list[float | None]) -> float | None:
+    """The trapezoidal mean of ``y`` over ``x`` (``metrics.backfill.area_under_curve``); None where a point is not
+    computable."""
+    if any(v is None or math.isnan(v) for v in y):
+        return None
+    return sum((x[i + 1] - x[i]) * (y[i + 1] + y[i]) / 2 for i in range(len(x) - 1)) / (x[-1] - x[0])
+
+
+def _flips_contradict(record: FinishedRecord, metric: str, stored: dict[str, Any]) -> str | None:
+    """Whether flip rates stored in a summary differ from those of the per-query outcomes (or have none behind them)."""
+    found = {key: stored[key] for key in flips.KEYS if key in stored}
+    if not found:
+        return None
+    try:
+        expected = flips.summary(record.outcomes.get(metric) or {}) if flips.defined_for(metric) else {}
+    except (BenchError, TypeError, ValueError, KeyError):
+        expected = {}
+    for key, value in found.items():
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+            return f"metrics.{metric}.{key} is {str(value)[:20]!r}, not a rate"
+        if not _agree(value, expected.get(key), F16_TOLERANCE):
+            return _mismatch(f"metrics.{metric}.{key}", value, expected.get(key), "its per-query outcomes give")
     return None
 
 

@@ -13,10 +13,16 @@ than the query bootstrap within a seed) and an exact sign-flip test (``metrics.s
 - *not reproduced*: the interval lies below the declared effect and the exact test rejects it, the direction not
   established;
 - *undecidable*: otherwise, or a precondition fails (a row at chance level, a declared seed diverged, P_com not
-  shown, the premise not shown);
-- *untested*: the deciding table is not in the results, or its declared run is not complete (a compared row
+  shown, the premise not shown by the setting's rows);
+- *not run yet*: the deciding table is not in the results, or its declared run is not complete (a compared row
   without a record at one of the declared seeds), unless every test is already undecidable for a row that holds all
-  its declared seeds (e.g. its P_com not shown): no missing record can change that, so it is *undecidable* at once.
+  its declared seeds (e.g. its P_com not shown): no missing record can change that, so it is *undecidable* at once;
+- *not testable here*: the setting needs data or weights that cannot be obtained offline, or GPU work.
+
+A premise of the paper's setting (e.g. IAM-CL2R's: fine-tuning improves the models pretrained elsewhere) is measured
+on the rows the claim names for it (``premise_on``: the setting's, e.g. ER's fine-tuning), never on the method
+judged: a compared row that does not show it is named beside the verdict ("premise not shown for X"), which its
+comparisons decide.
 
 An absence ("X is not compatible") is reproduced when X's interval lies below its margin, not reproduced when it
 lies above. A claim of several comparisons holds when every one holds, each at the plain level (no correction: all
@@ -44,8 +50,8 @@ from benchbackcompat.scenarios.kinds import kind_class
 REPRODUCED, SMALLER, NOT_REPRODUCED, UNDECIDABLE = ("reproduced", "same direction, smaller effect", "not reproduced",
                                                     "undecidable")
 VERDICTS = (REPRODUCED, SMALLER, NOT_REPRODUCED, UNDECIDABLE)
-NOT_TESTABLE = "not testable at this scale"
-UNTESTED = "untested"  # the deciding table is not in these results
+NOT_RUN = "not run yet"  # the deciding table is not in these results, or its declared run is not complete
+NOT_TESTABLE = "not testable here"  # data or weights not obtainable offline, or GPU work
 DECIDING, SUPPORTING, OTHER_SETTING = "deciding", "supporting", "supporting, other setting"
 ALPHA = 1.0 - bootstrap.CONFIDENCE
 
@@ -61,8 +67,9 @@ class Test:
     shown: str = ""  # the compared rows' values
     estimate: float = float("nan")
     interval: tuple[float, float] = (float("nan"), float("nan"))
-    p: float = float("nan")  # exact two-sided p against 0 (above) or the margin (absence)
+    p: float = float("nan")  # the exact test's two-sided p-value against ``null``
     target: float = 0.0  # the declared effect, or the margin
+    null: float = float("nan")  # the mean difference (or value) the exact p is computed against
     seeds: tuple[int, ...] = ()
     digits: int = 3
     settled_by: str = ""  # the row, with all its declared seeds, whose values alone leave the test undecidable
@@ -80,6 +87,7 @@ class Finding:
     differences: list[str] = field(default_factory=list)
     checked: list[str] = field(default_factory=list)
     condition: str = ""  # ", training not converged" and the like: what the verdict is conditional on
+    longer: str = ""  # where training did not converge: what the stored longer runs of its rows say
 
 
 @dataclass
@@ -161,6 +169,15 @@ def pick_name(method: str, params: dict[str, Any]) -> str:
     return method + "".join(f" ({k}={v})" for k, v in params.items())
 
 
+def table_name(scenario: str, config: dict[str, Any]) -> str:
+    return scenario + "".join(f", {k}={v}" for k, v in config.items())
+
+
+def b_where(entry: Compare) -> str:
+    """Where b's row comes from when it is another declared table ("" for the claim's own)."""
+    return f" on {table_name(entry.b_deciding, entry.b_deciding_config)}" if entry.b_deciding else ""
+
+
 def restricted(sample: bootstrap.SeedSample, seeds: Sequence[int]) -> bootstrap.SeedSample:
     """``sample`` on the seeds of ``seeds`` it holds (in that order)."""
     kept = [sample.seeds.index(s) for s in seeds if s in sample.seeds]
@@ -225,8 +242,8 @@ def value_text(stat: Stat | None, digits: int) -> str:
 
 # ------------------------------------------------------------------ one comparison
 def decide(sample: bootstrap.SeedSample, target: float, plain: float, corrected: float, absence: bool,
-           bounds: tuple[float, float] | None = None) -> tuple[str, str, tuple[float, float], float]:
-    """The verdict of one comparison from its seed sample: (verdict, reason, plain interval, exact p).
+           bounds: tuple[float, float] | None = None) -> tuple[str, str, tuple[float, float], float, float]:
+    """The verdict of one comparison from its seed sample: (verdict, reason, plain interval, exact p, its null).
     ``plain``: the level at which it holds; ``corrected``: the level at which it fails (Bonferroni where any single
     failure decides); ``absence``: it holds below ``target`` (the margin) instead of above 0 and ``target``."""
     seeds = len(sample.seeds)
@@ -234,41 +251,74 @@ def decide(sample: bootstrap.SeedSample, target: float, plain: float, corrected:
     c_low, c_high = bootstrap.interval(sample, 1.0 - corrected, bounds)
     mean = float(np.mean(sample.values))
     if not (np.isfinite(low) and np.isfinite(high)):
-        return UNDECIDABLE, "no interval (the statistic is undefined on the resamples)", (low, high), float("nan")
+        return UNDECIDABLE, "no interval (the statistic is undefined on the resamples)", (low, high), float("nan"), 0.0
     p_target = sign_flip_p(sample.values, target)
     if absence:
         if high < target and p_target <= plain:
-            return REPRODUCED, "", (low, high), p_target
+            return REPRODUCED, "", (low, high), p_target, target
         if c_low > target and p_target <= corrected:
-            return NOT_REPRODUCED, "", (low, high), p_target
-        return UNDECIDABLE, _why(low, high, target, p_target, plain, seeds, "the margin"), (low, high), p_target
+            return NOT_REPRODUCED, "", (low, high), p_target, target
+        why = _why(seeds, p_target, (low, high), (c_low, c_high), plain, corrected, target, "the margin",
+                   holds_below=True)
+        return UNDECIDABLE, why, (low, high), p_target, target
     p_zero = sign_flip_p(sample.values, 0.0)
     if low > 0 and p_zero <= plain:
-        return (REPRODUCED if mean >= target else SMALLER), "", (low, high), p_zero
+        return (REPRODUCED if mean >= target else SMALLER), "", (low, high), p_zero, 0.0
     if c_high < target and p_target <= corrected:
-        return NOT_REPRODUCED, "", (low, high), p_target
-    level = plain if low > 0 or high >= target else corrected
-    return UNDECIDABLE, _why(low, high, target, p_zero if low > 0 else p_target, level, seeds,
-                             "0 and the declared effect"), (low, high), p_zero
+        return NOT_REPRODUCED, "", (low, high), p_target, target
+    if low > 0:  # above 0 by the interval, not by the exact test
+        return UNDECIDABLE, _exact(seeds, p_zero, plain, "0"), (low, high), p_zero, 0.0
+    why = _why(seeds, p_target, (low, high), (c_low, c_high), plain, corrected, target, "the declared effect",
+               holds_below=False, zero=True)
+    return UNDECIDABLE, why, (low, high), p_target, target
 
 
-def _why(low: float, high: float, target: float, p: float, level: float, seeds: int, spans: str) -> str:
+def _exact(seeds: int, p: float, level: float, against: str) -> str:
     if smallest_p(seeds) > level:
         return (f"the exact test cannot reach p ≤ {level:.3g} with {seeds} seeds (at best {smallest_p(seeds):.3g}; "
                 f"{seeds_to_reach(level)} needed)")
-    if p > level and (low > 0 or high < target):
-        return f"the interval decides but the exact test does not (p = {p:.3g} > {level:.3g})"
-    return f"the interval spans {spans}"
+    return f"the interval decides but the exact test against {against} does not (p = {p:.3g} > {level:.3g})"
 
 
-def compare_test(table: Table, metric: str, entry: Compare, seeds: Sequence[int], corrected: float) -> Test:
+def _why(seeds: int, p_target: float, plain: tuple[float, float], corrected_interval: tuple[float, float],
+         level: float, corrected: float, target: float, name: str, holds_below: bool, zero: bool = False) -> str:
+    """Why a comparison is undecided: where its plain and corrected intervals lie against the target (the margin
+    of an absence, whose holding side is below it; the declared effect of a comparison, whose failing side is below
+    it), and which exact test falls short."""
+    (low, high), (c_low, c_high) = plain, corrected_interval
+    fails_above = holds_below  # an absence fails above its margin; a comparison fails below its effect
+    if holds_below and high < target:
+        return _exact(seeds, p_target, level, name)
+    failing = c_low > target if fails_above else c_high < target
+    if failing:
+        return _exact(seeds, p_target, corrected, name)
+    plain_failing = low > target if fails_above else high < target
+    if plain_failing and corrected < level:
+        side = "above" if fails_above else "below"
+        return (f"the 95% interval lies {side} {name} but its {100 * (1 - corrected):.4g}% interval "
+                f"[{c_low:.3g}, {c_high:.3g}] (Bonferroni: any one failure decides) does not")
+    return f"the interval spans {'0 and ' if zero else ''}{name}"
+
+
+def compare_test(table: Table, metric: str, entry: Compare, seeds: Sequence[int], corrected: float,
+                 b_table: Table | None = None) -> Test:
+    """``b_table``: the declared table b's row comes from (``entry.b_deciding``); by default ``table``."""
     digits = STATISTICS[entry.statistic].digits if entry.statistic in STATISTICS else 2
     b_statistic = entry.b_statistic or entry.statistic
-    a_name, b_name = pick_name(entry.a, entry.a_params), pick_name(entry.b, entry.b_params)
+    a_name, b_name = pick_name(entry.a, entry.a_params), pick_name(entry.b, entry.b_params) + b_where(entry)
     label = (f"{a_name} {entry.statistic} − {b_statistic}" if entry.b_statistic
              else f"{a_name} − {b_name} ({entry.statistic})")
-    (a_row, a_why), (b_row, b_why) = find_row(table, entry.a, entry.a_params), find_row(table, entry.b, entry.b_params)
-    if a_row is None or b_row is None:
+    if entry.b_deciding and b_table is None:
+        return Test(label, UNDECIDABLE, f"b's declared table ({table_name(entry.b_deciding, entry.b_deciding_config)}) "
+                    "is not in these results", digits=digits)
+    (a_row, a_why), (b_row, b_why) = (find_row(table, entry.a, entry.a_params),
+                                      find_row(b_table or table, entry.b, entry.b_params))
+    if a_row is None or b_row is None:  # the row that ran may already leave it undecidable (its P_com not shown)
+        ran = [(row, statistic) for row, statistic in ((a_row, entry.statistic), (b_row, b_statistic)) if row is not None]
+        hidden = [(row, why) for row, statistic in ran for sample, why, _ in [cell_sample(row, metric, statistic, seeds)]
+                  if sample is None]
+        if hidden and (settled := _complete([row for row, _ in hidden], seeds)):
+            return Test(label, UNDECIDABLE, hidden[0][1], digits=digits, settled_by=settled)
         return Test(label, UNDECIDABLE, a_why or b_why, digits=digits)
     if chance := [r for r in (a_row, b_row) if r.chance]:
         return Test(label, UNDECIDABLE, f"{', '.join(dict.fromkeys(r.label for r in chance))} at chance level",
@@ -317,8 +367,9 @@ def _sample_test(label: str, shown: str, sample: bootstrap.SeedSample, seeds: Se
         return Test(label, UNDECIDABLE, f"{len(sample.seeds)} of the {len(seeds)} declared seeds finished (missing: "
                     f"{', '.join(map(str, missing))})", shown, float(np.mean(sample.values)) if len(sample.seeds) else
                     float("nan"), target=target, seeds=sample.seeds, digits=digits)
-    verdict, reason, interval, p = decide(sample, target, ALPHA, corrected, absence, bounds)
-    return Test(label, verdict, reason, shown, float(np.mean(sample.values)), interval, p, target, sample.seeds, digits)
+    verdict, reason, interval, p, null = decide(sample, target, ALPHA, corrected, absence, bounds)
+    return Test(label, verdict, reason, shown, float(np.mean(sample.values)), interval, p, target, null, sample.seeds,
+                digits)
 
 
 def combine(tests: Sequence[Test]) -> tuple[str, str]:
@@ -337,27 +388,39 @@ def combine(tests: Sequence[Test]) -> tuple[str, str]:
 
 
 # ------------------------------------------------------------------ a claim on a table, and on all of them
-def premise_check(claim: Claim, table: Table, metric: str, seeds: Sequence[int]) -> tuple[bool, list[str]]:
-    """Each compared row's premise with its t-interval over the declared seeds: (all hold, one line per row)."""
-    premise = PREMISES[claim.premise]
-    rows = {pick_name(m, p): find_row(table, m, p)[0] for m, p in compared_rows(claim)}
-    holds, lines = True, []
-    for name, row in rows.items():
-        if row is None:
-            continue
-        values = premise.measure(row, metric)
-        kept = [values[s] for s in seeds if s in values]
-        if len(kept) < 2:
-            holds = False
-            lines.append(f"premise, {premise.statement}: {name} not measurable ({len(kept)} seeds with a run of fine-tuning)")
-            continue
-        mean = float(np.mean(kept))
-        half = float(stats.t.ppf(1 - ALPHA / 2, len(kept) - 1) * np.std(kept, ddof=1) / np.sqrt(len(kept)))
-        state = "yes" if mean - half > premise.threshold else "no" if mean + half < premise.threshold else "not shown"
+def premise_state(premise_name: str, row: Row, metric: str, seeds: Sequence[int]) -> tuple[str, str]:
+    """A row's premise over the declared seeds with its t-interval: ("yes" | "no" | "not shown", one line)."""
+    premise = PREMISES[premise_name]
+    values = premise.measure(row, metric)
+    kept = [values[s] for s in seeds if s in values]
+    if len(kept) < 2:
+        return "not shown", f"{row.label} not measurable ({len(kept)} seeds with a run of fine-tuning)"
+    mean = float(np.mean(kept))
+    half = float(stats.t.ppf(1 - ALPHA / 2, len(kept) - 1) * np.std(kept, ddof=1) / np.sqrt(len(kept)))
+    state = "yes" if mean - half > premise.threshold else "no" if mean + half < premise.threshold else "not shown"
+    return state, (f"{row.label} {state} ({mean:+.2f} [{mean - half:+.2f}, {mean + half:+.2f}] {premise.unit} over "
+                   f"{len(kept)} seeds, above {premise.threshold:g} needed)")
+
+
+def premise_check(claim: Claim, table: Table, metric: str, seeds: Sequence[int]) -> tuple[bool, list[str], list[str]]:
+    """The premise on the setting's rows (``premise_on``) and on each compared row: (the setting shows it, one line
+    per row, the compared rows that do not show it)."""
+    statement = PREMISES[claim.premise].statement
+    holds, lines, lacking = True, [], []
+    for method in claim.premise_on:
+        row, why = find_row(table, method, {})
+        state, line = premise_state(claim.premise, row, metric, seeds) if row is not None else ("not shown", why)
         holds &= state == "yes"
-        lines.append(f"premise, {premise.statement}: {name} {state} ({mean:+.2f} [{mean - half:+.2f}, {mean + half:+.2f}] "
-                     f"{premise.unit} over {len(kept)} seeds, above {premise.threshold:g} needed)")
-    return holds, lines
+        lines.append(f"premise, {statement}, on the setting: {line}")
+    for method, params in compared_rows(claim):
+        row = find_row(table, method, params)[0]
+        if row is None or method in claim.premise_on:
+            continue
+        state, line = premise_state(claim.premise, row, metric, seeds)
+        if state != "yes":
+            lacking.append(pick_name(method, params))
+        lines.append(f"premise, {statement}, for the method: {line}")
+    return holds, lines, lacking
 
 
 SATURATED = 95.0  # a self-test above this (%) leaves a later model little room to beat it (AC counts strict wins)
@@ -379,7 +442,8 @@ def saturation(claim: Claim, table: Table, metric: str, seeds: Sequence[int]) ->
 
 
 def compared_rows(claim: Claim) -> list[tuple[str, dict[str, Any]]]:
-    rows = [(e.a, e.a_params) for e in claim.compare] + [(e.b, e.b_params) for e in claim.compare]
+    """The rows the claim compares in its deciding table (b rows of another declared table apart: ``other_rows``)."""
+    rows = [(e.a, e.a_params) for e in claim.compare] + [(e.b, e.b_params) for e in claim.compare if not e.b_deciding]
     rows += [(e.method, e.params) for e in claim.absent]
     unique: dict[str, tuple[str, dict[str, Any]]] = {}
     for method, params in rows:
@@ -387,10 +451,15 @@ def compared_rows(claim: Claim) -> list[tuple[str, dict[str, Any]]]:
     return list(unique.values())
 
 
-def judge_table(claim: Claim, table: Table, metric: str, role: str, calibrations: Sequence[Calibration] = ()) -> Finding:
+def judge_table(claim: Claim, table: Table, metric: str, role: str, calibrations: Sequence[Calibration] = (),
+                b_tables: dict[str, Table] | None = None) -> Finding:
+    """The claim on ``table``; ``b_tables``: the declared tables of b rows that come from another table, by
+    ``table_name``."""
     seeds = list(range(claim.seeds))
     corrected = ALPHA / claim.comparisons
-    tests = [compare_test(table, metric, e, seeds, corrected) for e in claim.compare]
+    tests = [compare_test(table, metric, e, seeds, corrected,
+                          (b_tables or {}).get(table_name(e.b_deciding, e.b_deciding_config)) if e.b_deciding else None)
+             for e in claim.compare]
     tests += [absence_test(table, metric, e, seeds, corrected) for e in claim.absent]
     verdict, reason = combine(tests)
     checked = [f"seeds: the {claim.seeds} declared (0-{claim.seeds - 1}); a later seed is never used"]
@@ -398,11 +467,13 @@ def judge_table(claim: Claim, table: Table, metric: str, role: str, calibrations
         checked.append(f"multiplicity: {claim.comparisons} comparisons, each must hold: each at the {bootstrap.CONFIDENCE:.0%} "
                        f"level; a single failure decides at the Bonferroni level ({100 * (1 - corrected):.4g}%)")
     checked.append(saturation(claim, table, metric, seeds))
+    lacking: list[str] = []
     if claim.premise:
-        holds, lines = premise_check(claim, table, metric, seeds)
+        holds, lines, lacking = premise_check(claim, table, metric, seeds)
         checked += lines
         if not holds and verdict != UNDECIDABLE:
-            verdict, reason = UNDECIDABLE, "premise not shown: " + PREMISES[claim.premise].statement
+            verdict, reason = UNDECIDABLE, ("premise of the setting not shown (on " + ", ".join(claim.premise_on) +
+                                            "): " + PREMISES[claim.premise].statement)
     methods = tuple(dict.fromkeys(m for m, _ in compared_rows(claim)))
     converged = convergence(calibrations, table.dataset, table.preset, table.scenario, methods, training_length(table))
     checked.append(converged)
@@ -411,6 +482,8 @@ def judge_table(claim: Claim, table: Table, metric: str, role: str, calibrations
         state = converged.removeprefix("training converged: ").split(" ", 1)[0]
         condition = {"yes": "", "no": ", training not converged", "undecidable": ", convergence undecided"}.get(
             state, ", convergence not measured")
+    if lacking and not reason.startswith("premise of the setting"):
+        condition += f", premise not shown for {', '.join(lacking)}"
     return Finding(table, role, verdict, tests, reason, checked=checked, condition=condition)
 
 
@@ -430,46 +503,94 @@ def judge(claim: Claim, tables: Sequence[Table], calibrations: Sequence[Calibrat
         if metric is not None:
             candidates.append((table, metric, setting_differences(claim.protocol, table, metric)))
     deciding, why_none = deciding_table(claim, candidates)
+    two_tables = any(e.b_deciding for e in claim.compare)
+    b_tables = {table_name(e.b_deciding, e.b_deciding_config): table for e in claim.compare if e.b_deciding
+                for table in [declared_table(tables, e.b_deciding, e.b_deciding_config)] if table is not None}
     findings = []
     for table, metric, differences in candidates:
-        if table is not deciding and all(find_row(table, m, p)[0] is None for m, p in compared_rows(claim)):
-            continue  # none of the claim's rows ran in this table: it supports nothing
+        if table is not deciding and (two_tables or all(find_row(table, m, p)[0] is None for m, p in compared_rows(claim))):
+            continue  # none of the claim's rows ran in this table (or its b rows come from a declared table only)
         role = DECIDING if table is deciding else OTHER_SETTING if differences else SUPPORTING
-        finding = judge_table(claim, table, metric, role, calibrations)
+        finding = judge_table(claim, table, metric, role, calibrations, b_tables)
         finding.differences = differences
         findings.append(finding)
     findings.sort(key=lambda f: (f.role != DECIDING, f.role, f.table.title))
     if claim.not_testable:
         return Judgement(claim, NOT_TESTABLE, claim.not_testable, findings)
+    cost = f"; its declared run costs about {claim.core_hours:g} core-hours" if claim.core_hours else ""
     if deciding is None:
-        return Judgement(claim, UNTESTED, why_none, findings)
-    unfinished = unfinished_rows(claim, deciding)
+        return Judgement(claim, NOT_RUN, why_none + cost, findings)
+    unfinished = "; ".join(filter(None, [unfinished_rows(claim, deciding), *(
+        unfinished_rows(claim, b_tables[name], name) if name in b_tables else f"{name}: not in these results"
+        for name in dict.fromkeys(table_name(e.b_deciding, e.b_deciding_config) for e in claim.compare if e.b_deciding))]))
     if unfinished and findings[0].tests and all(t.settled_by for t in findings[0].tests):
         settled = ", ".join(dict.fromkeys(t.settled_by for t in findings[0].tests))
         return Judgement(claim, UNDECIDABLE, f"{findings[0].reason}; settled by {settled} at all its declared seeds, "
                          f"which no missing record can change (its declared run is not complete: {unfinished})",
                          findings)
     if unfinished:
-        return Judgement(claim, UNTESTED, f"its declared run is not complete ({unfinished})", findings)
+        return Judgement(claim, NOT_RUN, f"its declared run is not complete ({unfinished}){cost}", findings)
     found = findings[0]
+    if found.condition.startswith(", training not converged"):
+        found.longer = longer_runs(claim, found, candidates, calibrations)
     return Judgement(claim, found.verdict, found.reason, findings)
 
 
-def unfinished_rows(claim: Claim, table: Table) -> str:
+def longer_runs(claim: Claim, found: Finding, candidates: list[tuple[Table, str, list[str]]],
+                calibrations: Sequence[Calibration]) -> str:
+    """Whether the stored runs of the deciding scenario trained longer keep each comparison on the side of its
+    target (the declared effect or margin, and 0) where the deciding table put it, on the seeds they hold."""
+    length = training_length(found.table)
+    longer = [(t, m) for t, m, _ in candidates if t.scenario == found.table.scenario and t is not found.table
+              and length is not None and (other := training_length(t)) is not None
+              and (other[0] > length[0] or other[1] > length[1])]
+    if not longer:
+        return "no longer run of its rows is stored"
+    texts = []
+    for table, metric in longer:
+        held = sorted({r.seed for row in table.rows for r in row.finished} & set(range(claim.seeds)))
+        other = judge_table(claim, table, metric, SUPPORTING, calibrations)
+        kept = [_same_side(a, b) for a, b in zip(found.tests, other.tests)]
+        known = [k for k in kept if k is not None]
+        texts.append(f"{table.title} ({len(held)} of the declared seeds): " + (
+            "no comparison measurable" if not known else
+            f"{sum(known)} of {len(known)} comparisons keep the side of their target" +
+            ("" if all(known) else "; " + ", ".join(t.label for t, k in zip(found.tests, kept) if k is False) + " do not")))
+    return "; ".join(texts)
+
+
+def _same_side(test: Test, other: Test) -> bool | None:
+    """Whether ``other``'s estimate lies on the same side of 0 and of the target as ``test``'s (None: not measured)."""
+    if not (np.isfinite(test.estimate) and np.isfinite(other.estimate)):
+        return None
+    return all((test.estimate >= level) == (other.estimate >= level) for level in {0.0, test.target})
+
+
+def unfinished_rows(claim: Claim, table: Table, where: str = "") -> str:
     """The compared rows of ``table`` without a record (finished or not) at each declared seed, with how many they
-    have: "" when the declared run is complete. A seed that ran and diverged is complete; its claim is judged."""
+    have: "" when the declared run is complete. A seed that ran and diverged is complete; its claim is judged.
+    ``where``: the name of another declared table, whose b rows are checked instead."""
+    rows = ([(e.b, e.b_params) for e in claim.compare if e.b_deciding and table_name(e.b_deciding, e.b_deciding_config)
+             == where] if where else compared_rows(claim))
     partial, absent = [], []
-    for method, params in compared_rows(claim):
-        rows = matching_rows(table, method, params)
-        if len(rows) > 1:
+    for method, params in rows:
+        matching = matching_rows(table, method, params)
+        if len(matching) > 1:
             continue  # several settings and the claim names none: judged undecidable, with that reason
-        held = _seeds_held(rows[0], claim.seeds) if rows else 0
+        held = _seeds_held(matching[0], claim.seeds) if matching else 0
         if held == 0:
             absent.append(pick_name(method, params))
         elif held < claim.seeds:
             partial.append(f"{pick_name(method, params)} {held}")
-    return "; ".join(([f"of the {claim.seeds} declared seeds: {', '.join(partial)}"] if partial else []) +
-                     ([f"not run: {', '.join(absent)}"] if absent else []))
+    prefix = f"{where}: " if where else ""
+    return "; ".join(([f"{prefix}of the {claim.seeds} declared seeds: {', '.join(partial)}"] if partial else []) +
+                     ([f"{prefix}not run: {', '.join(absent)}"] if absent else []))
+
+
+def declared_table(tables: Sequence[Table], scenario: str, config: dict[str, Any]) -> Table | None:
+    """The one table of ``scenario`` with the values of ``config`` (None where there is none, or several)."""
+    named = [t for t in tables if t.scenario == scenario and all(flatten(t.config).get(k) == v for k, v in config.items())]
+    return named[0] if len(named) == 1 else None
 
 
 def deciding_table(claim: Claim, candidates: list[tuple[Table, str, list[str]]]) -> tuple[Table | None, str]:
@@ -479,13 +600,16 @@ def deciding_table(claim: Claim, candidates: list[tuple[Table, str, list[str]]])
         return None, ""
     named = [c for c in candidates if c[0].scenario == claim.deciding and all(
         flatten(c[0].config).get(key) == value for key, value in claim.deciding_config.items())]
-    wanted = claim.deciding + "".join(f", {k}={v}" for k, v in claim.deciding_config.items())
+    wanted = table_name(claim.deciding, claim.deciding_config)
     if not named:
         return None, f"its deciding table ({wanted}) is not in these results"
     if len(named) > 1:
         complete = [c for c in named if all(_declared_seeds(c[0], m, p, claim.seeds) == claim.seeds
                                             for m, p in compared_rows(claim))]
         titles = ", ".join(c[0].title for c in named)
+        held = [sum(_declared_seeds(c[0], m, p, claim.seeds) for m, p in compared_rows(claim)) for c in named]
+        if not complete and held.count(max(held)) == 1:  # the declared run in progress: the table holding most of it
+            complete = [named[held.index(max(held))]]
         if not complete:
             return None, (f"none of the {wanted} tables ({titles}) holds the {claim.seeds} declared seeds of every "
                           "compared row: its declared run is not complete")
