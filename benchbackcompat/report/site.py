@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 from jinja2 import Environment, PackageLoader, StrictUndefined
+from markupsafe import Markup
 
 from benchbackcompat.record import CellRecord
 from benchbackcompat.report import figures
@@ -31,6 +32,7 @@ from benchbackcompat.report.methods import MethodInfo, entries_of
 from benchbackcompat.report.overview import by_headline, overview_grids, verdict
 from benchbackcompat.report.provenance import VERSION_KEYS, Verification, provenance, verified_at
 from benchbackcompat.report.tables import Footnotes, format_stat
+from benchbackcompat.runtime.terminal import printable
 
 FOLDER = "site"
 ASSETS = ("site.css", "site.js")
@@ -314,9 +316,12 @@ def claims_view(judged: Judged) -> tuple[list[str], list[tuple[str, list[int]]],
 
 # ------------------------------------------------------------------ the site
 def environment() -> Environment:
-    """The templates, autoescaped (every text is escaped unless a template marks it safe, and none does)."""
+    """The templates, autoescaped (every text is escaped unless a template marks it safe, and none does), control and
+    format characters of record text shown as escapes (``\\x1b``), as on the terminal."""
     env = Environment(loader=PackageLoader("benchbackcompat.report", "site_templates"), autoescape=True,
-                      undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+                      undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
+                      finalize=lambda value: value if isinstance(value, Markup) or not isinstance(value, str)
+                      else printable(value, lines=True))
     env.globals["method_path"] = method_path
     return env
 

@@ -113,7 +113,7 @@ def code(text: object) -> str:
 
 def files_markdown(files: Sequence[ClaimsFile]) -> str:
     lines = [f"- [{escape(f.paper.title)} ({escape(f.paper.venue)})](claims/{f.name}.md): {len(f.claim)} claims"
-             + (f", {len(f.excluded)} statements left out with the reason" if f.excluded else "") + f"; {code(f.path)}"
+             + (f", {len(f.excluded)} statement{'s' * (len(f.excluded) != 1)} left out with the reason" if f.excluded else "") + f"; {code(f.path)}"
              for f in files]
     return "Each paper's claims, in full, on its own page (claims files: `benchbackcompat leaderboard --claims FILE`):\n\n" + "\n".join(lines)
 
