@@ -35,7 +35,7 @@ from benchbackcompat.report.markdown import escape, slug
 from benchbackcompat.report.methods import FOLDER as METHODS_FOLDER, MethodInfo, method_pages, methods_index, page_path
 from benchbackcompat.report.merge import Merged
 from benchbackcompat.report.overview import by_headline, methods_with_results, overview_markdown, primary_column, ranked
-from benchbackcompat.report.owned import check_no_clash, owned_files, write_manifest
+from benchbackcompat.report.owned import MANIFEST, check_no_clash, owned_files, write_manifest
 from benchbackcompat.report.reproduce import reproductions
 from benchbackcompat.report.provenance import Verification, header_markdown, provenance
 from benchbackcompat.report.selection import selection_markdown
@@ -297,6 +297,8 @@ def readme_markdown(pages: list[Page], merged: Merged, command: str, date: str, 
              "that recompute the stored results.",
              f"- `{SITE_FOLDER}/*`: the same numbers as a static HTML site, [{SITE_FOLDER}/index.html]({SITE_FOLDER}/index.html) "
              "(sortable, filterable tables, the figures, a page per method; no server needed, nothing fetched).",
+             f"- `{MANIFEST}`: the files this rendering wrote; the next rendering into this folder replaces and removes "
+             "only those.",
              "- Training curves are not published (no page reads them): a run writes each cell's curves beside its "
              "record, in `cells/<key>/curves.json.gz` of its results folder, and `benchbackcompat show KEY` summarises "
              "them."]
