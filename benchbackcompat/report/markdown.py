@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 import re
 
+from benchbackcompat.runtime.terminal import printable
+
 PAGE_WIDTH = 160  # characters a table row may take on a published page (a screen, read without scrolling)
 _HTML = {"&": "&amp;", "<": "&lt;"}  # no tag or entity can start without these
 _PUNCTUATION = set("\\`*_[]|~$")  # inline markup, links, table cells, strikethrough, math
@@ -42,8 +44,9 @@ def slug(text: str) -> str:
 
 
 def plain_label(text: object) -> str:
-    """Text for a matplotlib label: ``$`` would start mathtext, line breaks would break the layout."""
-    return re.sub(r"\s+", " ", str(text)).replace("$", r"\$").strip()
+    """Text for a matplotlib label: ``$`` would start mathtext, line breaks would break the layout, and control
+    characters are shown as their escapes (``\\x1b``), as on the terminal."""
+    return printable(re.sub(r"\s+", " ", str(text)).replace("$", r"\$").strip())
 
 
 def widest_line(text: str) -> int:
