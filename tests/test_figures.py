@@ -5,6 +5,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from benchbackcompat.report.aggregate import build_tables
 from benchbackcompat.report.figures import aa_curve_plot, margin_plot, margins, matrices_plot, method_style
@@ -123,3 +124,15 @@ def test_a_stored_figure_is_a_palette_png_close_to_matplotlibs_render_and_reprod
     assert difference.shape == reference.shape[:2] and np.percentile(difference, 99.9) <= 32 and difference.mean() < 1
     assert len(np.unique(reference.reshape(-1, 3), axis=0)) > 256  # so the palette did have to choose
     assert matrices_figure(table, "top1", tmp_path / "b.png").read_bytes() == path.read_bytes()
+
+
+@pytest.mark.parametrize("methods", [1, 2])
+def test_the_aa_figure_of_one_or_two_panels_keeps_its_legend_and_title_inside(methods):
+    """A narrow figure (one or two panels) fits its legend and title inside its canvas, nothing clipped."""
+    table = build_tables(sequence_records(methods, 4))[0]
+    fig = aa_curve_plot(table, "top1")
+    renderer = rendered(fig)
+    canvas = fig.bbox
+    for artist in [*fig.legends, fig._suptitle]:
+        box = artist.get_window_extent(renderer)
+        assert canvas.x0 <= box.x0 and box.x1 <= canvas.x1 and canvas.y0 <= box.y0 and box.y1 <= canvas.y1, methods

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import math
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -188,8 +189,10 @@ def aa_curve_plot(table: Table, metric: str) -> Figure | None:
     for ax in axes[:, 0]:
         ax.set_ylabel(f"AA_tau, {metric_name(metric)} (%)", fontsize=8)
     handles, labels = axes.flat[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside lower center", ncols=3, fontsize=8, frameon=False)
-    fig.suptitle(f"{plain_label(table.title)}: AA_tau over tasks, each method against the others", fontsize=FONT_PT + 1)
+    # one panel is too narrow for the three entries side by side, or for the title on one line
+    fig.legend(handles, labels, loc="outside lower center", ncols=3 if cols > 1 else 1, fontsize=8, frameon=False)
+    title = f"{plain_label(table.title)}: AA_tau over tasks, each method against the others"
+    fig.suptitle(textwrap.fill(title, width=max(24, int(11 * fig.get_figwidth()))), fontsize=FONT_PT + 1)
     return fig
 
 
