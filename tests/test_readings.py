@@ -125,3 +125,28 @@ def test_compare_prints_no_interval_for_a_refused_number_and_no_warning(tmp_path
     assert cells[5] == cells[7] == "–" and cells[9] == cells[10] == "-"  # A, B refused; no difference, no interval
     assert "–: not shown, as on the leaderboard (ext-class/hoc cmc@1 p_com in A" in out
     assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
+
+
+def test_the_exports_carry_each_rows_rank_range_as_its_table_shows_it():
+    """a (P_com 0.625 at every seed) is never below rank 1's tier start, c (0.25) always last: the CSV's rank_low and
+    rank_high and the JSON's rank_range say so, and match the Markdown table's ``ranks`` column."""
+    import csv
+    import io
+    import json
+
+    from benchbackcompat.report.exports import csv_export, json_export
+    from benchbackcompat.report.tables import Footnotes, table_markdown
+
+    records = [_single(m, s, 400, 200, 280, cross, 200, 280) for s in (0, 1, 2)
+               for m, cross in (("a", 250), ("b", 240), ("c", 220))]
+    tables = build_tables(records)
+    exported = {row["label"]: row["rank_range"] for row in json.loads(json_export(tables, {}))["tables"][0]["rows"]}
+    in_csv = {r["method"]: (r["rank_low"], r["rank_high"]) for r in csv.DictReader(io.StringIO(csv_export(tables)))
+              if r["statistic"] == "p_com"}
+    assert exported["a"][0] == 1 and exported["c"] == [3, 3]
+    assert all(in_csv[label] == tuple(str(v) for v in found) for label, found in exported.items())
+    lines = [line for line in table_markdown(tables[0], Footnotes()).splitlines() if line.startswith("| ")]
+    header = [c.strip() for c in lines[0].strip("|").split("|")]
+    shown = {cells[0]: cells[header.index("ranks")] for line in lines[1:]
+             for cells in [[c.strip() for c in line.strip("|").split("|")]]}
+    assert all(shown[label] == (str(lo) if lo == hi else f"{lo}–{hi}") for label, (lo, hi) in exported.items())

@@ -12,6 +12,7 @@ import re
 from typing import Any
 
 from benchbackcompat.report.aggregate import Missing, Stat, Table
+from benchbackcompat.report.stability import rank_ranges
 
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")  # what makes a spreadsheet read a cell as a formula (OWASP)
 PLAIN_NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
@@ -26,10 +27,13 @@ def spreadsheet_safe(value: Any) -> Any:
 
 
 CSV_FIELDS = ["dataset", "preset", "scenario", "kind", "variant", "method", "params", "config_hash", "metric", "statistic",
-              "higher_is_better", "mean", "std", "ci_low", "ci_high", "n", "seeds", "minutes_per_cell", "rank", "chance_level", "missing", "note"]
+              "higher_is_better", "mean", "std", "ci_low", "ci_high", "n", "seeds", "minutes_per_cell", "rank", "rank_low", "rank_high", "chance_level", "missing", "note"]
 
 
 def table_dicts(tables: list[Table]) -> list[dict[str, Any]]:
+    """Each table as the JSON export holds it; ``rank_range``: the 95% range of the row's rank over resamples of its
+    seeds and queries (``stability.rank_ranges``), None for an unranked row."""
+    ranges = {key: found for t in tables for key, found in rank_ranges(t).items()}
     return [{
         "dataset": t.dataset, "preset": t.preset, "scenario": t.scenario, "kind": t.kind, "variant": t.variant,
         "unranked": t.unranked, "description": t.config.get("description", ""),
@@ -38,6 +42,7 @@ def table_dicts(tables: list[Table]) -> list[dict[str, Any]]:
         "rows": [{
             "method": row.method, "label": row.label, "params": row.params, "config_hash": row.config_hash,
             "minutes_per_cell": row.minutes, "rank": row.rank, "chance_level": bool(row.chance),
+            "rank_range": list(ranges[id(row)]) if id(row) in ranges else None,
             "chance_reason": row.chance or None,
             "seeds": [r.seed for r in row.finished], "seeds_total": len(row.records), "notes": row.notes,
             "cells": {cid: _cell(cell) for cid, cell in row.cells.items()},
@@ -68,7 +73,9 @@ def csv_export(tables: list[Table]) -> str:
     writer = csv.DictWriter(out, fieldnames=CSV_FIELDS, lineterminator="\n")
     writer.writeheader()
     for t in tables:
+        ranges = rank_ranges(t)
         for row in t.rows:
+            low, high = ranges.get(id(row), ("", ""))
             for column in t.columns:
                 cell = row.cells[column.id]
                 stat = cell if isinstance(cell, Stat) else None
@@ -80,6 +87,7 @@ def csv_export(tables: list[Table]) -> str:
                     "mean": _plain(stat.mean) if stat else "", "std": _plain(stat.std) if stat else "",
                     "n": stat.n if stat else 0, "seeds": len(row.finished),
                     "minutes_per_cell": _plain(row.minutes), "rank": row.rank if row.rank is not None else "",
+                    "rank_low": low, "rank_high": high,
                     "ci_low": _plain(stat.interval[0]) if stat and stat.interval else "",
                     "ci_high": _plain(stat.interval[1]) if stat and stat.interval else "",
                     "chance_level": bool(row.chance),
@@ -87,3 +95,4 @@ def csv_export(tables: list[Table]) -> str:
                     "note": "; ".join([cell.reason] if isinstance(cell, Missing) else [*row.notes, *[row.chance] * bool(row.chance)]),
                 }.items()})
     return out.getvalue()
+
