@@ -44,7 +44,7 @@ def test_each_column_is_its_headline_table_and_the_verdict_names_where_an_undeci
     assert "Each column is one table: ext-class: ext-class (train.min\\_steps=4000)." in text
     sentence = verdict(members)
     assert sentence.startswith("**ext-class** (table ext-class (train.min\\_steps=4000)): a is best on P\\_com (CMC@1) "
-                               "(3 methods ranked)")
+                               "(3 methods ranked; a − ")
     assert ("in the table ext-class (train.min\\_steps=12000), h (its P\\_com (CMC@1) undecidable in the headline) "
             "and x (not in the headline table) are at rank 1 (of 3 ranked)") in sentence
 

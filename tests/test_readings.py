@@ -150,3 +150,19 @@ def test_the_exports_carry_each_rows_rank_range_as_its_table_shows_it():
     shown = {cells[0]: cells[header.index("ranks")] for line in lines[1:]
              for cells in [[c.strip() for c in line.strip("|").split("|")]]}
     assert all(shown[label] == (str(lo) if lo == hi else f"{lo}–{hi}") for label, (lo, hi) in exported.items())
+
+
+def test_the_verdict_gives_the_winner_against_the_next_best_paired_by_seed():
+    """a's P_com is (250 − 200) / 80 = 0.625 and b's (240 − 200) / 80 = 0.5 at every seed: the verdict names a as
+    best with a − b = +0.125, its interval around it and above 0."""
+    import re
+
+    from benchbackcompat.report.overview import verdict
+
+    records = [_single(m, s, 400, 200, 280, cross, 200, 280) for s in (0, 1, 2)
+               for m, cross in (("a", 250), ("b", 240), ("c", 220))]
+    text = verdict(build_tables(records))
+    found = re.search(r"a is best on .*; a − b: ([+-][\d.]+) \[([+-][\d.]+), ([+-][\d.]+)\] paired by seed", text)
+    assert found, text
+    mean, low, high = map(float, found.groups())
+    assert mean == 0.125 and 0 < low < mean < high

@@ -196,7 +196,9 @@ def verdict(members: list[Table]) -> str:
     if not winners:
         parts = [f"no method is ranked: no row has a decidable {name}" if headline.unranked else "no row is ranked"]
     elif len(winners) == 1:
-        parts = [f"{escape(winners[0])} is best on {name} ({count} methods ranked)"]
+        runner_up = _runner_up(headline, column)
+        parts = [f"{escape(winners[0])} is best on {name} ({count} methods ranked"
+                 + (f"; {runner_up}" if runner_up else "") + ")"]
     else:
         parts = [f"{len(winners)} of {count} ranked methods share rank 1 on {name} (none is significantly better than "
                  f"another): {_names(winners)}"]
@@ -223,6 +225,30 @@ def verdict(members: list[Table]) -> str:
         parts.append("no method is significantly compatible by the margin, cross − old self, either")
     parts += [escape(note) for note in training_notes(members)]
     return f"**{escape(headline.scenario)}** (table {escape(headline.title)}): " + "; ".join(parts) + "."
+
+
+def _runner_up(table: Table, column: Column | None) -> str:
+    """The rank-1 row against the best-scoring row behind it on ``column``: ``a − b: +0.120 [+0.031, +0.209] paired by
+    seed`` (the mean difference over their common seeds and its interval); "" without both rows' replicates."""
+    if column is None:
+        return ""
+    scored = [(row, cell) for row in table.rows if row.rank is not None
+              and isinstance(cell := row.cells.get(column.id), Stat) and isinstance(cell.replicates, bootstrap.SeedSample)]
+    first = [(row, cell) for row, cell in scored if row.rank == 1]
+    rest = sorted(((row, cell) for row, cell in scored if row.rank != 1),
+                  key=lambda item: -item[1].mean if column.statistic.higher_is_better else item[1].mean)
+    if len(first) != 1 or not rest:
+        return ""
+    (best, a), (second, b) = first[0], rest[0]
+    difference = a.replicates - b.replicates if column.statistic.higher_is_better else b.replicates - a.replicates
+    if not len(difference.seeds):
+        return ""
+    with np.errstate(invalid="ignore"):
+        low, high = bootstrap.interval(difference)
+    left, right = (best, second) if column.statistic.higher_is_better else (second, best)
+    digits = column.statistic.digits
+    return (f"{escape(left.label)} − {escape(right.label)}: {float(np.mean(difference.values)):+.{digits}f} "
+            f"[{low:+.{digits}f}, {high:+.{digits}f}] paired by seed")
 
 
 def overview_markdown(tables: list[Table]) -> str:
