@@ -109,7 +109,7 @@ class CellRunner:
         used = set(self.precisions.values())
         if len(used) == 1:
             return used.pop()
-        return ", ".join(f"{backbone}: {p}" for backbone, p in sorted(self.precisions.items())) or "fp32"
+        return ", ".join(f"{backbone}: {p}" for backbone, p in sorted(self.precisions.items()))
 
     def embedder(self, train_cfg) -> Callable[[torch.nn.Module, ImageArrays], torch.Tensor]:
         """``StepContext.embed``: plain embeddings (``model.embed``) in evaluation batches on the device."""

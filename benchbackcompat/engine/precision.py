@@ -166,11 +166,12 @@ class AutoPrecision:
         if key in _measured:  # one line per workload and process, not per cell
             return _measured[key]
         with self._locked():  # one process measures while the others wait (their training would disturb it)
-            stored = self._read().get(key)
+            choices = self._read()
+            stored = choices.get(key)
             found = Measurement(stored["fp32"], stored["bf16"]) if _valid(stored) else None
             if found is None:
                 found = measure(workload, device)
-                self._write(key, found)
+                self._write(choices, key, found)
                 where = f"cached in {self.cache}" if self.cache is not None else "not cached"
                 if not found.quiet:  # cached all the same: every process on the machine must train alike
                     log.warning(f"amp auto: other jobs shared the cores while {workload.label()} was timed (its threads "
@@ -205,10 +206,10 @@ class AutoPrecision:
         choices = content.get("choices")
         return choices if isinstance(choices, dict) else {}
 
-    def _write(self, key: str, found: Measurement) -> None:
+    def _write(self, choices: dict[str, Any], key: str, found: Measurement) -> None:
+        """``choices`` (as read under the lock) with ``found`` for ``key``, written atomically."""
         if self.cache is None:
             return
-        choices = self._read()
         choices[key] = {"fp32": found.fp32, "bf16": found.bf16, "amp": found.amp, "cpu_share": round(found.cpu_share, 3),
                         "measured_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")}
         temporary = self.cache.with_name(f"{self.cache.name}.{os.getpid()}.tmp")
