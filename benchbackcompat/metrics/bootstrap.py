@@ -86,7 +86,10 @@ def over_seeds(values: list[float], per_seed: list[np.ndarray], seeds: list[int]
 def within_seed_variance(replicates: np.ndarray, confidence: float = CONFIDENCE) -> float:
     """A seed's query-bootstrap variance, from the width of its percentile interval: ((high - low) / (2 z))²
     (the variance for normal replicates; robust to a few extreme P_com resamples). NaN without finite replicates."""
-    low, high = _percentile_interval(replicates, confidence)
+    return _variance_from_width(*_percentile_interval(replicates, confidence), confidence)
+
+
+def _variance_from_width(low: float, high: float, confidence: float) -> float:
     return ((high - low) / (2.0 * _normal_quantile(confidence))) ** 2
 
 
@@ -128,7 +131,7 @@ def _within_seed_variances(replicates: np.ndarray, confidence: float) -> list[fl
         return [within_seed_variance(r, confidence) for r in replicates]
     tail = 100.0 * (1.0 - confidence) / 2.0
     low, high = np.percentile(replicates, [tail, 100.0 - tail], axis=1)
-    return [((float(h) - float(lo)) / (2.0 * _normal_quantile(confidence))) ** 2 for lo, h in zip(low, high)]
+    return [_variance_from_width(float(lo), float(h), confidence) for lo, h in zip(low, high)]
 
 
 def bounded(found: tuple[float, float], bounds: tuple[float, float]) -> tuple[float, float]:
