@@ -100,11 +100,11 @@ def results_markdown(entries: list[Entry], notes: Footnotes) -> str:
         for entry in (e for e in entries if e.page == page):
             statistic, value = _value(entry, notes)
             minutes, finished, total = entry.row.minutes, len(entry.row.finished), len(entry.row.records)
-            rows.append([escape(entry.table.scenario), escape(entry.table.variant), escape(entry.row.qualifier),
-                         escape(statistic), value, _rank(entry), str(finished) if finished == total else f"{finished} of {total}",
+            label = entry.table.title + (f" · {entry.row.qualifier}" if entry.row.qualifier else "")
+            rows.append([escape(label), escape(statistic), value, _rank(entry), str(finished) if finished == total else f"{finished} of {total}",
                          f"{minutes:.1f}" if minutes is not None else "-"])
         parts.append(f"### [{escape(page)}](../{page}.md)\n\n" + tabulate(
-            rows, headers=["scenario", "variant", "row", "statistic", "value [95% interval]", "rank", "seeds", "min"],
+            rows, headers=["table", "statistic", "value [95% interval]", "rank", "seeds", "min"],
             tablefmt="github", disable_numparse=True))
     return "\n\n".join(parts)
 
