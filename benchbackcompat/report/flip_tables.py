@@ -27,7 +27,8 @@ def flips_markdown(rows: Sequence[tuple[Table, Row]], notes: Footnotes) -> str:
 
 
 def _flips_table(rows: Sequence[tuple[Table, Row]], notes: Footnotes, intervals: bool) -> str:
-    """The table; its ``row`` column only where the method has rows of several settings (else it is the page's name)."""
+    """The table; its title names the row's setting only where the method has rows of several settings (else the
+    row is the page's own method)."""
     lines = []
     labelled = len({row.label for _, row in rows}) > 1
     for table, row in rows:
@@ -42,11 +43,12 @@ def _flips_table(rows: Sequence[tuple[Table, Row]], notes: Footnotes, intervals:
                              else cell.text + notes.mark(cell.reason) if isinstance(cell, Missing) else "-")
             gap = margin(row, metric) if table.single_update else None
             cells.append(f"{gap[0]:.2f}" if gap is not None else "-")  # points, as the cross-test
-            title = table.title + (f" · {metric_name(metric)}" if len(hit_metrics) > 1 else "")
-            lines.append([escape(title), *([escape(row.label)] if labelled else []), *cells])
+            title = table.title + (f" · {row.label}" if labelled else "") + (
+                f" · {metric_name(metric)}" if len(hit_metrics) > 1 else "")
+            lines.append([escape(title), *cells])
     if not lines:
         return "No flip rates: no table of this method stores per-query hits."
-    headers = ["table", *(["row"] if labelled else []), *(STATISTICS[key].header for key in flips.KEYS), "cross − old self"]
+    headers = ["table", *(STATISTICS[key].header for key in flips.KEYS), "cross − old self"]
     return tabulate(lines, headers=headers, tablefmt="github", disable_numparse=True)
 
 
