@@ -1,4 +1,5 @@
-"""The harness's building blocks for benchmark and tooling scripts (the scripts under ``benchmarks/``).
+"""The harness's building blocks for benchmark, tooling and study scripts (the scripts under ``benchmarks/`` and
+``studies/``).
 
 Scripts that time, price or inspect the harness need more than :func:`benchbackcompat.run`: the plan of a grid
 without running it, a method by its name, the training loop and the feature extraction on models of their own,
