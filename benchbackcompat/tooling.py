@@ -31,7 +31,6 @@ from benchbackcompat.scenarios.steps import Step, build_steps
 from benchbackcompat.store import ResultStore
 # For the study scripts (studies/): stored records read as the leaderboard reads them, and a cell's features.
 from benchbackcompat.engine.backfill import backfill_curves, refresh_orders
-from benchbackcompat.execution.request import parse_seeds
 from benchbackcompat.metrics.backfill import area_under_curve, class_balanced_order, own_class_similarity, refresh_counts
 from benchbackcompat.metrics.sign_flip import sign_flip_p
 from benchbackcompat.record import CellRecord, FinishedRecord
