@@ -1,4 +1,5 @@
-"""The harness's building blocks for benchmark and tooling scripts (the scripts under ``benchmarks/``).
+"""The harness's building blocks for benchmark, tooling and study scripts (the scripts under ``benchmarks/`` and
+``studies/``).
 
 Scripts that time, price or inspect the harness need more than :func:`benchbackcompat.run`: the plan of a grid
 without running it, a method by its name, the training loop and the feature extraction on models of their own,
@@ -28,6 +29,16 @@ from benchbackcompat.method import Method
 from benchbackcompat.scenarios.data import ScenarioData
 from benchbackcompat.scenarios.steps import Step, build_steps
 from benchbackcompat.store import ResultStore
+# For the study scripts (studies/): stored records read as the leaderboard reads them, and a cell's features.
+from benchbackcompat.engine.backfill import backfill_curves, refresh_orders
+from benchbackcompat.metrics.backfill import area_under_curve, class_balanced_order, own_class_similarity, refresh_counts
+from benchbackcompat.metrics.sign_flip import sign_flip_p
+from benchbackcompat.record import CellRecord, FinishedRecord
+from benchbackcompat.report.aggregate import build_tables
+from benchbackcompat.report.claims.premises import fine_tuning_gain
+from benchbackcompat.report.merge import read_results
+from benchbackcompat.report.upgrade import seed_interval
+from benchbackcompat.results.status import cell_states
 
 __all__ = [
     "PRETRAIN_SEED", "Acceleration", "AutoPrecision", "CellRunner", "FeatureBank", "Measurement", "ModelFeatures",
@@ -66,3 +77,36 @@ def plan_grid(preset: str, scenarios: str | Sequence[str], methods: str | Sequen
                       methods=names, seeds=[seeds] if isinstance(seeds, int) else seeds, assignments=assignments,
                       scenario_overrides={"data": {"root": str(data_root)}} if data_root else None)
     return make_plan(run, host)
+
+
+# --- for the study scripts (studies/): stored records and a cell's features --------------------------------------
+__all__ += [
+    "CellRecord", "FinishedRecord", "area_under_curve", "build_tables", "cell_backfill_curves", "cell_features",
+    "cell_states", "class_balanced_order", "fine_tuning_gain", "own_class_similarity", "parse_seeds", "read_records",
+    "refresh_counts", "refresh_orders", "seed_interval", "sign_flip_p",
+]
+
+
+def read_records(*folders: str | Path) -> list[CellRecord]:
+    """Every record of the results ``folders`` (in priority order), merged as the leaderboard merges them; a folder
+    without results is a one-line :class:`~benchbackcompat.BenchError`."""
+    return read_results([Path(folder) for folder in folders]).records
+
+
+def cell_features(runner: CellRunner) -> list[ModelFeatures]:
+    """The evaluation features of each model of ``runner``'s cell, as its evaluation extracts them: the steps saved
+    in the runner's store are loaded, the others trained (and saved)."""
+    models, _, _ = runner.run_steps()
+    return [runner.features(runner.method, model, index) for index, model in enumerate(models)]
+
+
+def cell_backfill_curves(runner: CellRunner, features: list[ModelFeatures]) -> dict:
+    """The backfilling curves that ``runner``'s cell records (``{"pairs": [...]}``, its scenario's ``backfill``
+    options) from the ``features`` of :func:`cell_features`; a scenario without ``backfill`` is a
+    :class:`~benchbackcompat.BenchError`."""
+    scenario = runner.scenario
+    if scenario.backfill is None:
+        raise BenchError(f"{runner.cell.label}: its scenario has no backfilling curves; set backfill "
+                         "(e.g. assignments=['backfill={}'])")
+    return backfill_curves(runner.method, FeatureBank.in_memory(features), runner.data, scenario.protocol,
+                            scenario.metrics, runner.cell.seed, scenario.backfill, label=runner.cell.label)

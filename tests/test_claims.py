@@ -1,12 +1,11 @@
 """The claims engine (``report.claims``): claims files read and checked, claims judged on hand-made tables whose
 per-seed values are set by hand (verdicts, absences, several comparisons, protocol and setting, the deciding table,
-premises), the exact sign-flip test by enumeration, and the ``claims.md`` page. The studies' own claims files are
-checked in ``test_claims_files.py``."""
+premises), the exact sign-flip test by enumeration, and the ``claims.md`` page. A claims file's checks beyond loading
+are in ``test_claims_files.py``; the study's own claims files are checked in studies/cpu-scale/tests."""
 from __future__ import annotations
 
 import json
 import math
-import shlex
 from pathlib import Path
 
 import numpy as np
@@ -27,8 +26,6 @@ from test_statistics import _single
 T5 = 2.570582  # t(0.975, 5 degrees of freedom): six seeds
 SE_345 = math.sqrt(0.8 / 6)  # differences 3, 4, 5, 3, 4, 5 (or -1, 0, 1, ...): sample variance 4 / 5, six seeds
 EXT_CLASS = {"kind": "ext-class", "retrieval": [["loo", "cmc@1"]], "eval_split": "test"}  # the kind's defaults
-
-STUDY_CLAIMS = Path(__file__).resolve().parent.parent / "studies" / "cpu-scale" / "claims"
 
 
 def _sequence(method: str, hits: list[list[int | None]], n: int = 300, seed: int = 0, scenario: str = "multi-step",
@@ -349,17 +346,6 @@ def test_a_set_value_reads_back_as_the_value(value, text):
     assert parse_override(f"k={text}") == ("k", list(value) if isinstance(value, tuple) else value)
 
 
-def test_the_declared_runs_of_the_studies_claims_are_valid_commands(tmp_path, capsys):
-    hbct, = [c for c in load_claims(STUDY_CLAIMS / "hbct.toml").claim if c.id == "hbct-entail-ext-class-cifar-cmc1"]
-    lam, = [c for c in load_claims(STUDY_CLAIMS / "stationary-journal.toml").claim
-            if c.id == "cl2r16-lambda-hoc-ac-above-lambda1"]
-    for command in [*declared_runs(hbct, "cpu"), declared_runs(lam, "cpu")[-1]]:
-        assert main([*shlex.split(command)[1:], "--dry-run", "--out", str(tmp_path)]) == 0, command
-    planned = capsys.readouterr().out
-    assert "ext-class/hbct-no-entail/seed5" in planned and "ext-class/hbct/seed6" not in planned
-    assert "cl2r-16/hoc/seed5" in planned
-
-
 def test_the_page_names_each_claims_declared_run(tmp_path):
     text = _page(tmp_path, _pair([3, 4, 5, 3, 4, 5]), planned=[PlannedScenario("p", "ext-class-tin", "ext-class", "tin")])
     holds = text.split("### holds")[1].split("\n### ")[0]
@@ -669,19 +655,6 @@ def test_a_broken_calibration_summary_is_a_one_line_error(tmp_path):
     (tmp_path / "calibration" / "cpu.json").write_text('{"preset": "p"}')
     with pytest.raises(BenchError, match=r"calibration/cpu.json: not a calibration summary .*calibrate --summary"):
         read_calibrations([tmp_path])
-
-
-def test_the_studies_claims_files_load_and_render_without_tables():
-    paths = sorted(STUDY_CLAIMS.glob("*.toml"))
-    files = load_all(paths)
-    claims = [c for f in files for c in f.claim]
-    assert len(files) == len(paths) == 5 and len({c.id for c in claims}) == len(claims)
-    pages = claims_pages(files, [], "> header")
-    lines = [line for name, text in pages.items() if name != "claims.md"
-             for line in text.split("## Summary")[1].split("\n#")[0].splitlines() if line.startswith("- ")]
-    assert len(lines) == len(claims) and len(pages) == 6
-    # no tables: every claim is not run yet, or not testable with its reason
-    assert all(("**not run yet**" in line) != ("**not testable here**" in line) for line in lines)
 
 
 def test_the_checks_name_compared_rows_whose_self_tests_pass_95_percent():

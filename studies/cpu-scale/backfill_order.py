@@ -1,10 +1,11 @@
 """Why the informed ("class-distance") refresh order loses to the random one on the CPU-scale ext-class scenario.
 
-Runs the cells it needs (``benchbackcompat.run`` with ``backfill={}``, one CPU thread) into ``--out``, keeps the
-features that the backfilling curves are computed from, and measures on every cell, for several refresh orders:
+Runs the cells it needs (the preset's cells with ``backfill={}``, one CPU thread; their steps trained, or loaded
+where saved, in ``--out``; no record written), keeps the features that the backfilling curves are computed from, and
+measures on every cell, for several refresh orders:
 
 - the backfilling curve (CMC@1, leave-one-out as the scenario) and its area; the curves of the two built-in
-  orders are checked against the ones the run recorded (the script scores the mixed gallery by hand);
+  orders are checked against the ones a run records (the script scores the mixed gallery by hand);
 - at 10% and 20% refreshed: the share of queries whose top-1 is a refreshed item, the accuracy of those queries and
   of the others, the mean best score among refreshed items (new vs new) and among old ones (new query vs old
   item), the accuracy of a nearest-neighbour search *within the refreshed items only*, the classes with a refreshed
@@ -34,13 +35,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-import benchbackcompat
-import benchbackcompat.engine.cell as cell_module
-import benchbackcompat.execution.watchdog as watchdog
-from benchbackcompat.engine.backfill import refresh_orders
-from benchbackcompat.engine.features import FeatureBank, ModelFeatures
-from benchbackcompat.metrics.backfill import (area_under_curve, class_balanced_order, own_class_similarity,
-                                              refresh_counts)
+from benchbackcompat.tooling import (CellRunner, FeatureBank, ResultStore, area_under_curve, assign_fingerprints,
+                                     cell_backfill_curves, cell_features, class_balanced_order, create_method,
+                                     own_class_similarity, plan_grid, refresh_counts, refresh_orders)
 
 FRACTIONS = (0.1, 0.2)
 
@@ -51,41 +48,41 @@ def stored_steps(results: Path) -> dict[str, list[Path]]:
             for p in (results / "cells").glob("*/cell.json")}
 
 
+def seed_steps(store: ResultStore, key: str, stored: list[Path]) -> None:
+    """Copy the ``stored`` step checkpoints (and their checksums) into cell ``key``'s folder of ``store``, where it
+    has none of that step."""
+    for step in stored:
+        if not store.step_path(key, int(step.stem.split("-")[1])).exists():
+            store.cell_dir(key).mkdir(parents=True, exist_ok=True)
+            for path in (step, step.with_name(step.name + ".sha256")):
+                if path.exists():
+                    shutil.copy2(path, store.cell_dir(key) / path.name)
+
+
 def run_and_capture(scenario: str, methods: list[str], seeds: list[int], preset: str, out: Path,
-                    results: Path | None) -> list[dict]:
-    """Run the cells (``backfill={}``) and keep, per cell, the method, its features and the scenario data; with
-    ``results``, first copy its shared models into ``out`` and, before a cell runs, the step checkpoints stored
-    under the same label (the cell loads those that fit this code's training key and trains the others)."""
-    captured: list[dict] = []
-    original, run_cell = cell_module.backfill_curves, watchdog.run_cell
+                    results: Path | None, assignments: list[str] = ()) -> list[dict]:
+    """Run the cells (``backfill={}``, and ``assignments`` as ``--set`` options) into ``out`` and keep, per cell, the
+    method, its features, the scenario data and the backfilling curves its record would hold; with ``results``, first
+    copy its shared models into ``out`` and, before a cell runs, the step checkpoints stored under the same label (the
+    cell loads those that fit this code's training key and trains the others)."""
     steps = stored_steps(results) if results is not None else {}
     if results is not None:
         (out / "models").mkdir(parents=True, exist_ok=True)
         for model in (results / "models").glob("*.pt*"):
             if not (out / "models" / model.name).exists():
                 shutil.copy2(model, out / "models" / model.name)
-
-    def seeded_cell(cell, method, data, store, *args, **kwargs):
-        for step in steps.get(cell.label, []):
-            if not store.step_path(cell.key, int(step.stem.split("-")[1])).exists():
-                for path in (step, step.with_name(step.name + ".sha256")):
-                    if path.exists():
-                        shutil.copy2(path, store.cell_dir(cell.key) / path.name)
-        return run_cell(cell, method, data, store, *args, **kwargs)
-
-    def capture(method, bank, data, protocol, metrics, seed, config):
-        found = original(method, bank, data, protocol, metrics, seed, config)
-        captured.append({"method": method, "seed": seed, "data": data, "protocol": protocol, "recorded": found,
-                         "features": [ModelFeatures(bank.query(t).clone(), bank.stored(t).clone())
-                                      for t in range(len(bank))]})
-        return found
-
-    cell_module.backfill_curves, watchdog.run_cell = capture, seeded_cell
-    try:
-        benchbackcompat.run([scenario], methods, preset=preset, seeds=seeds, out=out, force=True,
-                            overrides={"backfill": {}}, quiet=True)
-    finally:
-        cell_module.backfill_curves, watchdog.run_cell = original, run_cell
+    plan = plan_grid(preset, [scenario], methods, seeds, assignments=["backfill={}", *assignments])
+    device = torch.device("cpu")
+    data_of, store = assign_fingerprints(plan, device), ResultStore(out)
+    captured: list[dict] = []
+    for cell in plan.cells:
+        seed_steps(store, cell.key, steps.get(cell.label, []))
+        runner = CellRunner(cell, create_method(cell.method, cell.params), data_of(cell.scenario.config), store, device,
+                            borrow_steps=False)  # as --force: the cell's own steps, or the stored ones, or trained
+        features = cell_features(runner)
+        captured.append({"method": runner.method, "seed": cell.seed, "data": runner.data,
+                         "protocol": runner.scenario.protocol, "recorded": cell_backfill_curves(runner, features),
+                         "features": features})
     return captured
 
 
@@ -177,10 +174,11 @@ def main() -> None:
     parser.add_argument("--preset", default="cpu")
     parser.add_argument("--results", type=Path, help="a grid run's results folder to take models from (read only)")
     parser.add_argument("--out", type=Path, required=True, help="where the cells run (a scratch folder)")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="as run's --set")
     args = parser.parse_args()
     torch.set_num_threads(1)
     methods, seeds = args.methods.split(","), [int(s) for s in args.seeds.split(",")]
-    for cell in run_and_capture(args.scenario, methods, seeds, args.preset, args.out, args.results):
+    for cell in run_and_capture(args.scenario, methods, seeds, args.preset, args.out, args.results, args.set):
         report(type(cell["method"]).__name__, cell["seed"], analyse(cell))
 
 

@@ -8,17 +8,14 @@ from pathlib import Path
 
 import numpy as np
 
-from benchbackcompat.record import CellRecord, FinishedRecord
-from benchbackcompat.report.aggregate import build_tables
-from benchbackcompat.report.merge import read_results
-from benchbackcompat.report.upgrade import seed_interval
+from benchbackcompat.tooling import CellRecord, FinishedRecord, build_tables, read_records, seed_interval
 
 
 def leaderboard_rows(folder: Path, scenario: str, keep: Callable[[CellRecord], bool] = lambda record: True,
                      ) -> dict[str, list[FinishedRecord]]:
     """{row label (with its table's variant, if any): finished records by seed} of ``scenario`` in ``folder``,
     over the records ``keep`` accepts."""
-    records = [r for r in read_results([folder]).records if r.scenario == scenario and keep(r)]
+    records = [r for r in read_records(folder) if r.scenario == scenario and keep(r)]
     return {row.label + (f" ({table.variant})" if table.variant else ""): sorted(row.finished, key=lambda r: r.seed)
             for table in build_tables(records) for row in table.rows if row.finished}
 

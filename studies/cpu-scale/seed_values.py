@@ -15,12 +15,8 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from benchbackcompat.metrics.compatibility import (
-    average_accuracy,
-    average_compatibility,
-    average_compatibility_accuracy,
-)
-from benchbackcompat.report.claims.premises import fine_tuning_gain
+from benchbackcompat.metrics import average_accuracy, average_compatibility, average_compatibility_accuracy
+from benchbackcompat.tooling import fine_tuning_gain
 from leaderboard_rows import interval, leaderboard_rows
 
 

@@ -16,9 +16,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from benchbackcompat.record import CellRecord
-from benchbackcompat.results.status import cell_states
-from benchbackcompat.store.results import ResultStore
+from benchbackcompat.tooling import CellRecord, ResultStore, cell_states
 
 
 def cell_of(record: CellRecord) -> str:

@@ -15,8 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchbackcompat.execution.request import parse_seeds
-from benchbackcompat.metrics.sign_flip import sign_flip_p
+from benchbackcompat.tooling import parse_seeds, sign_flip_p
 from leaderboard_rows import interval, leaderboard_rows
 
 STATISTICS = {
