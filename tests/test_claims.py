@@ -582,6 +582,26 @@ def test_the_page_tallies_one_verdict_per_claim_and_gives_one_summary_line_each(
     assert "[A Paper: its subtitle (Venue 2026)](claims/page.md)" in pages["claims.md"]
 
 
+def test_the_papers_page_links_the_study_section_its_claims_file_names(tmp_path):
+    section = "../../studies/study.md#the-paper"
+    (tmp_path / "page.toml").write_text(PAGE.format().replace('venue = "Venue 2026"\n',
+                                                              f'venue = "Venue 2026"\nstudy_section = "{section}"\n'))
+    pages = claims_pages([load_claims(tmp_path / "page.toml")], build_tables(_pair([3, 4, 5, 3, 4, 5])), "> header")
+    assert ("[All papers: digest and tally](../claims.md) · claims file: `" + str(tmp_path / "page.toml") + "` · study: "
+            "[the report's section on this paper](../../studies/study.md#the-paper)") in pages["claims/page.md"].splitlines()
+    assert "study:" not in _page(tmp_path, _pair([3, 4, 5, 3, 4, 5]))  # no study_section, no link
+
+
+@pytest.mark.parametrize("section", ["https://example.com/study.md#a", "/studies/study.md#a", "../study.md",
+                                     "../study.md#The-Paper", "../study.md#a b", "../study.txt#a", "../s(x).md#a"])
+def test_a_study_section_that_is_not_a_relative_link_to_a_heading_is_a_one_line_error(tmp_path, section):
+    path = tmp_path / "page.toml"
+    path.write_text(PAGE.format().replace('venue = "Venue 2026"\n', f'venue = "Venue 2026"\nstudy_section = "{section}"\n'))
+    with pytest.raises(BenchError, match=r"paper: study_section .* is not a relative link to a Markdown heading") as error:
+        load_claims(path)
+    assert "\n" not in str(error.value)
+
+
 def test_report_names_planned_scenarios_without_records(tmp_path):
     loo = (("protocol", "loo"), ("eval_split", "test"), ("metrics", ["cmc@1", "map"]))
     planned = [PlannedScenario("p", "ext-class", "ext-class", "d"),  # it has a table

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import math
+import re
 import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -27,6 +28,8 @@ Text = Annotated[str, Strict()]
 MAX_SEEDS = 16  # the exact sign-flip test enumerates all 2^seeds sign assignments
 MAX_BYTES = 4 << 20  # a claims file larger than this is refused before it is parsed (the studies' are < 100 kB)
 DIFFERENCES = {"cross-old_self": ("cross", "old_self")}  # an absence statistic that is a difference of a row's cells
+# a relative path to a Markdown file (no scheme, not absolute), then "#" and a GitHub heading anchor (lower case)
+STUDY_SECTION = r"^(?:[A-Za-z0-9_.-]+/)*[A-Za-z0-9_.-]+\.md#[a-z0-9_-]+$"
 
 
 class Declared(BaseModel):
@@ -43,11 +46,22 @@ def _one_of(what: str, name: str, known: Any) -> str:
 
 
 class Paper(Declared):
-    """``methods``: the paper's own methods (plugin names); a claim about none of them is about its baselines."""
+    """``methods``: the paper's own methods (plugin names); a claim about none of them is about its baselines.
+    ``study_section``: the study's section on this paper, a relative link from the paper's claims page
+    (``claims/<name>.md``) to a Markdown file and a heading's anchor, e.g. ``../../studies/x.md#the-paper``."""
 
     title: Text = Field(min_length=1)
     venue: Text = Field(min_length=1)
     methods: tuple[Text, ...] = ()
+    study_section: Text = ""
+
+    @model_validator(mode="after")
+    def _section(self) -> Paper:
+        if self.study_section and not re.fullmatch(STUDY_SECTION, self.study_section):
+            raise ValueError(f"study_section {self.study_section!r} is not a relative link to a Markdown heading: give "
+                             "the path from the paper's page (claims/<name>.md) and the heading's anchor, e.g. "
+                             "\"../../studies/study.md#the-paper\"")
+        return self
 
 
 class Protocol(Declared):

@@ -87,12 +87,18 @@ def claims_pages(files: Sequence[ClaimsFile], tables: Sequence[Table], header: s
     presets = scenario_presets(tables, planned)
     for file, judgements in judged:
         paper = [f"# {escape(file.paper.title)} ({escape(file.paper.venue)}): its claims, tested", header,
-                 f"[All papers: digest and tally](../claims.md) · claims file: {code(file.path)}",
+                 f"[All papers: digest and tally](../claims.md) · claims file: {code(file.path)}" + study_link(file),
                  summary_markdown([(file, judgements)]), excluded_markdown(file)]
         paper += [claim_section(j, presets.get(j.claim.deciding, "")) for j in judgements]
         paper.append(implementation_checks(file.claim))
         pages[f"claims/{file.name}.md"] = "\n\n".join(p for p in paper if p) + "\n"
     return pages
+
+
+def study_link(file: ClaimsFile) -> str:
+    """`` · study: [its section](link)`` where the claims file names the study's section on its paper, else empty."""
+    section = file.paper.study_section
+    return f" · study: [the report's section on this paper]({section})" if section else ""
 
 
 def scenario_presets(tables: Sequence[Table], planned: Sequence[PlannedScenario]) -> dict[str, str]:
