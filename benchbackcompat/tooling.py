@@ -26,13 +26,13 @@ from benchbackcompat.execution.presets import resolve_run
 from benchbackcompat.execution.request import parse_seeds, split_list
 from benchbackcompat.method import Method
 from benchbackcompat.scenarios.data import ScenarioData
-from benchbackcompat.scenarios.steps import Step, build_steps
+from benchbackcompat.scenarios.steps import Step
 from benchbackcompat.store import ResultStore
 
 __all__ = [
     "PRETRAIN_SEED", "Acceleration", "AutoPrecision", "CellRunner", "FeatureBank", "Measurement", "ModelFeatures",
     "Plan", "ResultStore", "ScenarioData", "SharedModel", "Step", "Workload", "assign_fingerprints", "autocast",
-    "batches_per_epoch", "build_steps", "compatibility_matrices", "create_method", "extract_features", "is_standard",
+    "batches_per_epoch", "compatibility_matrices", "create_method", "extract_features", "is_standard",
     "make_optimizer", "measure", "plan_grid", "resolve_device", "shared_models", "train_model",
 ]
 
