@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from benchbackcompat.execution.plugin_host import PluginHost
-from benchbackcompat.execution.presets import format_override, preset_scenarios, resolve_run
+from benchbackcompat.execution.presets import preset_scenarios, resolve_run
+from benchbackcompat.overrides import format_override
 
 ROOT = Path(__file__).resolve().parents[1]
 FILES = sorted((ROOT / "studies" / "cpu-scale" / "claims").glob("*.toml"))

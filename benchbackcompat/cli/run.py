@@ -79,7 +79,7 @@ def _argument_type(field: Any) -> dict[str, Any]:
 
 
 def _override(text: str) -> tuple[str, Any]:
-    from benchbackcompat.execution.presets import parse_override
+    from benchbackcompat.overrides import parse_override
 
     return parse_override(text)
 

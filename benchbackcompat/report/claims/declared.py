@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError, model_validator
 
 from benchbackcompat.errors import BenchError
-from benchbackcompat.execution.presets import MAX_DEPTH, depth
+from benchbackcompat.overrides import MAX_DEPTH, depth
 from benchbackcompat.report.claims.installed import check_installed
 from benchbackcompat.report.claims.premises import PREMISES
 from benchbackcompat.report.columns import STATISTICS

@@ -11,7 +11,8 @@ from pydantic import ValidationError
 
 from benchbackcompat.errors import BenchError
 from benchbackcompat.execution.plugin_host import PluginHost
-from benchbackcompat.execution.presets import available_presets, format_override, load_preset, resolve_run
+from benchbackcompat.execution.presets import available_presets, load_preset, resolve_run
+from benchbackcompat.overrides import format_override
 
 if TYPE_CHECKING:
     from benchbackcompat.report.claims.declared import Claim, ClaimsFile
