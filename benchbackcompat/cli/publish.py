@@ -37,8 +37,8 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     from benchbackcompat.runtime.logs import log
     from benchbackcompat.report import leaderboard_tables
     from benchbackcompat.report.calibration import read_calibrations
-    from benchbackcompat.report.merge import read_results
-    from benchbackcompat.report.provenance import publishable, render_date
+    from benchbackcompat.report.merge import publishable, read_results
+    from benchbackcompat.report.provenance import render_date
     from benchbackcompat.report.publish import command_line, write_leaderboard
 
     from benchbackcompat.report.claims import load_all
