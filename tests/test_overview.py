@@ -3,7 +3,7 @@ verdicts that name the configuration where an undecidable method is ranked and t
 margin, and which methods break the most queries, generated from the table on its common seeds."""
 from __future__ import annotations
 
-from benchbackcompat.report.aggregate import build_tables
+from benchbackcompat.report.grouping import build_tables
 from benchbackcompat.report.overview import by_headline, flip_finding, overview_tables, verdict
 from test_statistics import _single
 

@@ -20,7 +20,9 @@ from tabulate import tabulate
 
 from benchbackcompat.metrics import bootstrap, flips
 from benchbackcompat.record import FinishedRecord
-from benchbackcompat.report.aggregate import Missing, Row, Stat, Table, margin, record_flips, records_stat, table_config
+from benchbackcompat.report.grouping import table_config
+from benchbackcompat.report.seed_statistics import margin, record_flips, records_stat
+from benchbackcompat.report.table_data import Missing, Row, Stat, Table
 from benchbackcompat.report.columns import Column, metric_name, ranking
 from benchbackcompat.report.markdown import PAGE_WIDTH, escape, widest_line
 from benchbackcompat.report.tables import format_stat

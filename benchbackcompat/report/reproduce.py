@@ -15,7 +15,8 @@ from typing import Any
 
 from benchbackcompat.overrides import toml_key, toml_value
 from benchbackcompat.record import CellRecord
-from benchbackcompat.report.aggregate import Table, table_config
+from benchbackcompat.report.grouping import table_config
+from benchbackcompat.report.table_data import Table
 
 
 @dataclass

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from benchbackcompat.record import CellRecord, FinishedRecord
-from benchbackcompat.report.aggregate import build_tables
+from benchbackcompat.report.grouping import build_tables
 from benchbackcompat.report.merge import read_results
 from benchbackcompat.report.upgrade import seed_interval
 
