@@ -146,8 +146,8 @@ def configuration_labels(records: Iterable[CellRecord]) -> list[tuple[str, str]]
     for key, members in groups.items():
         for row in _rows(members):
             labels.update({id(r): ("; ".join(p for p in (variants[key], row.qualifier) if p), key[4]) for r in row.records})
-    return [(labels[id(r)][0], seedless_config_hash(r, labels[id(r)][1])) if id(r) in labels else ("validation grid", seedless_config_hash(r))
-            for r in records]
+    return [(labels[id(r)][0], seedless_config_hash(r, labels[id(r)][1])) if id(r) in labels
+            else ("validation grid", seedless_config_hash(r)) for r in records]
 
 
 def table_config(config: dict[str, Any]) -> dict[str, Any]:

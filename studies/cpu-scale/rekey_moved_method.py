@@ -110,8 +110,8 @@ def same_objects(commit: str, names: set[tuple[str, str]], renamed: dict[str, st
     pairs = sorted((old, renamed[old], name) for old, name in names)
     check = ("import importlib, json, sys\n"
              "pairs = json.loads(sys.argv[1])\n"
-             "print(json.dumps([f'{o}.{n} is not {w}.{n}' for o, w, n in pairs\n"
-             "                  if getattr(importlib.import_module(o), n) is not getattr(importlib.import_module(w), n)]))")
+             "same = lambda o, w, n: getattr(importlib.import_module(o), n) is getattr(importlib.import_module(w), n)\n"
+             "print(json.dumps([f'{o}.{n} is not {w}.{n}' for o, w, n in pairs if not same(o, w, n)]))")
     result = subprocess.run([sys.executable, "-c", check, json.dumps(pairs)], cwd=root, capture_output=True,
                             text=True, env={**os.environ, "PYTHONPATH": str(root)})
     if result.returncode != 0:
@@ -136,7 +136,8 @@ def unchanged_but(base: Path, now: Path, moved: set[str], renamed: dict[str, str
             return f"code changed in {name} (more than its imports from {sorted(renamed)})", []
         names |= read
         diff = difflib.unified_diff(before[name][1].splitlines(), after[name][1].splitlines(), lineterm="", n=0)
-        lines += [f"{before[name][0]}/{name}: {line}" for line in diff if line[:1] in "+-" and line[:3] not in ("+++", "---")]
+        lines += [f"{before[name][0]}/{name}: {line}" for line in diff
+                  if line[:1] in "+-" and line[:3] not in ("+++", "---")]
     relocated = {name for name in before if before[name][0] != after[name][0]}
     if relocated != moved:
         return f"files that changed package: {sorted(relocated)}, not {sorted(moved)}", []
