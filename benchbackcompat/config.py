@@ -281,17 +281,3 @@ def config_hash(payload: Any, length: int = 16) -> str:
     text = json.dumps(payload, sort_keys=True, default=str, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:length]
 
-
-# The scenario kinds live in ``benchbackcompat.scenarios.kinds``. The first-party plugins import the kinds from here,
-# and a plugin's source is part of its cells' keys (``benchbackcompat.identity``): the kind classes stay importable
-# here so that moving them changed no published cell's key.
-_KIND_CLASSES = frozenset({"ScenarioBase", "SingleUpdateBase", "ExtData", "ExtClass", "NewArch", "Both", "MultiStep",
-                           "CL2R", "IAMCL2R", "ModelZoo"})
-
-
-def __getattr__(name: str) -> Any:
-    if name in _KIND_CLASSES:
-        from benchbackcompat.scenarios import kinds
-
-        return getattr(kinds, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -27,14 +27,14 @@ from benchbackcompat.execution.presets import resolve_run
 from benchbackcompat.execution.request import parse_seeds, split_list
 from benchbackcompat.method import Method
 from benchbackcompat.scenarios.data import ScenarioData
-from benchbackcompat.scenarios.steps import Step, build_steps
+from benchbackcompat.scenarios.steps import Step
 from benchbackcompat.store import ResultStore
 # For the study scripts (studies/): stored records read as the leaderboard reads them, and a cell's features.
 from benchbackcompat.engine.backfill import backfill_curves, refresh_orders
 from benchbackcompat.metrics.backfill import area_under_curve, class_balanced_order, own_class_similarity, refresh_counts
 from benchbackcompat.metrics.sign_flip import sign_flip_p
 from benchbackcompat.record import CellRecord, FinishedRecord
-from benchbackcompat.report.aggregate import build_tables
+from benchbackcompat.report.grouping import build_tables
 from benchbackcompat.report.claims.premises import fine_tuning_gain
 from benchbackcompat.report.merge import read_results
 from benchbackcompat.report.upgrade import seed_interval
@@ -43,7 +43,7 @@ from benchbackcompat.results.status import cell_states
 __all__ = [
     "PRETRAIN_SEED", "Acceleration", "AutoPrecision", "CellRunner", "FeatureBank", "Measurement", "ModelFeatures",
     "Plan", "ResultStore", "ScenarioData", "SharedModel", "Step", "Workload", "assign_fingerprints", "autocast",
-    "batches_per_epoch", "build_steps", "compatibility_matrices", "create_method", "extract_features", "is_standard",
+    "batches_per_epoch", "compatibility_matrices", "create_method", "extract_features", "is_standard",
     "make_optimizer", "measure", "plan_grid", "resolve_device", "shared_models", "train_model",
 ]
 

@@ -47,7 +47,6 @@ from benchbackcompat.tooling import (
     Step,
     assign_fingerprints,
     batches_per_epoch,
-    build_steps,
     extract_features,
     is_standard,
     plan_grid,
@@ -113,7 +112,7 @@ def grid_work(plan: Plan) -> dict[str, Work]:
             continue
         data = data_of(cell.scenario.config)
         w = work[cell.scenario.name]
-        steps = build_steps(scenario, data.num_classes)
+        steps = scenario.steps(data.num_classes)
         size = data.image_size
         eval_images = len(data.query) + (len(data.gallery) if data.gallery is not None else 0)
         trained = [step for step in steps if step.init != "zoo"]
@@ -153,7 +152,7 @@ def calibrate(workloads: set[Workload], batch: int, batches: int, amp: str) -> d
         resolved = AutoPrecision().resolve(amp, torch.device("cpu"), TimedStep(backbone, size, batch, channels_last=True))
         scenario = MultiStep(num_models=2, model={"backbone": backbone, "embedding_dim": 64},
                              train={"epochs": 1, "batch_size": batch, "amp": resolved})
-        steps = build_steps(scenario, 10)
+        steps = scenario.steps(10)
         gen = torch.Generator().manual_seed(0)
         images = ImageArrays(torch.randint(0, 256, (batch * batches, 3, size, size), dtype=torch.uint8, generator=gen),
                              torch.arange(batch * batches) % 10)

@@ -45,7 +45,6 @@ from benchbackcompat.tooling import (
     Acceleration,
     AutoPrecision,
     Workload,
-    build_steps,
     create_method,
     make_optimizer,
     train_model,
@@ -66,7 +65,7 @@ def workload(images: int, amp: str = "off") -> tuple[object, StepContext]:
     scenario = CL2R(num_tasks=2, initial_class_fraction=0.5, memory_per_class=0,
                     model={"backbone": BACKBONE[0], "embedding_dim": None},
                     train={"epochs": 1, "batch_size": BATCH[0], "lr": 1e-3, "amp": amp})
-    steps = build_steps(scenario, 2 * CLASSES)
+    steps = scenario.steps(2 * CLASSES)
     method = create_method("hoc")
     gen = torch.Generator().manual_seed(0)
     data = ImageArrays(torch.randint(0, 256, (images, 3, 32, 32), dtype=torch.uint8, generator=gen),

@@ -210,7 +210,8 @@ def test_show_marks_stale_cells_as_status_does_and_names_the_variant_it_picked(t
 
 
 def test_the_frame_refuses_the_p_com_the_leaderboard_refuses_and_says_why(tmp_path):
-    from benchbackcompat.report.aggregate import Missing, build_tables
+    from benchbackcompat.report.grouping import build_tables
+    from benchbackcompat.report.table_data import Missing
 
     def cell(method: str, seed: int, old_hits: int, reference_hits: int, cross_hits: int, n: int = 200) -> dict:
         base = update(method, seed, cross_hits, n)

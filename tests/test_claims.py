@@ -14,10 +14,11 @@ import pytest
 from benchbackcompat.cli import main
 from benchbackcompat.cli.publish import planned_scenarios
 from benchbackcompat.errors import BenchError
-from benchbackcompat.execution.presets import format_override, parse_override
+from benchbackcompat.overrides import format_override, parse_override
 from benchbackcompat.metrics import outcomes
 from benchbackcompat.metrics.sign_flip import seeds_to_reach, sign_flip_p, smallest_p
-from benchbackcompat.report.aggregate import Missing, build_tables
+from benchbackcompat.report.grouping import build_tables
+from benchbackcompat.report.table_data import Missing
 from benchbackcompat.report.calibration import convergence, read_calibrations
 from benchbackcompat.report.claims import Claim, PlannedScenario, claims_pages, judge, load_all, load_claims
 from benchbackcompat.report.claims.runs import declared_runs

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from benchbackcompat.execution.plugin_host import PluginHost
-from benchbackcompat.execution.presets import format_override, resolve_run
+from benchbackcompat.execution.presets import resolve_run
+from benchbackcompat.overrides import format_override
 from benchbackcompat.report.claims import load_claims
 
 ROOT = Path(__file__).resolve().parents[1]

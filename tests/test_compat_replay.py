@@ -5,14 +5,13 @@ import pytest
 
 from benchbackcompat.cli import main
 from benchbackcompat.scenarios.kinds import MultiStep
-from benchbackcompat.scenarios.steps import build_steps
 from benchbackcompat.store import ResultStore
 
 
 def test_multi_step_memory_trains_new_classes_with_replay():
-    plain = build_steps(MultiStep(num_models=3), 6)
+    plain = MultiStep(num_models=3).steps(6)
     assert [s.classes for s in plain] == [(0, 2), (0, 4), (0, 6)] and not any(s.replay for s in plain)
-    er = build_steps(MultiStep(num_models=3, memory_per_class=5), 6)
+    er = MultiStep(num_models=3, memory_per_class=5).steps(6)
     assert [s.classes for s in er] == [(0, 2), (2, 4), (4, 6)] and [s.replay for s in er] == [False, True, True]
     assert [s.seen_classes for s in er] == [2, 4, 6]
 

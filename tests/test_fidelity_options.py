@@ -24,13 +24,12 @@ from benchbackcompat.scenarios.kinds import CL2R, IAMCL2R, ExtClass, ModelZoo, M
 from benchbackcompat.data.arrays import ImageArrays
 from benchbackcompat.method import Batch, StepContext
 from benchbackcompat.models.heads import dsimplex, dsimplex_frobenius
-from benchbackcompat.scenarios.steps import build_steps
 
 SMALL = {"model": {"backbone": "convnet-s", "embedding_dim": 16}}
 
 
 def context(scenario, classes: int, step: int = 0) -> StepContext:
-    steps = build_steps(scenario, classes)
+    steps = scenario.steps(classes)
     images = ImageArrays(torch.zeros(4, 3, 16, 16, dtype=torch.uint8), torch.zeros(4, dtype=torch.long))
     return StepContext(scenario=scenario, step=steps[step], steps=steps, train=TrainConfig(), device=torch.device("cpu"),
                        old_model=None, train_data=images, memory=None, mean=(0.5,) * 3, std=(0.25,) * 3, image_size=16)

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from benchbackcompat.report.aggregate import build_tables
+from benchbackcompat.report.grouping import build_tables
 from benchbackcompat.report.figures import aa_curve_plot, margin_plot, margins, matrices_plot, method_style
 
 FIXTURE = Path(__file__).parent / "fixtures" / "leaderboard_records.json"

@@ -8,7 +8,8 @@ import pytest
 from benchbackcompat.errors import BenchError
 from benchbackcompat.metrics import bootstrap, flips, outcomes
 from benchbackcompat.record import parse_record
-from benchbackcompat.report.aggregate import Missing, Stat, build_tables
+from benchbackcompat.report.grouping import build_tables
+from benchbackcompat.report.table_data import Missing, Stat
 from benchbackcompat.report.columns import STATISTICS
 from benchbackcompat.results.flips import flip_frame, flip_lines, flipped_queries
 from benchbackcompat.results.frames import results_frame

@@ -15,7 +15,7 @@ from benchbackcompat.record import parse_record
 from benchbackcompat.cli import main
 from benchbackcompat.observers.tensorboard import TensorBoardObserver
 from benchbackcompat.execution.plugin_host import PluginHost
-from benchbackcompat.report.aggregate import build_tables
+from benchbackcompat.report.grouping import build_tables
 from benchbackcompat.report.merge import merge_records
 from benchbackcompat.report.reproduce import reproductions
 from benchbackcompat.store import ResultStore

@@ -3,8 +3,8 @@ verdicts that name the configuration where an undecidable method is ranked and t
 margin, and which methods break the most queries, generated from the table on its common seeds."""
 from __future__ import annotations
 
-from benchbackcompat.report.aggregate import build_tables
-from benchbackcompat.report.overview import by_headline, flip_finding, overview_tables, verdict
+from benchbackcompat.report.grouping import build_tables
+from benchbackcompat.report.overview import by_headline, flip_finding, overview_tables, training_notes, verdict
 from test_statistics import _single
 
 N = 400  # queries; an update of 80 of them (20 points) is decidable, one of 8 (2 points) is not
@@ -73,3 +73,20 @@ def test_the_verdict_names_the_methods_compatible_by_their_margin_where_p_com_is
     records = [_single("z", 0, N, 200, 208, 198, 200, 208)]
     [members] = by_headline(build_tables(records)).values()
     assert verdict(members).endswith("no method is significantly compatible by the margin, cross − old self, either.")
+
+
+def test_tables_that_differ_only_in_an_evaluation_option_get_the_training_note_whichever_seed_they_read_first():
+    """Under data.order_by_seed each seed draws its own class order: two tables of one training configuration, one
+    with backfilling curves, are compared whichever seed's record each table holds first."""
+    def at(record: dict, backfill: bool) -> dict:
+        data = {"order_by_seed": True, "class_order_seed": 10 + record["seed"]}
+        record["config"] = {"metrics": ["cmc@1"], "data": data, **({"backfill": {"every": 1}} if backfill else {})}
+        record["key"] += "-backfill" if backfill else ""
+        return record
+
+    plain = [at(_single("a", seed, N, 200, 280, 250, 200, 280), False) for seed in (0, 1)]
+    evaluated = [at(_single("a", seed, N, 200, 280, 240, 200, 280), True) for seed in (1, 0)]  # seed 1 read first
+    tables = build_tables(plain + evaluated)
+    assert len(tables) == 2
+    (note,) = training_notes(tables)
+    assert "differ only in evaluation options, but their records were trained apart" in note

@@ -13,14 +13,13 @@ from benchbackcompat.data.arrays import ImageArrays
 from benchbackcompat.errors import BenchError
 from benchbackcompat.method import Method, StepContext
 from benchbackcompat.models.registry import Resized
-from benchbackcompat.scenarios.steps import build_steps
 
 VIT = "timm:vit_tiny_patch16_224"
 
 
 def context(model: dict) -> StepContext:
     scenario = NewArch(architectures=["convnet-s", VIT], model={"backbone": "convnet-s", "embedding_dim": 16, **model})
-    steps = build_steps(scenario, 4)
+    steps = scenario.steps(4)
     images = ImageArrays(torch.zeros(2, 3, 32, 32, dtype=torch.uint8), torch.zeros(2, dtype=torch.long))
     return StepContext(scenario=scenario, step=steps[1], steps=steps, train=TrainConfig(), device=torch.device("cpu"),
                        old_model=None, train_data=images, memory=None, mean=(0.5,) * 3, std=(0.25,) * 3, image_size=32)

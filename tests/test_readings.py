@@ -10,7 +10,9 @@ import pytest
 
 from benchbackcompat.cli import main
 from benchbackcompat.metrics import live
-from benchbackcompat.report.aggregate import Stat, build_tables, best_ids
+from benchbackcompat.report.grouping import build_tables
+from benchbackcompat.report.ranking import best_ids
+from benchbackcompat.report.table_data import Stat
 from benchbackcompat.report.stability import range_text, rank_ranges
 from benchbackcompat.report.upgrade import regression_finding
 from benchbackcompat.store import ResultStore

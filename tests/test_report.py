@@ -13,7 +13,9 @@ import numpy as np
 import pytest
 
 from benchbackcompat.report import leaderboard_tables
-from benchbackcompat.report.aggregate import Row, Stat, Table, best_ids, build_tables, rank_rows
+from benchbackcompat.report.grouping import build_tables
+from benchbackcompat.report.ranking import best_ids, rank_rows
+from benchbackcompat.report.table_data import Row, Stat, Table
 from benchbackcompat.report.columns import STATISTICS, Column, Statistic
 from benchbackcompat.report.exports import csv_export, json_export
 from benchbackcompat.report.figures import incompatible, matrices_figure, mean_matrix
@@ -227,7 +229,7 @@ def test_header_says_whether_cells_from_several_commits_ran_the_same_method_code
 
 
 def test_chance_floor_is_twice_chance_or_a_fifth_of_the_way_to_100_where_chance_is_high():
-    from benchbackcompat.report.aggregate import chance_floor
+    from benchbackcompat.report.seed_statistics import chance_floor
 
     assert chance_floor(2.0) == 4.0 and chance_floor(10.0) == 20.0  # top-1 over 50 and 10 classes
     assert chance_floor(50.0) == 60.0  # pair verification: twice chance would be 100%, which no model reaches

@@ -11,7 +11,6 @@ from benchbackcompat.engine.shared import shared_models
 from benchbackcompat.execution.plan import assign_fingerprints, make_plan
 from benchbackcompat.execution.plugin_host import PluginHost
 from benchbackcompat.execution.presets import resolve_run
-from benchbackcompat.scenarios.steps import build_steps
 from benchbackcompat.store import ResultStore
 
 TINY = ["train.epochs=1", "data.train_per_class=6", "data.test_per_class=2", "train.batch_size=32"]
@@ -38,7 +37,7 @@ def test_records_name_the_listed_shared_models_and_the_store_holds_no_other(tmp_
         for cell in plan.cells:
             config, method = cell.scenario.config, plan.methods[cell.method]
             data = data_of(config)
-            keys = {m.key for m in shared_models(method, build_steps(config, data.num_classes), config, data, cell.seed)}
+            keys = {m.key for m in shared_models(method, config.steps(data.num_classes), config, data, cell.seed)}
             assert records[cell.key].status == "finished", cell.label
             assert set(records[cell.key].shared_models) == keys, cell.label
             listed |= keys

@@ -20,7 +20,7 @@ import pytest
 from benchbackcompat.report.merge import merge_records
 from benchbackcompat.report.publish import write_leaderboard
 from benchbackcompat.report.site import site_files
-from benchbackcompat.report.aggregate import build_tables
+from benchbackcompat.report.grouping import build_tables
 from benchbackcompat.report.claims import load_claims
 from test_statistics import _single
 

@@ -10,7 +10,9 @@ import pytest
 import torch
 
 from benchbackcompat.metrics import bootstrap, outcomes, retrieval
-from benchbackcompat.report.aggregate import MIN_UPDATE_GAIN, build_tables, undecidable_update, Stat
+from benchbackcompat.report.grouping import build_tables
+from benchbackcompat.report.seed_statistics import MIN_UPDATE_GAIN, undecidable_update
+from benchbackcompat.report.table_data import Stat
 
 
 def test_outcomes_round_trip_hits_and_average_precisions():
@@ -99,7 +101,7 @@ def test_a_bounded_statistic_keeps_its_interval_inside_its_range():
 
 
 def test_table_intervals_of_accuracies_stay_in_0_100_and_exact_values_are_not_bold():
-    from benchbackcompat.report.aggregate import best_ids
+    from benchbackcompat.report.ranking import best_ids
 
     # one seed, 40 queries: old self 39 of 40, cross 40 of 40 (100%): its query bootstrap cannot leave [0, 100], and
     # P_up of a new model equal to its reference (self = ref self) is 0 in every resample: exact, never bold
@@ -212,7 +214,7 @@ def test_rank_follows_p_com_then_cross_and_chance_level_rows_are_not_ranked():
 
 
 def test_bold_only_rows_not_significantly_worse_than_the_best():
-    from benchbackcompat.report.aggregate import best_ids
+    from benchbackcompat.report.ranking import best_ids
 
     n = 600
     records = [_single("best", 0, n, 300, 450, 420, 300, 450), _single("close", 0, n, 300, 450, 418, 300, 450),

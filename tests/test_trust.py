@@ -712,7 +712,7 @@ def on_data(seed: int, fingerprint: str, method: str = "l2", order_by_seed: bool
 
 def test_seeds_of_one_configuration_on_different_data_are_kept_apart_with_one_warning(tmp_path, caplog):
     from benchbackcompat.record import parse_record
-    from benchbackcompat.report.aggregate import build_tables
+    from benchbackcompat.report.grouping import build_tables
     from benchbackcompat.results.frames import results_frame
 
     records = [on_data(0, "a"), on_data(1, "b"), on_data(2, "b")]  # machine a gave seed 0, machine b seeds 1 and 2
@@ -727,7 +727,7 @@ def test_seeds_of_one_configuration_on_different_data_are_kept_apart_with_one_wa
 
 
 def test_two_methods_on_different_data_for_the_same_seed_are_kept_apart_under_a_seeded_class_order(caplog):
-    from benchbackcompat.report.aggregate import build_tables
+    from benchbackcompat.report.grouping import build_tables
 
     tables = build_tables([on_data(0, "a", "l2", True), on_data(0, "b", "independent", True)])
     assert [(t.variant, [row.method for row in t.rows]) for t in tables] == [
@@ -735,7 +735,7 @@ def test_two_methods_on_different_data_for_the_same_seed_are_kept_apart_under_a_
 
 
 def test_seeds_that_draw_their_own_class_order_pool_with_their_own_fingerprints_and_no_warning(caplog):
-    from benchbackcompat.report.aggregate import build_tables
+    from benchbackcompat.report.grouping import build_tables
 
     [table] = build_tables([on_data(0, "a", "l2", True), on_data(1, "b", "l2", True),
                             on_data(0, "a", "independent", True), on_data(1, "b", "independent", True)])
@@ -747,7 +747,7 @@ def test_a_newer_run_that_records_its_data_source_is_one_table_beside_the_older_
     # machine A's records predate the dataset's source fingerprint (ift and l2, seeds 0-1); machine B's carry it
     # (cores and bct, the same seeds). Each seed orders its own classes, so every seed has its own data fingerprint
     # and A's and B's differ for each seed: two tables, one per machine, not one per seed and machine
-    from benchbackcompat.report.aggregate import build_tables
+    from benchbackcompat.report.grouping import build_tables
 
     older = [on_data(seed, fingerprint, method, True) for method in ("ift", "l2") for seed, fingerprint in ((0, "a"), (1, "b"))]
     newer = [on_data(seed, fingerprint, method, True) for method in ("cores", "bct") for seed, fingerprint in ((0, "c"), (1, "d"))]

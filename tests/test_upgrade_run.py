@@ -26,7 +26,7 @@ def test_options_on_and_off_in_one_results_folder(tmp_path):
             assert (curve[0], curve[-1]) == (C[metric][1][0], C[metric][1][1])
     if "index" in OPTIONS:
         assert 0 <= on.index["matrices"]["flat"]["cmc@1"][1][0] <= 100  # equal to exact search: tests/test_index.py
-    from benchbackcompat.report.aggregate import build_tables
+    from benchbackcompat.report.grouping import build_tables
 
     [table] = [t for t in build_tables([on]) if t.rows]
     assert "AUC random" in backfill_markdown(table, "cmc@1")

@@ -47,7 +47,7 @@ def test_index_gap_carries_its_interval_over_seeds():
 
 
 def test_an_option_group_only_some_configurations_set_is_named_once_in_the_table_titles():
-    from benchbackcompat.report.aggregate import build_tables
+    from benchbackcompat.report.grouping import build_tables
     from test_statistics import _single
 
     def record(key: str, **config) -> dict:

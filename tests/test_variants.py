@@ -12,7 +12,7 @@ import pytest
 
 import benchbackcompat
 from benchbackcompat.results.compare import compare_results, render
-from benchbackcompat.report.aggregate import build_tables
+from benchbackcompat.report.grouping import build_tables
 from benchbackcompat.report.exports import csv_export
 from benchbackcompat.report.tables import Footnotes, table_markdown
 from benchbackcompat.store import ResultStore

@@ -37,8 +37,8 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     from benchbackcompat.runtime.logs import log
     from benchbackcompat.report import leaderboard_tables
     from benchbackcompat.report.calibration import read_calibrations
-    from benchbackcompat.report.merge import read_results
-    from benchbackcompat.report.provenance import publishable, render_date
+    from benchbackcompat.report.merge import publishable, read_results
+    from benchbackcompat.report.provenance import render_date
     from benchbackcompat.report.publish import command_line, write_leaderboard
 
     from benchbackcompat.report.claims import load_all
@@ -70,7 +70,7 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
 
 def claims_summary(claims: list, records: list, calibrations: list, plain: bool = False) -> str:
     """The claims' tally and one line per claim, in Markdown, or as plain text for a terminal (``plain``)."""
-    from benchbackcompat.report.aggregate import build_tables
+    from benchbackcompat.report.grouping import build_tables
     from benchbackcompat.report.claims.page import judge_files, summary_markdown, tally_markdown
     from benchbackcompat.report.markdown import unmarked
 

@@ -79,7 +79,7 @@ def _argument_type(field: Any) -> dict[str, Any]:
 
 
 def _override(text: str) -> tuple[str, Any]:
-    from benchbackcompat.execution.presets import parse_override
+    from benchbackcompat.overrides import parse_override
 
     return parse_override(text)
 
@@ -162,7 +162,7 @@ def terminal_tables(records, wide: bool = False) -> str:
     ``WIDTH``), and where some row's P_com is not shown, the cross- and self-tests it would have divided."""
     from dataclasses import replace
 
-    from benchbackcompat.report.aggregate import build_tables
+    from benchbackcompat.report.grouping import build_tables
     from benchbackcompat.report.markdown import widest_line
     from benchbackcompat.report.tables import ranking_columns, table_markdown, tables_markdown
 
@@ -208,7 +208,7 @@ def _upgrade_columns(table) -> list:
 def _with_gated_terms(table, columns: list) -> list:
     """``columns`` and, where a row's P_com is not shown (the update it divides by is too small), the terms of
     P_com = (cross − old self) / (ref self − old self) of the same metric: cross, old self and ref self."""
-    from benchbackcompat.report.aggregate import Missing
+    from benchbackcompat.report.table_data import Missing
 
     gated = [c for c in columns if c.statistic.key == "p_com" and any(
         isinstance(cell := row.cells.get(c.id), Missing) and cell.text == "–" for row in table.rows)]

@@ -173,7 +173,7 @@ def print_record(store, record, others: list, cells: StoredCells) -> None:
 def _variants(records: list) -> dict[str, str]:
     """Each record's variant as ``load_results`` and the leaderboard name it ("-" for the only configuration of
     its scenario and method), with its configuration hash: ``train.epochs=3 (config 1a2b3c4d)``."""
-    from benchbackcompat.report.aggregate import configuration_labels
+    from benchbackcompat.report.grouping import configuration_labels
 
     return {r.key: f"{label or '-'} (config {digest[:8]})" for r, (label, digest) in zip(records, configuration_labels(records))}
 

@@ -49,7 +49,7 @@ from benchbackcompat.metrics.summary import summarise
 from benchbackcompat.models.network import Network
 from benchbackcompat.models.zoo import create_zoo_model
 from benchbackcompat.scenarios.data import ScenarioData, select_memory
-from benchbackcompat.scenarios.steps import Step, build_steps
+from benchbackcompat.scenarios.steps import Step
 from benchbackcompat.runtime.seeds import derive_seed, seed_everything
 from benchbackcompat.store import ResultStore
 from benchbackcompat.store.provenance import device_name, versions, worker_name
@@ -70,7 +70,7 @@ class CellRunner:
             cell.data_source = data.source_fingerprint
         self.share_models, self.acceleration, self.borrow_steps = share_models, acceleration, borrow_steps
         self.scenario: ScenarioBase = cell.scenario.config
-        self.steps: list[Step] = build_steps(self.scenario, data.num_classes)
+        self.steps: list[Step] = self.scenario.steps(data.num_classes)
         self.observer = observer
         self.shared: list[str] = []
         self.timer = PhaseTimer(device)

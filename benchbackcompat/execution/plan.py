@@ -25,7 +25,6 @@ from benchbackcompat.execution.plugin_host import PluginHost
 from benchbackcompat.scenarios.data import ScenarioData, load_scenario_data
 from benchbackcompat.execution.search import Search, make_search, method_grid
 from benchbackcompat.execution.selection import grid_points, grid_size
-from benchbackcompat.scenarios.steps import build_steps
 from benchbackcompat.store import ResultStore
 from benchbackcompat.record import CellRecord, FailedRecord, FinishedRecord
 from benchbackcompat.execution.watchdog import CellJob, run_watched, timed_out
@@ -75,7 +74,7 @@ class Plan:
             lines.append(f"scenario {named.name} ({scenario.kind}) on {scenario.data.name}, {classes or '?'} classes, "
                          f"protocol {scenario.protocol}, metrics {', '.join(scenario.metrics)}")
             if classes:
-                for step in build_steps(scenario, classes):
+                for step in scenario.steps(classes):
                     share = f" ({step.data_fraction:.0%} of their images)" if step.data_fraction < 1 else ""
                     lines.append(f"  step {step.index}: classes [{step.classes[0]}, {step.classes[1]}){share}, "
                                  f"knows {step.seen_classes}, {step.backbone}, init {step.init}"
@@ -106,7 +105,7 @@ def make_plan(run: RunConfig, host: PluginHost) -> Plan:
         check_names(named.config)
         classes = named.config.data.num_classes or DEFAULT_CLASSES.get(named.config.data.name)
         if classes:
-            build_steps(named.config, classes)
+            named.config.steps(classes)
     grids = {name: method_grid(methods[name], run.grids[name]) for name in methods if name in run.grids}
     grids = {name: grid for name, grid in grids.items() if grid_size(grid) > 1}
     check_cell_count(run, [grid_size(grids[name]) if name in grids else 1 for name in methods])
@@ -218,7 +217,7 @@ def execute(plan: Plan, host: PluginHost, cells: list[Cell] | None = None, link:
         if run.cell_timeout is None:
             record = job.compute(data, store, device, host)
         else:
-            record = run_watched(job, run.cell_timeout, store, steps=len(build_steps(cell.scenario.config, data.num_classes)))
+            record = run_watched(job, run.cell_timeout, store, steps=len(cell.scenario.config.steps(data.num_classes)))
         reason = "" if isinstance(record, FinishedRecord) else f" ({record.reason})"
         log.info(f"cell {cell.label}: {record.status}{reason} in {time.perf_counter() - started:.1f} s")
         plan.computed_by.add(record.worker or worker_name())

@@ -8,7 +8,6 @@ validation split and tolerance of selection under ``[selection]``. Command-line 
 """
 from __future__ import annotations
 
-import json
 import os
 import re
 import tomllib
@@ -22,6 +21,7 @@ from benchbackcompat.config import validate_model
 from benchbackcompat.execution.request import RunConfig
 from benchbackcompat.scenarios.kinds import NamedScenario
 from benchbackcompat.errors import BenchError, UnknownNameError
+from benchbackcompat.overrides import MAX_DEPTH, depth, nested, parse_override
 from benchbackcompat.execution.request import SMOKE_DATA, SMOKE_TRAIN, split_list  # noqa: F401  (split_list: benchmarks)
 from benchbackcompat.execution.selection import DEFAULT_GRID, parse_grid_option
 
@@ -29,9 +29,7 @@ PRESET_ENV = "BENCHBACKCOMPAT_PRESETS"
 # The repository's top-level presets/, shipped in the wheel as package data (benchbackcompat/preset_files is a
 # link to it in the checkout; build copies the files).
 BUILTIN_PRESETS = files("benchbackcompat") / "preset_files"
-MAX_DEPTH = 8  # tables nested deeper than this are refused (presets need 3 levels)
 SCENARIO_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")  # names become folder names (TensorBoard runs)
-BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 
 
 def preset_dirs() -> list[Traversable]:
@@ -93,14 +91,6 @@ def load_preset(preset: str) -> dict[str, Any]:
     return data
 
 
-def depth(value: Any, limit: int = MAX_DEPTH + 1) -> int:
-    """Nesting depth of tables and arrays in ``value``, counted up to ``limit``."""
-    if limit == 0 or not isinstance(value, (dict, list)):
-        return 0
-    children = value.values() if isinstance(value, dict) else value
-    return 1 + max((depth(child, limit - 1) for child in children), default=0)
-
-
 def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
     """Recursive dict merge; ``override`` wins, tables merge key by key."""
     merged = dict(base)
@@ -112,59 +102,12 @@ def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]
     return merged
 
 
-def parse_override(text: str) -> tuple[str, Any]:
-    """``train.epochs=3`` -> ("train.epochs", 3): a ``--set`` option as a request's override."""
-    if "=" not in text:
-        raise BenchError(f"--set {text!r}: expected KEY=VALUE, for example --set train.epochs=3")
-    key, raw = text.split("=", 1)
-    try:
-        value = tomllib.loads(f"v = {raw}")["v"]
-    except tomllib.TOMLDecodeError:
-        value = raw
-    except RecursionError:
-        value = nested(["x"] * MAX_DEPTH, 0)
-    return key.strip(), value
-
-
-def format_override(key: str, value: Any) -> str:
-    """The ``--set`` text that :func:`parse_override` reads back as (key, value): the value as TOML, or a string's
-    bare text where that is not TOML (``methods.cores.init=random``)."""
-    if isinstance(value, str):
-        try:
-            tomllib.loads(f"v = {value}")
-        except tomllib.TOMLDecodeError:
-            return f"{key}={value}"
-    return f"{key}={toml_value(value)}"
-
-
-def toml_key(name: str) -> str:
-    return name if BARE_KEY.fullmatch(name) else json.dumps(name)
-
-
-def toml_value(value: Any) -> str:
-    """A TOML value (inline tables and arrays); None inside a table or array is left out (TOML has no null)."""
-    if isinstance(value, dict):
-        return "{ " + ", ".join(f"{toml_key(k)} = {toml_value(v)}" for k, v in value.items() if v is not None) + " }"
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(toml_value(v) for v in value if v is not None) + "]"
-    if isinstance(value, float) and value != value:
-        return "nan"
-    return json.dumps(value)  # strings, booleans, integers and finite floats are written alike in JSON and TOML
-
-
 def checked_path(key: str, value: Any) -> list[str]:
     """The dotted ``key`` as a path, refused when the path and the value nest deeper than presets may."""
     path = key.split(".")
     if len(path) + depth(value) > MAX_DEPTH:
         raise BenchError(f"--set {key}={str(value):.60}: nested more than {MAX_DEPTH} deep; a value needs at most 3 levels")
     return path
-
-
-def nested(path: list[str], value: Any) -> dict[str, Any]:
-    result: Any = value
-    for key in reversed(path):
-        result = {key: result}
-    return result
 
 
 def check_metrics(scenario: str, protocol: str, metrics: list[str]) -> None:

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from benchbackcompat.record import CellRecord
-from benchbackcompat.report.aggregate import build_tables
+from benchbackcompat.report.grouping import build_tables
 from benchbackcompat.report.tables import tables_markdown
 
 

@@ -11,7 +11,8 @@ import json
 import re
 from typing import Any
 
-from benchbackcompat.report.aggregate import Missing, Stat, Table
+from benchbackcompat.report.grouping import row_config_hash
+from benchbackcompat.report.table_data import Missing, Stat, Table
 from benchbackcompat.report.stability import rank_ranges
 
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")  # what makes a spreadsheet read a cell as a formula (OWASP)
@@ -40,7 +41,7 @@ def table_dicts(tables: list[Table]) -> list[dict[str, Any]]:
         "columns": [{"id": c.id, "metric": c.metric, "statistic": c.statistic.key, "header": c.header,
                      "higher_is_better": c.statistic.higher_is_better} for c in t.columns],
         "rows": [{
-            "method": row.method, "label": row.label, "params": row.params, "config_hash": row.config_hash,
+            "method": row.method, "label": row.label, "params": row.params, "config_hash": row_config_hash(row),
             "minutes_per_cell": row.minutes, "rank": row.rank, "chance_level": bool(row.chance),
             "rank_range": list(ranges[id(row)]) if id(row) in ranges else None,
             "chance_reason": row.chance or None,
@@ -82,7 +83,7 @@ def csv_export(tables: list[Table]) -> str:
                 writer.writerow({name: spreadsheet_safe(value) for name, value in {
                     "dataset": t.dataset, "preset": t.preset, "scenario": t.scenario, "kind": t.kind, "variant": t.variant,
                     "method": row.label, "params": json.dumps(row.params, sort_keys=True),
-                    "config_hash": row.config_hash, "metric": column.metric,
+                    "config_hash": row_config_hash(row), "metric": column.metric,
                     "statistic": column.statistic.key, "higher_is_better": column.statistic.higher_is_better,
                     "mean": _plain(stat.mean) if stat else "", "std": _plain(stat.std) if stat else "",
                     "n": stat.n if stat else 0, "seeds": len(row.finished),

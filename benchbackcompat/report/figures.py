@@ -17,7 +17,8 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Polygon, Rectangle
 from PIL import Image
 
-from benchbackcompat.report.aggregate import Row, Table, margin
+from benchbackcompat.report.seed_statistics import margin
+from benchbackcompat.report.table_data import Row, Table
 from benchbackcompat.report.columns import metric_name
 from benchbackcompat.report.markdown import plain_label, slug
 from benchbackcompat.store.checkpoint import atomic_write_bytes

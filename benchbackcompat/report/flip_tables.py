@@ -9,7 +9,8 @@ from collections.abc import Sequence
 from tabulate import tabulate
 
 from benchbackcompat.metrics import flips
-from benchbackcompat.report.aggregate import Missing, Row, Stat, Table, margin
+from benchbackcompat.report.seed_statistics import margin
+from benchbackcompat.report.table_data import Missing, Row, Stat, Table
 from benchbackcompat.report.columns import STATISTICS, Column, metric_name
 from benchbackcompat.report.markdown import PAGE_WIDTH, escape, widest_line
 from benchbackcompat.report.tables import Footnotes, format_stat

@@ -8,7 +8,8 @@ is kept, never two:
   2. otherwise the record from the directory listed first wins (``--results`` order is priority).
 Discarded duplicates are reported, and flagged when their numbers differ from the kept record.
 Records of the same cell under other keys (computed by other code or on other data: stale) are
-left out in favour of the most recently computed one, and counted.
+left out in favour of the most recently computed one, and counted. ``publishable`` applies the publishing policy
+(verified records only, or every record with the unverified ones named) to a merged set.
 """
 from __future__ import annotations
 
@@ -103,3 +104,26 @@ def _priority(record: CellRecord) -> int:
 
 def _differs(a: CellRecord, b: CellRecord) -> bool:
     return a.status != b.status or getattr(a, "metrics", None) != getattr(b, "metrics", None)
+
+
+def publishable(merged: Merged, check: Verification, verified_only: bool) -> list[str]:
+    """Decide what ``merged`` publishes, the publishing policy: a record is unverified when a dirty tree computed it
+    or this commit's code would not compute it again (``check``). With ``verified_only`` the unverified records are
+    left out (listed, with why), else the pages name them. Sets ``merged.verification``; returns the warnings."""
+    warnings = []
+    unverified = {r.key: why for r in merged.records
+                  if (why := ("computed from an uncommitted tree" if "+dirty" in str(r.versions.commit) else "")
+                      or check.stale.get(r.key))}
+    if verified_only and (check.commit is None or "+dirty" in check.commit):
+        warnings.append(f"rendering from an uncommitted tree ({check.commit or 'no commit'}): publish from a clean "
+                        "commit, so that the pages name the code that verified them")
+    if unverified and verified_only:
+        merged.left_out = [(r, unverified[r.key]) for r in merged.records if r.key in unverified]
+        merged.records = [r for r in merged.records if r.key not in unverified]
+        warnings.append(f"{len(unverified)} cells left out (computed by other code or from an uncommitted tree; "
+                        "`benchbackcompat status` lists them)")
+        if not merged.records:
+            raise BenchError("every stored cell was computed by other code than this commit's or from an "
+                             "uncommitted tree; run them again, or publish without --verified-only")
+    merged.verification = Verification(check.commit, {} if merged.left_out else unverified)
+    return warnings

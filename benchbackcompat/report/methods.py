@@ -2,7 +2,7 @@
 rank; its hyperparameters as its records resolved them; its paper as its plugin declares it; its cost; and its
 mean compatibility matrices, as Markdown, beside the figures that show every method's.
 
-The numbers come from the tables (:mod:`benchbackcompat.report.aggregate`), the description and paper from the
+The numbers come from the tables (:mod:`benchbackcompat.report.grouping`), the description and paper from the
 method's class (:class:`MethodInfo`, what ``benchbackcompat describe METHOD`` prints); a method whose plugin is not
 installed where the pages are rendered gets its page without them.
 """
@@ -20,7 +20,7 @@ from benchbackcompat.report.describe import paper, parameter_rows
 from benchbackcompat.method import Method
 from benchbackcompat.record import CellRecord
 from benchbackcompat.report import figures
-from benchbackcompat.report.aggregate import Missing, Row, Stat, Table
+from benchbackcompat.report.table_data import Missing, Row, Stat, Table
 from benchbackcompat.report.columns import metric_name
 from benchbackcompat.report.flip_tables import flips_markdown
 from benchbackcompat.report.markdown import escape, slug

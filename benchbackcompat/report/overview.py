@@ -20,7 +20,9 @@ from tabulate import tabulate
 
 from benchbackcompat.metrics import bootstrap, flips
 from benchbackcompat.record import FinishedRecord
-from benchbackcompat.report.aggregate import Missing, Row, Stat, Table, margin, record_flips, records_stat
+from benchbackcompat.report.grouping import table_config
+from benchbackcompat.report.seed_statistics import margin, record_flips, records_stat
+from benchbackcompat.report.table_data import Missing, Row, Stat, Table
 from benchbackcompat.report.columns import Column, metric_name, ranking
 from benchbackcompat.report.markdown import PAGE_WIDTH, escape, widest_line
 from benchbackcompat.report.tables import format_stat
@@ -263,12 +265,11 @@ def overview_markdown(tables: list[Table]) -> str:
 
 
 def _trained_alike(table: Table) -> str:
-    """The table's configuration without the fields training never reads (``ScenarioBase.untrained_fields``)."""
+    """The table's configuration as tables tell configurations apart (``table_config``: without the class order
+    that each seed draws under ``data.order_by_seed``, so that it does not depend on which record comes first),
+    without the fields training never reads (``ScenarioBase.untrained_fields``)."""
     fields = set(kind_class(table.kind).untrained_fields)
-    config = {k: v for k, v in table.config.items() if k not in fields}
-    data = config.get("data")
-    if isinstance(data, dict):
-        config["data"] = {k: v for k, v in data.items() if k != "root"}
+    config = {k: v for k, v in table_config(table.config).items() if k not in fields}
     return json.dumps(config, sort_keys=True, default=str)
 
 

@@ -10,14 +10,10 @@ import json
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from benchbackcompat.errors import BenchError
 from benchbackcompat.record import CellRecord
 from benchbackcompat.report.markdown import escape
-
-if TYPE_CHECKING:
-    from benchbackcompat.report.merge import Merged
 
 VERSION_KEYS = ("benchbackcompat", "python", "torch", "torchvision", "timm")
 
@@ -95,26 +91,3 @@ def header_markdown(records: list[CellRecord], date: str, verification: Verifica
             f"> Dataset: {p['datasets']} · preset: {p['presets']} · {commit}  \n"
             f"> Versions: {versions}  \n"
             f"> Devices: {p['devices']}")
-
-
-def publishable(merged: Merged, check: Verification, verified_only: bool) -> list[str]:
-    """Decide what ``merged`` publishes, the publishing policy: a record is unverified when a dirty tree computed it
-    or this commit's code would not compute it again (``check``). With ``verified_only`` the unverified records are
-    left out (listed, with why), else the pages name them. Sets ``merged.verification``; returns the warnings."""
-    warnings = []
-    unverified = {r.key: why for r in merged.records
-                  if (why := ("computed from an uncommitted tree" if "+dirty" in str(r.versions.commit) else "")
-                      or check.stale.get(r.key))}
-    if verified_only and (check.commit is None or "+dirty" in check.commit):
-        warnings.append(f"rendering from an uncommitted tree ({check.commit or 'no commit'}): publish from a clean "
-                        "commit, so that the pages name the code that verified them")
-    if unverified and verified_only:
-        merged.left_out = [(r, unverified[r.key]) for r in merged.records if r.key in unverified]
-        merged.records = [r for r in merged.records if r.key not in unverified]
-        warnings.append(f"{len(unverified)} cells left out (computed by other code or from an uncommitted tree; "
-                        "`benchbackcompat status` lists them)")
-        if not merged.records:
-            raise BenchError("every stored cell was computed by other code than this commit's or from an "
-                             "uncommitted tree; run them again, or publish without --verified-only")
-    merged.verification = Verification(check.commit, {} if merged.left_out else unverified)
-    return warnings

@@ -25,7 +25,9 @@ from benchbackcompat.report import figures
 from benchbackcompat.report.upgrade import upgrade_sections
 from benchbackcompat.scenarios.kinds import SCENARIO_CLASSES, kind_class
 from benchbackcompat.record import CellRecord, FinishedRecord
-from benchbackcompat.report.aggregate import CHANCE_FACTOR, CHANCE_SHARE, MIN_UPDATE_GAIN, Table, build_tables
+from benchbackcompat.report.grouping import build_tables
+from benchbackcompat.report.seed_statistics import CHANCE_FACTOR, CHANCE_SHARE, MIN_UPDATE_GAIN
+from benchbackcompat.report.table_data import Table
 from benchbackcompat.report.calibration import Calibration
 from benchbackcompat.report.columns import STATISTICS, metric_name
 from benchbackcompat.report.claims import ClaimsFile, PlannedScenario, claims_pages

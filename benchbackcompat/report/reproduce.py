@@ -13,9 +13,10 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
-from benchbackcompat.execution.presets import toml_key, toml_value
+from benchbackcompat.overrides import toml_key, toml_value
 from benchbackcompat.record import CellRecord
-from benchbackcompat.report.aggregate import Table, table_config
+from benchbackcompat.report.grouping import table_config
+from benchbackcompat.report.table_data import Table
 
 
 @dataclass

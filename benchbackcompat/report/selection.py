@@ -7,7 +7,7 @@ from typing import Any
 
 from tabulate import tabulate
 
-from benchbackcompat.report.aggregate import Row, Table
+from benchbackcompat.report.table_data import Row, Table
 from benchbackcompat.report.markdown import escape
 
 RULES = ("Rules: `hbct` (single updates, HBCT Sec. 5) takes the highest P_com among the settings whose P_up is at "

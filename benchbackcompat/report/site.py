@@ -21,7 +21,8 @@ from markupsafe import Markup
 
 from benchbackcompat.record import CellRecord
 from benchbackcompat.report import figures
-from benchbackcompat.report.aggregate import Missing, Row, Stat, Table, best_ids
+from benchbackcompat.report.ranking import best_ids
+from benchbackcompat.report.table_data import Missing, Row, Stat, Table
 from benchbackcompat.report.calibration import Calibration
 from benchbackcompat.report.claims.declared import ClaimsFile
 from benchbackcompat.report.claims.judge import Judgement
@@ -156,7 +157,7 @@ def figure_files(page: str, table: Table, out: Path) -> list[tuple[str, str]]:
 
 
 def bold_rows(table: Table) -> dict[str, set[int]]:
-    """Per column of ``table``, the rows (by index) bold on the Markdown pages (``aggregate.best_ids``)."""
+    """Per column of ``table``, the rows (by index) bold on the Markdown pages (``ranking.best_ids``)."""
     return {c.id: best_ids(table, c) for c in table.columns}
 
 

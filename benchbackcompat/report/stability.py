@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from benchbackcompat.metrics import bootstrap
-from benchbackcompat.report.aggregate import Stat, Table
+from benchbackcompat.report.table_data import Stat, Table
 from benchbackcompat.report.columns import Column, ranking
 
 REPLICATES = 1000

@@ -9,7 +9,9 @@ from dataclasses import dataclass, field
 
 from tabulate import tabulate
 
-from benchbackcompat.report.aggregate import MIN_UPDATE_GAIN, Missing, Row, Stat, Table, best_ids
+from benchbackcompat.report.ranking import best_ids
+from benchbackcompat.report.seed_statistics import MIN_UPDATE_GAIN
+from benchbackcompat.report.table_data import Missing, Row, Stat, Table
 from benchbackcompat.report.columns import LIVE, Column, metric_name, ranking
 from benchbackcompat.report.markdown import PAGE_WIDTH, escape, unmarked, widest_line
 from benchbackcompat.report.selection import selection_markdown

@@ -14,7 +14,7 @@ from tabulate import tabulate
 from benchbackcompat.metrics import live
 from benchbackcompat.metrics.sign_flip import sign_flip_p
 from benchbackcompat.report import figures
-from benchbackcompat.report.aggregate import Row, Table
+from benchbackcompat.report.table_data import Row, Table
 from benchbackcompat.report.columns import metric_name
 from benchbackcompat.report.markdown import escape, plain_label
 

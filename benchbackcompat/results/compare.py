@@ -12,7 +12,8 @@ import numpy as np
 from benchbackcompat.metrics import bootstrap
 from benchbackcompat.results.frames import Paths, read_records, results_frame
 from benchbackcompat.record import CellRecord, FinishedRecord
-from benchbackcompat.report.aggregate import configuration_labels, record_replicates
+from benchbackcompat.report.grouping import configuration_labels
+from benchbackcompat.report.seed_statistics import record_replicates
 
 if TYPE_CHECKING:
     import pandas as pd

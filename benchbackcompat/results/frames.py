@@ -57,7 +57,7 @@ def read_records(paths: Paths) -> list[CellRecord]:
 
 def _cells(records: Iterable[CellRecord]) -> list[tuple[CellRecord, dict[str, Any]]]:
     """Each record with its cell's columns (the variant labels depend on which other records are read)."""
-    from benchbackcompat.report.aggregate import configuration_labels
+    from benchbackcompat.report.grouping import configuration_labels
 
     records = list(records)
     return [(record, _cell_fields(record, *labels)) for record, labels in zip(records, configuration_labels(records))]
@@ -87,7 +87,7 @@ def results_frame(records: Iterable[CellRecord]) -> pd.DataFrame:
     − old self, over the seeds of its configuration) is not significantly positive or below the minimum is NaN here
     as it is "–" there, with the pages' reason; so is every statistic stored with the same value under another name
     (``update_gain``, CoReS's Γ, on one update: ``report.columns.SAME_AS``)."""
-    from benchbackcompat.report.aggregate import record_flips
+    from benchbackcompat.report.seed_statistics import record_flips
     from benchbackcompat.report.columns import gated_names
 
     cells = _cells(records)
@@ -124,8 +124,8 @@ def statistic_gates(records: Iterable[CellRecord]) -> dict[tuple[str, str, str],
 
 def _p_com_gates(cells: list[tuple[CellRecord, dict[str, Any]]]) -> dict[tuple, str]:
     """(dataset, preset, configuration hash, metric) -> why the leaderboard does not show that configuration's P_com
-    (``report.aggregate.undecidable_update``, over the seeds of the configuration, as a row of the tables)."""
-    from benchbackcompat.report.aggregate import gain_replicates, gain_stat, undecidable_update
+    (``report.seed_statistics.undecidable_update``, over the seeds of the configuration, as a row of the tables)."""
+    from benchbackcompat.report.seed_statistics import gain_replicates, gain_stat, undecidable_update
 
     groups: dict[tuple, list[FinishedRecord]] = {}
     for record, cell in cells:

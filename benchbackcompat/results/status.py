@@ -31,7 +31,7 @@ def cell_states(results: Path) -> list[dict[str, Any]]:
     """One row per cell folder: key, label, state, a detail (steps saved, why stale, the traceback) and the variant
     (``load_results``'s: what tells its configuration from the others of its scenario; "-" for the only one, "" for a
     cell without a record)."""
-    from benchbackcompat.report.aggregate import configuration_labels
+    from benchbackcompat.report.grouping import configuration_labels
 
     store = ResultStore(results)
     found: dict[str, CellRecord] = {}

@@ -17,7 +17,7 @@ from benchbackcompat.scenarios.kinds import (
     SingleUpdateBase,
     kind_class,
 )
-from benchbackcompat.scenarios.steps import Pretrained, Step, build_steps
+from benchbackcompat.scenarios.steps import Pretrained, Step
 
 __all__ = ["CL2R", "IAMCL2R", "SCENARIO_KINDS", "Both", "ExtClass", "ExtData", "ModelZoo", "MultiStep", "NamedScenario",
-           "NewArch", "Pretrained", "ScenarioBase", "SingleUpdateBase", "Step", "build_steps", "kind_class"]
+           "NewArch", "Pretrained", "ScenarioBase", "SingleUpdateBase", "Step", "kind_class"]

@@ -7,7 +7,7 @@ The leaf models a kind is made of (data, training, model, evaluation options) ar
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Literal, Self, Union, get_args
+from typing import Annotated, Any, ClassVar, Literal, Self, Union
 
 from pydantic import Field, model_serializer, model_validator
 
@@ -420,21 +420,16 @@ class ModelZoo(ScenarioBase):
         return [Step(t, (0, num_classes), num_classes, 1.0, name, "zoo") for t, name in enumerate(self.zoo)]
 
 
-ScenarioConfig = Annotated[
-    Union[ExtData, ExtClass, NewArch, Both, MultiStep, CL2R, IAMCL2R, ModelZoo], Field(discriminator="kind")
-]
-SCENARIO_CLASSES: dict[str, type[ScenarioBase]] = {  # in order of preference within a family (conformance)
-    cls.model_fields["kind"].default: cls for cls in (ExtClass, Both, ExtData, NewArch, CL2R, MultiStep, IAMCL2R, ModelZoo)
-}
+# The kinds, listed once: in order of preference within a family (conformance runs the first supported one of each).
+KINDS: tuple[type[ScenarioBase], ...] = (ExtClass, Both, ExtData, NewArch, CL2R, MultiStep, IAMCL2R, ModelZoo)
+SCENARIO_CLASSES: dict[str, type[ScenarioBase]] = {cls.model_fields["kind"].default: cls for cls in KINDS}
 SCENARIO_KINDS = tuple(SCENARIO_CLASSES)
+ScenarioConfig = Annotated[Union[KINDS], Field(discriminator="kind")]  # one of the kinds, told apart by ``kind``
 
 
 def kind_class(kind: str) -> type[ScenarioBase]:
     """The class of a scenario kind, for its declarations (``ScenarioBase`` for an unknown kind, e.g. of a record)."""
     return SCENARIO_CLASSES.get(kind, ScenarioBase)
-
-
-SCENARIOS = get_args(ScenarioConfig)[0]  # the union of the kinds, as a field's annotation holds it
 
 
 class NamedScenario(StrictModel):

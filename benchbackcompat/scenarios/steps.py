@@ -1,5 +1,6 @@
 """The scenario protocol: a step is one model update (which classes, how much data, which architecture, how
-initialised), and each scenario kind (``scenarios.kinds``) expands into an ordered list of steps.
+initialised), and each scenario kind (``scenarios.kinds``) expands into an ordered list of steps
+(``steps(num_classes)``).
 
 Class ids are positions in the scenario's class order (``0..C-1``); every kind grows classes
 in that order, so the classes a model knows at a step are always ``0..seen_classes-1``.
@@ -7,12 +8,9 @@ in that order, so the classes a model knows at a step are always ``0..seen_class
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from benchbackcompat.errors import BenchError
-
-if TYPE_CHECKING:
-    from benchbackcompat.scenarios.kinds import ScenarioBase
 
 Init = Literal["scratch", "same-as-first", "previous", "pretrained", "zoo"]
 
@@ -57,7 +55,3 @@ def equal_increments(total: int, parts: int, first: int | None = None) -> list[i
     size = rest // parts
     return ([start] if first else []) + [start + size * (i + 1) for i in range(parts)]
 
-
-def build_steps(scenario: ScenarioBase, num_classes: int) -> list[Step]:
-    """Expand a scenario configuration into its steps, for a training pool of ``num_classes`` classes."""
-    return scenario.steps(num_classes)

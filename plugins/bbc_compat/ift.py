@@ -15,7 +15,7 @@ from benchbackcompat.method import Method, StepContext
 from benchbackcompat.models.network import Network
 
 if TYPE_CHECKING:
-    from benchbackcompat.config import ScenarioBase
+    from benchbackcompat.scenarios import ScenarioBase
 
 
 class IncrementalFineTuning(Method):

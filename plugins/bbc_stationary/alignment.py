@@ -9,9 +9,9 @@ import torch.nn.functional as F
 from pydantic import Field
 from torch import Tensor
 
-from benchbackcompat.config import CL2R, IAMCL2R
 from benchbackcompat.method import Batch, CompatibilityMethod, MethodParams, StepContext
 from benchbackcompat.models.network import Network, NetworkOutput
+from benchbackcompat.scenarios import CL2R, IAMCL2R
 
 Negatives = Literal["official", "paper", "infonce"]
 

@@ -9,10 +9,10 @@ import torch.nn.functional as F
 from pydantic import Field
 from torch import Tensor
 
-from benchbackcompat.config import IAMCL2R, ScenarioBase
 from benchbackcompat.errors import BenchError
 from benchbackcompat.method import Batch, Method, MethodParams, StandardRecipe, StepContext, backbone_options
 from benchbackcompat.models.network import Network, NetworkOutput, build_network
+from benchbackcompat.scenarios import IAMCL2R, ScenarioBase
 
 
 class FixedParams(MethodParams):

@@ -17,8 +17,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError, model_validator
 
 from benchbackcompat.errors import BenchError
-from benchbackcompat.execution.presets import MAX_DEPTH, depth
-from benchbackcompat.report.claims.installed import check_installed
+from benchbackcompat.overrides import MAX_DEPTH, depth
 from benchbackcompat.report.claims.premises import PREMISES
 from benchbackcompat.report.columns import STATISTICS
 from benchbackcompat.scenarios.kinds import SCENARIO_KINDS
@@ -336,21 +335,3 @@ def _model_at(loc: list[Any]) -> type[BaseModel] | None:
         if model is None:
             return None
     return model
-
-
-def load_all(paths: list[Path], installed: bool = True) -> list[ClaimsFile]:
-    """Several claims files; a claim id repeated across them is an error (ids name claims on the page).
-    ``installed``: also check every method, its hyperparameters, every scenario and configuration value against the
-    installed plugins and the presets (``claims.installed``), before anything is judged."""
-    files = [load_claims(p) for p in paths]
-    seen: dict[str, str] = {}
-    for file in files:
-        for claim in file.claim:
-            if claim.id in seen:
-                raise BenchError(f"claims file {file.path}: claim id {claim.id!r} is also in {seen[claim.id]}; "
-                                 "give each claim its own id")
-            seen[claim.id] = file.path
-    if installed:
-        for file in files:
-            check_installed(file)
-    return files

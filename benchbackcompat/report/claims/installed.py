@@ -1,20 +1,21 @@
 """A claims file checked against what is installed, before anything is judged: every method a claim compares (and
 its hyperparameters, strictly), every deciding scenario with its configuration values (in its preset, as ``run``
-resolves them), every retrieval protocol and metric. Each problem is one line with the closest known name."""
+resolves them), every retrieval protocol and metric. Each problem is one line with the closest known name.
+``load_all`` loads several claims files and checks them so."""
 from __future__ import annotations
 
 import difflib
 from collections.abc import Collection
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
 from benchbackcompat.errors import BenchError
 from benchbackcompat.execution.plugin_host import PluginHost
-from benchbackcompat.execution.presets import available_presets, format_override, load_preset, resolve_run
-
-if TYPE_CHECKING:
-    from benchbackcompat.report.claims.declared import Claim, ClaimsFile
+from benchbackcompat.execution.presets import available_presets, load_preset, resolve_run
+from benchbackcompat.overrides import format_override
+from benchbackcompat.report.claims.declared import Claim, ClaimsFile, load_claims
 
 
 def _unknown(what: str, name: str, known: Collection[str]) -> str:
@@ -102,3 +103,21 @@ def _check_scenario(scenario: str, config: dict[str, Any], presets: dict[str, di
                     assignments=[format_override(key, value) for key, value in config.items()])
     except BenchError as error:
         raise BenchError(f"deciding {scenario} with {config}: {error}") from None
+
+
+def load_all(paths: list[Path], installed: bool = True) -> list[ClaimsFile]:
+    """Several claims files; a claim id repeated across them is an error (ids name claims on the page).
+    ``installed``: also check every method, its hyperparameters, every scenario and configuration value against the
+    installed plugins and the presets (:func:`check_installed`), before anything is judged."""
+    files = [load_claims(p) for p in paths]
+    seen: dict[str, str] = {}
+    for file in files:
+        for claim in file.claim:
+            if claim.id in seen:
+                raise BenchError(f"claims file {file.path}: claim id {claim.id!r} is also in {seen[claim.id]}; "
+                                 "give each claim its own id")
+            seen[claim.id] = file.path
+    if installed:
+        for file in files:
+            check_installed(file)
+    return files

@@ -39,8 +39,9 @@ from scipy import stats
 
 from benchbackcompat.metrics import bootstrap
 from benchbackcompat.metrics.sign_flip import seeds_to_reach, sign_flip_p, smallest_p
-from benchbackcompat.report.aggregate import (Missing, Row, Stat, Table, flatten, gain_replicates, gain_stat, records_stat,
-                                              undecidable_update)
+from benchbackcompat.report.grouping import flatten
+from benchbackcompat.report.seed_statistics import gain_replicates, gain_stat, records_stat, undecidable_update
+from benchbackcompat.report.table_data import Missing, Row, Stat, Table
 from benchbackcompat.report.calibration import Calibration, convergence
 from benchbackcompat.report.claims.declared import DIFFERENCES, Absent, Claim, Compare, Protocol
 from benchbackcompat.report.claims.premises import PREMISES
@@ -210,7 +211,7 @@ def cell_sample(row: Row, metric: str, statistic: str,
 
 def p_com_sample(row: Row, metric: str, seeds: Sequence[int]) -> tuple[bootstrap.SeedSample | None, str, Stat | None]:
     """P_com on the declared ``seeds``, shown only where the update it divides by is readable over those same seeds
-    (``aggregate.undecidable_update``); the table's cell gates over every stored seed, which may be more."""
+    (``seed_statistics.undecidable_update``); the table's cell gates over every stored seed, which may be more."""
     declared = [record for record in row.finished if record.seed in seeds]
     if not declared:
         return None, f"none of the declared seeds finished for {row.label}", None

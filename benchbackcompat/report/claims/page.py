@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from benchbackcompat.report.aggregate import Table
+from benchbackcompat.report.table_data import Table
 from benchbackcompat.report.calibration import Calibration
 from benchbackcompat.report.claims.declared import BLOCKERS, Claim, ClaimsFile
 from benchbackcompat.report.claims.judge import (NOT_REPRODUCED, NOT_RUN, NOT_TESTABLE, REPRODUCED, SMALLER,

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from benchbackcompat.report.aggregate import Row
+from benchbackcompat.report.table_data import Row
 
 PREMISE_TOLERANCE = 2.0  # points: the convergence calibration's tolerance; a smaller move is within noise
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-from benchbackcompat.execution.presets import format_override
+from benchbackcompat.overrides import format_override
 from benchbackcompat.report.claims.declared import Claim
 from benchbackcompat.report.claims.judge import compared_rows
 

@@ -20,13 +20,12 @@ from benchbackcompat.data.arrays import ImageArrays
 from benchbackcompat.engine.train import make_optimizer
 from benchbackcompat.errors import BenchError
 from benchbackcompat.method import Batch, StepContext, frozen_copy
-from benchbackcompat.scenarios.steps import build_steps
 
 SMALL = {"model": {"backbone": "convnet-s", "embedding_dim": 16}}
 
 
 def context(scenario, classes: int, step: int = 0, **fields) -> StepContext:
-    steps = build_steps(scenario, classes)
+    steps = scenario.steps(classes)
     images = ImageArrays(torch.zeros(4, 3, 16, 16, dtype=torch.uint8), torch.zeros(4, dtype=torch.long))
     return StepContext(scenario=scenario, step=steps[step], steps=steps, train=TrainConfig(), device=torch.device("cpu"),
                        old_model=fields.pop("old_model", None), train_data=images, memory=None, mean=(0.5,) * 3,
