@@ -3,8 +3,9 @@
 :class:`RunRequest`, the run as asked: one typed request that the command line, the Python API, the ``--workers``
 processes and the executors' jobs all hand to :func:`benchbackcompat.execution.runner.run`. It holds the choices as
 given (scenario and method names, the preset, ``--set`` overrides as dotted keys), and its fields define the run
-options. :func:`benchbackcompat.execution.presets.resolve_run` turns it into :class:`RunConfig`, the run as
-resolved: the preset's scenarios validated, the methods' hyperparameters, the defaults filled in.
+options. :func:`benchbackcompat.execution.presets.resolve_request` turns it into :class:`RunConfig`, the run as
+resolved: the request itself, the preset's scenarios validated, the methods' hyperparameters, the defaults filled
+in.
 """
 from __future__ import annotations
 
