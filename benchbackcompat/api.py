@@ -9,9 +9,11 @@ The reference is docs/api.md.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import inspect
+import typing
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from benchbackcompat.results.frames import (  # noqa: F401  (the public API)
     export_results,
@@ -20,63 +22,61 @@ from benchbackcompat.results.frames import (  # noqa: F401  (the public API)
     read_records,
     results_frame,
 )
-from benchbackcompat.execution.request import RunRequest
+from benchbackcompat.execution.request import RunRequest, flag_of
 
 if TYPE_CHECKING:
     import pandas as pd
 
 
-def run(
-    scenarios: str | Sequence[str],
-    methods: str | Sequence[str],
-    *,
-    preset: str = "quick",
-    seeds: int | str | Sequence[int] | None = None,
-    dataset: str | None = None,
-    data_root: str | Path | None = None,
-    out: str | Path | None = None,
-    device: str | None = None,
-    overrides: Mapping[str, Any] | None = None,
-    grids: Mapping[str, Sequence[Any] | Literal["default"]] | None = None,
-    smoke: bool = False,
-    force: bool = False,
-    rerun: Sequence[str] = (),
-    share_models: bool = True,
-    channels_last: Literal["auto", "on", "off"] | None = None,
-    compile: bool = False,
-    lock_timeout: float | None = None,
-    cell_timeout: float | None = None,
-    dry_run: bool = False,
-    shard: str | None = None,
-    executor: Literal["inline", "local", "slurm"] = "inline",
-    jobs: int | None = None,
-    workers: int = 1,
-    executor_params: Mapping[str, Any] | None = None,
-    verbose: int = 0,
-    quiet: bool = False,
-    log_file: str | Path | None = None,
-    progress: bool | None = None,
-) -> pd.DataFrame:
+LOG_KEYWORDS = (  # the log, set up as on the command line (-v, -q, --log-file, --progress); not part of the request
+    inspect.Parameter("verbose", inspect.Parameter.KEYWORD_ONLY, default=0, annotation=int),
+    inspect.Parameter("quiet", inspect.Parameter.KEYWORD_ONLY, default=False, annotation=bool),
+    inspect.Parameter("log_file", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=str | Path | None),
+    inspect.Parameter("progress", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=bool | None),
+)
+
+
+def request_parameters() -> list[inspect.Parameter]:
+    """:func:`run`'s parameters: one per :class:`RunRequest` field (the required ones positional too, the others
+    keyword-only with the field's default), then the log's."""
+    types = typing.get_type_hints(RunRequest)  # without the bounds (Annotated), which the help of each option gives
+    parameters = []
+    for name, field in RunRequest.model_fields.items():
+        if field.is_required():
+            parameters.append(inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=types[name]))
+        else:
+            parameters.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=types[name],
+                                                default=field.get_default(call_default_factory=True)))
+    return [*parameters, *LOG_KEYWORDS]
+
+
+def run(*args: Any, **options: Any) -> pd.DataFrame:
     """``benchbackcompat run`` from Python; returns :func:`load_results` of the cells of this run (failed cells
     are rows with their status; a dry run returns no rows).
 
     The keywords are :class:`RunRequest`'s fields, each one option of ``benchbackcompat run`` with the same help
-    (``RunRequest.model_fields[name].description``); None leaves a field at its default. ``scenarios`` and
-    ``methods`` are names (a list, or one comma-separated string); ``seeds`` a list, one seed or a range such as
-    ``"0-2"``; ``overrides`` maps dotted keys to values as ``--set`` does (``{"train.epochs": 2,
-    "methods.l2.weight": 3}``); ``grids`` maps ``methods.NAME.KEY`` to the values to search (``methods.NAME``:
-    ``"default"``). ``verbose``/``quiet``/``log_file``/``progress`` set up the log as on the command line. Bad input
+    (listed below); None leaves a field at its default. ``scenarios``, ``methods`` and ``rerun`` are names (a list,
+    or one comma-separated string); ``seeds`` a list, one seed or a range such as ``"0-2"``; ``overrides`` maps
+    dotted keys to values as ``--set`` does (``{"train.epochs": 2, "methods.l2.weight": 3}``); ``grids`` maps
+    ``methods.NAME.KEY`` to the values to search (``methods.NAME``: ``"default"``). ``verbose``/``quiet``/
+    ``log_file``/``progress`` set up the log as on the command line. A misspelt keyword is a TypeError, bad input
     raises :class:`~benchbackcompat.errors.BenchError` with one line."""
     from benchbackcompat.runtime import logs
     from benchbackcompat.config import validate_model
     from benchbackcompat.execution.runner import run as run_request
 
-    given = locals()
+    given = run.__signature__.bind(*args, **options).arguments
     fields = {name: dict(value) if isinstance(value, Mapping) else value
-              for name in RunRequest.model_fields if (value := given[name]) is not None}
+              for name in RunRequest.model_fields if (value := given.get(name)) is not None}
     request = validate_model(RunRequest, fields, "benchbackcompat.run")
-    logs.configure(-1 if quiet else verbose, Path(log_file) if log_file else None, progress)
+    logs.configure(-1 if given.get("quiet") else given.get("verbose", 0),
+                   Path(log_file) if (log_file := given.get("log_file")) else None, given.get("progress"))
     return results_frame(run_request(request).records)
+
+
+run.__signature__ = inspect.Signature(request_parameters(), return_annotation="pd.DataFrame")
+run.__doc__ += "\n\nOptions (keyword, its option of ``benchbackcompat run``, its help):\n\n" + "\n".join(
+    f"- ``{name}`` (``{flag_of(name)}``): {field.description}" for name, field in RunRequest.model_fields.items())
 
 
 __all__ = ["RunRequest", "export_results", "load_matrix_entries", "load_results", "read_records", "results_frame", "run"]

@@ -20,11 +20,12 @@ from benchbackcompat.engine.evaluate import compatibility_matrices, extract_feat
 from benchbackcompat.engine.features import FeatureBank, ModelFeatures
 from benchbackcompat.engine.precision import AutoPrecision, Measurement, Workload, measure
 from benchbackcompat.engine.train import Acceleration, batches_per_epoch, make_optimizer, train_model
+from benchbackcompat.config import validate_model
 from benchbackcompat.errors import BenchError
-from benchbackcompat.execution.plan import Plan, assign_fingerprints, make_plan
+from benchbackcompat.execution.plan import Plan, assign_fingerprints, plan_of
 from benchbackcompat.execution.plugin_host import PluginHost
-from benchbackcompat.execution.presets import resolve_run
-from benchbackcompat.execution.request import parse_seeds, split_list
+from benchbackcompat.overrides import parse_override
+from benchbackcompat.execution.request import RunRequest, parse_seeds
 from benchbackcompat.method import Method
 from benchbackcompat.scenarios.data import ScenarioData
 from benchbackcompat.scenarios.steps import Step
@@ -57,26 +58,17 @@ def create_method(name: str, params: dict | None = None) -> Method:
 def plan_grid(preset: str, scenarios: str | Sequence[str], methods: str | Sequence[str],
               seeds: str | int | Sequence[int] | None = None, *, assignments: Sequence[str] = (),
               data_root: str | Path | None = None) -> Plan:
-    """The cells of a grid as ``benchbackcompat run --dry-run`` plans them, nothing loaded or trained.
+    """The cells of a grid as ``benchbackcompat run --dry-run`` plans them (:func:`plan_of` its request), nothing
+    loaded or trained.
 
     ``scenarios`` and ``methods`` are names (a list or one comma-separated string; ``all`` is every scenario of the
     preset, or every installed method); ``seeds`` a list, one seed or ``"0-2"`` / ``"0,1,2"`` (None: the preset's);
     ``assignments`` are ``--set KEY=VALUE`` options and ``data_root`` is ``--data-root``. The plan's ``cells`` are
     keyed once :func:`assign_fingerprints` has loaded their data."""
-    host = PluginHost()
-    names = split_list(methods) if isinstance(methods, str) else list(methods)
-    if names == ["all"]:
-        host.load_all()
-        names = sorted(host.methods())
-    if isinstance(seeds, str):
-        try:
-            seeds = parse_seeds(seeds)
-        except ValueError as error:
-            raise BenchError(f"seeds {seeds!r}: {error}") from None
-    run = resolve_run(preset=preset, scenarios=split_list(scenarios) if isinstance(scenarios, str) else list(scenarios),
-                      methods=names, seeds=[seeds] if isinstance(seeds, int) else seeds, assignments=assignments,
-                      scenario_overrides={"data": {"root": str(data_root)}} if data_root else None)
-    return make_plan(run, host)
+    fields = {"preset": preset, "scenarios": scenarios, "methods": methods, "seeds": seeds, "data_root": data_root,
+              "overrides": dict(map(parse_override, assignments))}
+    return plan_of(validate_model(RunRequest, {key: value for key, value in fields.items() if value is not None},
+                                  "plan_grid"))
 
 
 # --- for the study scripts (studies/): stored records and a cell's features --------------------------------------

@@ -101,6 +101,28 @@ def test_run_api_has_typed_keywords_and_rejects_unknown_or_abbreviated_ones(tmp_
     assert frame.empty and list(frame.columns)[-4:] == ["metric", "statistic", "value", "gated"]
 
 
+def test_run_takes_the_request_fields_and_the_api_page_lists_them():
+    import inspect
+    import re
+
+    from benchbackcompat.cli.guide import API, update
+    from benchbackcompat.execution.request import RunRequest
+
+    fields = list(RunRequest.model_fields)
+    parameters = inspect.signature(benchbackcompat.run).parameters
+    assert list(parameters) == [*fields, "verbose", "quiet", "log_file", "progress"]
+    assert [p.kind.name for p in parameters.values()][:3] == ["POSITIONAL_OR_KEYWORD", "POSITIONAL_OR_KEYWORD",
+                                                              "KEYWORD_ONLY"]
+    assert parameters["preset"].default == "quick" and parameters["workers"].default == 1
+    assert "``workers`` (``--workers``): run N cells at once" in benchbackcompat.run.__doc__
+    text = API.read_text()
+    assert update(text) == text, "docs/api.md is stale: run `python -m benchbackcompat.cli.guide`"
+    rows = re.findall(r"^\| `(\w+)` \| `[^`]*` \| ([^|]*) \|", text, re.M)
+    assert [name for name, _ in rows] == fields
+    assert dict(rows)["scenarios"] == "required" and dict(rows)["share_models"] == "`True`"
+    assert "| `overrides` | `dict[str, Any]` | `{}` |" in text and "(`--set`) |" in text
+
+
 def test_the_public_names_are_visible_and_importing_the_package_stays_cheap():
     import subprocess
     import sys

@@ -138,5 +138,5 @@ def test_plan_grid_takes_names_and_seeds_as_the_command_line_does():
     assert plan.run.seeds == [0, 1] and len(plan.cells) == 2 * len(methods) * 2
     assert {cell.scenario.config.train.epochs for cell in plan.cells} == {1}
     assert [c.seed for c in plan_grid("quick", ["ext-class"], ["l2"], 3).cells] == [3]
-    with pytest.raises(BenchError, match="seeds 'x': 'x' is not a seed"):
+    with pytest.raises(BenchError, match="seeds: .*'x' is not a seed"):
         plan_grid("quick", "ext-class", "l2", "x")

@@ -121,3 +121,14 @@ def test_calibrate_command_trains_both_lengths_and_writes_the_summary(tmp_path, 
     assert {change["queries"] for change in stored["changes"]} == {6 * 12}  # 6 classes x 12 test images, not 6 x 6
     records = [json.loads(gzip.decompress(p.read_bytes())) for p in (tmp_path / "longer").glob("cells/*/record.json.gz")]
     assert records and all(r["config"]["train"]["epochs"] == 3 for r in records)
+
+
+def test_calibrate_builds_one_request_of_its_options_and_the_run_arguments():
+    from benchbackcompat.cli.run import request_parser, run_request
+
+    own = {"preset": "cpu", "scenarios": "ext-class", "methods": "independent", "seeds": "0-1"}
+    request = run_request(request_parser(required=False).parse_args(["--workers", "2", "--set", "train.epochs=3"]), own)
+    assert (request.preset, request.scenarios, request.methods, request.seeds) == ("cpu", ["ext-class"], ["independent"], [0, 1])
+    assert request.workers == 2 and request.overrides == {"train.epochs": 3} and request.share_models
+    later = run_request(request_parser(required=False).parse_args(["--scenario", "both"]), own)
+    assert later.scenarios == ["both"]  # a run argument after `--` wins, as it did on one command line

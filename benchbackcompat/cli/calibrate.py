@@ -34,12 +34,11 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
     run_args = tuple(a for a in args.run_args if a != "--")
     _no_logging_options(run_args)
-    given = ["--preset", args.preset, "--scenario", args.scenario, "--methods", args.methods, "--seeds",
-             args.seeds, *run_args]  # the calibrate options and the run arguments typed after `--`, as one run
+    own = {"preset": args.preset, "scenarios": args.scenario, "methods": args.methods, "seeds": args.seeds}
     options = CalibrationOptions(preset=args.preset, scenario=args.scenario, methods=args.methods, seeds=args.seeds,
                                  out=args.out, factor=args.factor, metric=args.metric, tolerance=args.tolerance,
                                  min_gain=args.min_gain, base=args.base, summary=args.summary, run_args=run_args,
-                                 request=run_request(request_parser().parse_args(given)))
+                                 request=run_request(request_parser(required=False).parse_args(run_args), own))
     result = calibrate(options, lambda request: run(request).records)
     print(result.text)
     return 0

@@ -1,11 +1,12 @@
-"""Generates the parts of docs/writing-a-method.md that must not go stale.
+"""Generates the parts of docs/writing-a-method.md and docs/api.md that must not go stale.
 
 Regions between ``<!-- generated:NAME -->`` and ``<!-- end:NAME -->`` are rewritten from the
 code: the hook reference from the hookspecs' docstrings, the method interface from
-:class:`benchbackcompat.method.Method`, and the worked example from the scaffold's templates
-(the code that tests/test_scaffold.py installs, runs and checks).
+:class:`benchbackcompat.method.Method`, the worked example from the scaffold's templates
+(the code that tests/test_scaffold.py installs, runs and checks), and the run options of the Python API
+from :class:`benchbackcompat.execution.request.RunRequest`'s fields.
 
-``python -m benchbackcompat.cli.guide`` rewrites the guide; ``--check`` only reports whether it is current.
+``python -m benchbackcompat.cli.guide`` rewrites both pages; ``--check`` only reports whether they are current.
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 GUIDE = Path(__file__).resolve().parents[2] / "docs" / "writing-a-method.md"
+API = GUIDE.with_name("api.md")
 EXAMPLE_NAME = "my-method"
 REGION = re.compile(r"(<!-- generated:(?P<name>[\w-]+) -->\n).*?(<!-- end:(?P=name) -->)", re.S)
 
@@ -75,6 +77,24 @@ def method_interface() -> str:
     return "\n".join(lines)
 
 
+def run_options() -> str:
+    """The table of ``benchbackcompat.run``'s keywords: one row per run request field, with its type (without
+    bounds), its default, its help and its option of ``benchbackcompat run``."""
+    import typing
+
+    from benchbackcompat.execution.request import RunRequest, flag_of
+
+    types = typing.get_type_hints(RunRequest)
+    lines = ["| keyword | type | default | meaning (command line) |", "|---|---|---|---|"]
+    for name, field in RunRequest.model_fields.items():
+        default = "required" if field.is_required() else f"`{field.get_default(call_default_factory=True)!r}`"
+        shown = inspect.formatannotation(types[name]).replace("typing.", "").replace("pathlib.", "")
+        cells = [f"`{name}`", f"`{shown}`", default,
+                 f"{field.description} (`{flag_of(name)}`)"]
+        lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
+    return "\n".join(lines)
+
+
 def example_file(suffix: str) -> str:
     from benchbackcompat.cli.scaffold import render
 
@@ -92,6 +112,7 @@ GENERATORS: dict[str, Callable[[], str]] = {
     "example-test": lambda: _code("python", example_file(f"/test_bbc_{EXAMPLE_NAME.replace('-', '_')}.py")),
     "example-pyproject": lambda: _code("toml", example_file("pyproject.toml")),
     "hook-reference": hook_reference,
+    "run-options": run_options,
 }
 
 
@@ -108,17 +129,20 @@ def update(text: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchbackcompat.cli.guide", description=__doc__.splitlines()[0])
-    parser.add_argument("path", nargs="?", type=Path, default=GUIDE)
-    parser.add_argument("--check", action="store_true", help="exit 1 if the guide is not current, write nothing")
+    parser.add_argument("paths", nargs="*", type=Path, default=[GUIDE, API])
+    parser.add_argument("--check", action="store_true", help="exit 1 if a page is not current, write nothing")
     args = parser.parse_args(argv)
-    text = args.path.read_text()
-    current = update(text)
-    if args.check:
-        print(f"{args.path}: {'current' if current == text else 'stale; run python -m benchbackcompat.cli.guide'}")
-        return 0 if current == text else 1
-    args.path.write_text(current)
-    print(f"wrote {args.path}")
-    return 0
+    stale = 0
+    for path in args.paths:
+        text = path.read_text()
+        current = update(text)
+        if args.check:
+            print(f"{path}: {'current' if current == text else 'stale; run python -m benchbackcompat.cli.guide'}")
+            stale += current != text
+        else:
+            path.write_text(current)
+            print(f"wrote {path}")
+    return int(stale > 0)
 
 
 if __name__ == "__main__":

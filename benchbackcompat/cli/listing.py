@@ -94,13 +94,14 @@ def cmd_describe(args: argparse.Namespace) -> int:
 
     def description() -> tuple[str, bool]:  # importing the plugins imports torch: the answer is kept between calls
         from benchbackcompat.report.describe import describe_method
-        from benchbackcompat.execution.plugin_host import PluginHost
-        from benchbackcompat.execution.presets import load_preset, resolve_run
+        from benchbackcompat.config import validate_model
+        from benchbackcompat.execution.plan import plan_of
+        from benchbackcompat.execution.request import RunRequest
 
-        method = PluginHost().method_class(args.method)
-        scenarios = resolve_run(preset=args.preset, scenarios=list(load_preset(args.preset)["scenarios"]),
-                                methods=[args.method]).scenarios
-        return describe_method(args.method, method, scenarios, args.preset), True
+        request = validate_model(RunRequest, {"preset": args.preset, "scenarios": ["all"], "methods": [args.method]},
+                                 "describe")
+        plan = plan_of(request)
+        return describe_method(args.method, type(plan.methods[args.method]), plan.run.scenarios, args.preset), True
 
     preset = Path(str(preset_path(args.preset)))
     print(cached_answer(default_cache_dir(), ["describe", args.method, args.preset], description, inputs=[preset]))

@@ -19,14 +19,13 @@ def register(sub: Any) -> None:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from benchbackcompat.execution.plugin_host import PluginHost
-    from benchbackcompat.execution.presets import load_preset, resolve_run
-    from benchbackcompat.execution.plan import make_plan
-    from benchbackcompat.execution.request import split_list
+    from benchbackcompat.config import validate_model
+    from benchbackcompat.execution.plan import plan_of
+    from benchbackcompat.execution.request import RunRequest, split_list
 
-    scenarios = list(load_preset(args.preset)["scenarios"])
     methods = split_list(args.methods) or ["independent"]
-    make_plan(resolve_run(preset=args.preset, scenarios=scenarios, methods=methods), PluginHost())
+    request = validate_model(RunRequest, {"preset": args.preset, "scenarios": ["all"], "methods": methods}, "validate")
+    scenarios = plan_of(request).run.scenarios
     print(f"preset {args.preset!r}: {len(scenarios)} scenarios valid; methods valid: {', '.join(methods)}")
     return 0
 

@@ -32,21 +32,22 @@ def register(sub: Any) -> None:
     run.set_defaults(handler=command)
 
 
-def request_parser() -> argparse.ArgumentParser:
-    """A parser of ``run``'s options alone (the run request's fields), e.g. for the run that ``calibrate`` builds."""
+def request_parser(required: bool = True) -> argparse.ArgumentParser:
+    """A parser of ``run``'s options alone (the run request's fields), e.g. for the run arguments that ``calibrate``
+    takes after ``--`` (not ``required``: the request's required fields come from elsewhere)."""
     parser = Parser(prog="benchbackcompat run")
-    run_options(parser)
+    run_options(parser, required)
     return parser
 
 
-def run_options(parser: argparse.ArgumentParser) -> None:
+def run_options(parser: argparse.ArgumentParser, required: bool = True) -> None:
     """``run``'s options, one per :class:`~benchbackcompat.execution.request.RunRequest` field, with its help: the
-    flag is the field's name (or the ``flag`` it declares), the argument type follows the field's type."""
-    from benchbackcompat.execution.request import RunRequest
+    flag is the field's name (or the ``flag`` it declares), the argument type follows the field's type; the
+    request's required fields are required options unless not ``required``."""
+    from benchbackcompat.execution.request import RunRequest, flag_of
 
     for name, field in RunRequest.model_fields.items():
-        extra = field.json_schema_extra or {}
-        flag = extra.get("flag", "--" + name.replace("_", "-"))
+        extra, flag = field.json_schema_extra or {}, flag_of(name)
         kwargs: dict[str, Any] = {"dest": name, "help": field.description}
         if "metavar" in extra:
             kwargs["metavar"] = extra["metavar"]
@@ -55,7 +56,7 @@ def run_options(parser: argparse.ArgumentParser) -> None:
         elif name in CONVERTERS:
             kwargs.update(action="append", default=[], type=CONVERTERS[name])
         else:
-            kwargs.update(required=field.is_required(), default=None, **_argument_type(field))
+            kwargs.update(required=required and field.is_required(), default=None, **_argument_type(field))
         parser.add_argument(flag, **kwargs)
 
 
@@ -73,8 +74,8 @@ def _argument_type(field: Any) -> dict[str, Any]:
         return {"type": positive(base)}
     if base is Path:
         return {"type": Path}
-    if base == list[int]:
-        return {"type": seeds}
+    if typing.get_origin(base) is list and int in (item := typing.get_args(base)[0], *typing.get_args(item)[:1]):
+        return {"type": seeds}  # list[int], its items maybe bounded (Annotated[int, ...])
     return {}
 
 
@@ -97,13 +98,15 @@ _executor_param.__name__ = "KEY=VALUE"
 CONVERTERS = {"overrides": _override, "grids": str, "executor_params": _executor_param}  # repeatable options
 
 
-def run_request(args: argparse.Namespace):
-    """The :class:`~benchbackcompat.execution.request.RunRequest` of ``run``'s arguments (those given)."""
+def run_request(args: argparse.Namespace, base: dict[str, Any] | None = None):
+    """The :class:`~benchbackcompat.execution.request.RunRequest` of ``run``'s arguments (those given), over the
+    fields ``base`` gives."""
     from benchbackcompat.config import validate_model
     from benchbackcompat.execution.presets import grid_options
     from benchbackcompat.execution.request import RunRequest
 
-    fields = {name: getattr(args, name) for name in RunRequest.model_fields if getattr(args, name) is not None}
+    fields = {**(base or {}),
+              **{name: getattr(args, name) for name in RunRequest.model_fields if getattr(args, name) is not None}}
     fields["overrides"], fields["executor_params"] = dict(args.overrides), dict(args.executor_params)
     fields["grids"] = {option.split("=")[0]: values for option, _, _, values in grid_options(args.grids)}
     return validate_model(RunRequest, fields, "the run options")

@@ -37,6 +37,7 @@ from benchbackcompat.engine.backfill import backfill_curves
 from benchbackcompat.engine.features import FeatureBank
 from benchbackcompat.engine.indexed import index_matrices
 from benchbackcompat.engine.timing import PhaseTimer
+from benchbackcompat.evaluations import EVALUATION_OPTIONS, NAMES as EVALUATION_NAMES
 from benchbackcompat.engine.shared import (PRETRAIN_SEED, SharedModel, is_standard, pretrained_elsewhere,
                                           reference_models, standard_model)
 from benchbackcompat.engine.train import Acceleration, DivergedError, train_model
@@ -353,18 +354,15 @@ class CellRunner:
         }
 
     def upgrade_evaluations(self, features: FeatureBank) -> dict[str, Any]:
-        """The evaluation options that are set: backfilling curves and retrieval through an index (nothing when
-        neither is, so the record is what it was without them)."""
-        scenario, found = self.scenario, {}
-        if scenario.backfill is not None:
-            with self.timer.phase("backfill"):
-                found["backfill"] = backfill_curves(self.method, features, self.data, scenario.protocol,
-                                                    scenario.metrics, self.cell.seed, scenario.backfill,
-                                                    label=self.cell.label)
-        if scenario.index is not None:
-            with self.timer.phase("index"):
-                found["index"] = index_matrices(self.method, features, self.data, scenario.protocol, scenario.metrics,
-                                                scenario.index, label=self.cell.label)
+        """The evaluation options that are set (``evaluations.EVALUATION_OPTIONS``: backfilling curves, retrieval
+        through an index), each computed in its timing phase (nothing when none is, so the record is what it was
+        without them)."""
+        found = {}
+        for option in EVALUATION_OPTIONS:
+            settings = getattr(self.scenario, option.name)
+            if settings is not None:
+                with self.timer.phase(option.name):
+                    found[option.name] = COMPUTE_OPTION[option.name](self, features, settings)
         return found
 
     @property
@@ -383,7 +381,7 @@ class CellRunner:
             "steps_s": step_seconds, "shared_s": dict(self.shared_seconds), "shared_trained": list(self.shared_trained),
             "train_s": sum(step_seconds) + sum(self.shared_seconds.values()),
             "extract_s": extract, "score_s": score, "eval_s": extract + score, "total_s": total,
-            **{f"{option}_s": self.timer.get(option) for option in ("backfill", "index") if option in self.timer.seconds},
+            **{f"{name}_s": self.timer.get(name) for name in EVALUATION_NAMES if name in self.timer.seconds},
         }
 
     def reference_model(self) -> tuple[Method, Network]:
@@ -424,6 +422,17 @@ class CellRunner:
                     G[t][k] = cm.update_gain(C[t][k], C[k][k], uppers[t - 1][metric][0][0])
             gains[metric] = G
         return gains
+
+
+# How each evaluation option is computed from a cell's features: (runner, features, the option's settings) -> payload
+COMPUTE_OPTION: dict[str, Callable[[CellRunner, FeatureBank, Any], dict[str, Any]]] = {
+    "backfill": lambda runner, features, settings: backfill_curves(
+        runner.method, features, runner.data, runner.scenario.protocol, runner.scenario.metrics, runner.cell.seed,
+        settings, label=runner.cell.label),
+    "index": lambda runner, features, settings: index_matrices(
+        runner.method, features, runner.data, runner.scenario.protocol, runner.scenario.metrics, settings,
+        label=runner.cell.label),
+}
 
 
 STEP_CHECKPOINT = {"method_state": dict, "memory": torch.Tensor, "curve": list, "seconds": (int, float)}

@@ -4,12 +4,13 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import torch
 
-from benchbackcompat.execution.request import RunConfig
+from benchbackcompat.execution.request import RunConfig, RunRequest
 from benchbackcompat.scenarios.kinds import NamedScenario, ScenarioBase
 from benchbackcompat.data.registry import get_dataset
 from benchbackcompat.engine import distributed
@@ -22,6 +23,7 @@ from benchbackcompat.runtime.logs import log, progress_bar
 from benchbackcompat.method import Method
 from benchbackcompat.models.registry import BACKBONES, TIMM_PREFIX, list_backbones
 from benchbackcompat.execution.plugin_host import PluginHost
+from benchbackcompat.execution.presets import resolve_request
 from benchbackcompat.scenarios.data import ScenarioData, load_scenario_data
 from benchbackcompat.execution.search import Search, make_search, method_grid
 from benchbackcompat.execution.selection import grid_points, grid_size
@@ -122,6 +124,21 @@ def make_plan(run: RunConfig, host: PluginHost) -> Plan:
     return Plan(run, methods, [c for search in searches for c in search.cells] + cells, searches)
 
 
+def plan_of(request: RunRequest, host: PluginHost | None = None) -> Plan:
+    """The plan of ``request``, nothing loaded or trained: ``methods`` "all" made every installed method, the request
+    resolved (defaults < preset < (smoke) < its values) and validated, its cells made, the methods to rerun noted and
+    its shard taken. ``run``, ``run --dry-run``, ``validate``, ``describe`` and ``tooling.plan_grid`` all plan so."""
+    host = host or PluginHost()
+    if request.methods == ["all"]:
+        host.load_all()
+        request = request.model_copy(update={"methods": sorted(host.methods())})
+    plan = make_plan(resolve_request(request), host)
+    plan.rerun = rerun_methods(list(plan.methods), request.force, request.rerun)
+    if request.shard:
+        plan.cells = select_shard(plan.cells, request.shard)
+    return plan
+
+
 MAX_CELLS = 100_000  # cells of one plan: each trains models for minutes at least
 
 
@@ -181,6 +198,22 @@ def run_summary(records: list[CellRecord], seconds: float, out: Path, workers: s
     return "\n".join(lines), int(bad > 0)
 
 
+@dataclass(frozen=True)
+class Execution:
+    """What computing a plan's cells needs, opened once per :func:`execute`: the store, the plugins (their observers
+    loaded), the device, the scenario data loader, the methods' plugin versions, the link to a larger run (a worker)
+    and the progress bar (while the pending cells run)."""
+
+    plan: Plan
+    host: PluginHost
+    store: ResultStore
+    device: torch.device
+    data_of: Callable[[ScenarioBase], ScenarioData]
+    plugin_versions: dict[str, str]
+    link: WorkerLink | None = None
+    progress: Any = None
+
+
 def execute(plan: Plan, host: PluginHost, cells: list[Cell] | None = None, link: WorkerLink | None = None) -> list[CellRecord]:
     """Run every unfinished cell of ``cells`` (default: the plan's); returns all records (finished ones read
     back from the store). With ``run.cell_timeout`` each cell runs in a child process that is stopped when the
@@ -189,6 +222,21 @@ def execute(plan: Plan, host: PluginHost, cells: list[Cell] | None = None, link:
     Several processes may execute plans on one results directory: a cell that another process is
     running (its lock is held) is put off to the end, then waited for and its record taken, so
     nothing is run twice or lost."""
+    cells = plan.cells if cells is None else cells
+    execution = open_execution(plan, host, cells, link)
+    records, pending = recorded_cells(execution, cells)
+    if len(pending) < len(plan.cells):
+        log.info(f"{len(plan.cells) - len(pending)} of {len(plan.cells)} cells already finished in {plan.run.out}: skipped")
+    with progress_bar(total=len(pending), desc="cells", unit="cell", disable=not pending or not distributed.is_main()) as progress:
+        records.update(compute_cells(replace(execution, progress=progress), pending))
+    if execution.device.type == "cuda":
+        torch.cuda.empty_cache()
+    return list({cell.key: records[cell.key] for cell in cells}.values())
+
+
+def open_execution(plan: Plan, host: PluginHost, cells: list[Cell], link: WorkerLink | None) -> Execution:
+    """Open what computing ``cells`` needs: the store (temporaries of killed writes removed), the observers, the
+    device, and the cells' data (their fingerprints assigned)."""
     run = plan.run
     store = open_store(run.out, run.lock_timeout)
     if distributed.is_main():
@@ -197,67 +245,78 @@ def execute(plan: Plan, host: PluginHost, cells: list[Cell] | None = None, link:
     device = resolve_device(run.device)
     log.info(f"device: {device_name(device)}; {availability_line()}")
     plugin_versions = {name: _plugin_version(host, name) for name in run.methods}
-    records: dict[str, CellRecord] = {}
-    cells = plan.cells if cells is None else cells
-    data_of = assign_fingerprints(plan, device, cells)
+    return Execution(plan, host, store, device, assign_fingerprints(plan, device, cells), plugin_versions, link)
 
-    def run_one(cell: Cell) -> CellRecord:
-        existing = store.record(cell.key)  # another process may have finished it meanwhile
-        if existing is None and link is not None:  # or, in this run, timed out
-            existing = store.timed_out_in(cell.key, link.run)
-        if existing is not None:
-            return existing
-        log.info(f"cell {cell.label} (key {cell.key}): started")
-        if link is not None:
-            link.started(cell)
-        started = time.perf_counter()
-        progress.set_postfix_str(cell.label)
-        job = CellJob(cell, type(plan.methods[cell.method]), run, plugin_versions, borrow_steps=cell.method not in plan.rerun)
-        data = data_of(cell.scenario.config)
-        if run.cell_timeout is None:
-            record = job.compute(data, store, device, host)
-        else:
-            record = run_watched(job, run.cell_timeout, store, steps=len(cell.scenario.config.steps(data.num_classes)))
-        reason = "" if isinstance(record, FinishedRecord) else f" ({record.reason})"
-        log.info(f"cell {cell.label}: {record.status}{reason} in {time.perf_counter() - started:.1f} s")
-        plan.computed_by.add(record.worker or worker_name())
-        if link is not None:
-            if timed_out(record):
-                store.note_timeout(cell.key, link.run, record)
-            link.finished(record)
-        return record
 
-    pending = []
-    for cell in {cell.key: cell for cell in cells}.values():  # a duplicate cell runs (and counts) once
+def recorded_cells(execution: Execution, cells: list[Cell]) -> tuple[dict[str, CellRecord], list[Cell]]:
+    """The records of the finished cells of ``cells`` (not of methods to rerun), by key, and the cells to compute
+    (a duplicate cell once). Each cell's entry is written where missing or stale, so a finished cell's steps can
+    still be borrowed under its current training key."""
+    plan, store = execution.plan, execution.store
+    records, pending = {}, []
+    for cell in {cell.key: cell for cell in cells}.values():
         existing = None if cell.method in plan.rerun else store.record(cell.key)
         if existing is None:
             pending.append(cell)
         else:
             records[cell.key] = existing
-        # a finished cell's steps can still be borrowed: note its training key again where it is stale (an older version's)
         if distributed.is_main() and (existing is None or (store.cell_entry(cell.key) or {}).get("training_key") != cell.training_key):
             store.write_cell_entry(cell.key, {"label": cell.label, "method": cell.method, "identity": cell.identity,
                                               "training_key": cell.training_key})
-    if len(pending) < len(plan.cells):
-        log.info(f"{len(plan.cells) - len(pending)} of {len(plan.cells)} cells already finished in {run.out}: skipped")
-    elsewhere = []
-    with progress_bar(total=len(pending), desc="cells", unit="cell", disable=not pending or not distributed.is_main()) as progress:
-        for cell in pending:
-            with store.cell_lock(cell.key, blocking=False) as mine:
-                if not mine:
-                    elsewhere.append(cell)
-                    continue
-                if cell.method in plan.rerun and distributed.is_main():
-                    store.clear_cell(cell.key)
-                records[cell.key] = run_one(cell)
-            progress.update()
-        for cell in elsewhere:  # running in another process: wait for it (or run it, if that process died)
-            with store.cell_lock(cell.key):
-                records[cell.key] = run_one(cell)
-            progress.update()
-    if device.type == "cuda":
-        torch.cuda.empty_cache()
-    return list({cell.key: records[cell.key] for cell in cells}.values())
+    return records, pending
+
+
+def compute_cells(execution: Execution, pending: list[Cell]) -> dict[str, CellRecord]:
+    """Compute each of ``pending`` under its lock; a cell whose lock another process holds is put off to the end,
+    then waited for (and run, if that process died)."""
+    plan, store = execution.plan, execution.store
+    records, elsewhere = {}, []
+    for cell in pending:
+        with store.cell_lock(cell.key, blocking=False) as mine:
+            if not mine:
+                elsewhere.append(cell)
+                continue
+            if cell.method in plan.rerun and distributed.is_main():
+                store.clear_cell(cell.key)
+            records[cell.key] = compute_cell(execution, cell)
+        execution.progress.update()
+    for cell in elsewhere:
+        with store.cell_lock(cell.key):
+            records[cell.key] = compute_cell(execution, cell)
+        execution.progress.update()
+    return records
+
+
+def compute_cell(execution: Execution, cell: Cell) -> CellRecord:
+    """One cell's record (its lock held): the stored one if another process finished it meanwhile (or, in this run,
+    timed out), else computed here, in a watched child process with ``run.cell_timeout``."""
+    plan, store, link = execution.plan, execution.store, execution.link
+    existing = store.record(cell.key)
+    if existing is None and link is not None:
+        existing = store.timed_out_in(cell.key, link.run)
+    if existing is not None:
+        return existing
+    log.info(f"cell {cell.label} (key {cell.key}): started")
+    if link is not None:
+        link.started(cell)
+    started = time.perf_counter()
+    execution.progress.set_postfix_str(cell.label)
+    job = CellJob(cell, type(plan.methods[cell.method]), plan.run, execution.plugin_versions,
+                  borrow_steps=cell.method not in plan.rerun)
+    data = execution.data_of(cell.scenario.config)
+    if plan.run.cell_timeout is None:
+        record = job.compute(data, store, execution.device, execution.host)
+    else:
+        record = run_watched(job, plan.run.cell_timeout, store,
+                             steps=len(cell.scenario.config.steps(data.num_classes)))
+    reason = "" if isinstance(record, FinishedRecord) else f" ({record.reason})"
+    log.info(f"cell {cell.label}: {record.status}{reason} in {time.perf_counter() - started:.1f} s")
+    plan.computed_by.add(record.worker or worker_name())
+    if link is not None:
+        if timed_out(record):
+            store.note_timeout(cell.key, link.run, record)
+        link.finished(record)
+    return record
 
 
 def open_store(out: Path, lock_timeout: float | None) -> ResultStore:

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from benchbackcompat.config import validate_model
-from benchbackcompat.execution.request import RunConfig
+from benchbackcompat.execution.request import RunConfig, RunRequest
 from benchbackcompat.scenarios.kinds import NamedScenario
 from benchbackcompat.errors import BenchError, UnknownNameError
 from benchbackcompat.overrides import MAX_DEPTH, depth, nested, parse_override
@@ -175,20 +175,37 @@ def resolve_run(
     cache_dir: Path | None = None,
     smoke: bool = False,
 ) -> RunConfig:
-    """Build the run configuration: defaults < preset < (``smoke``) < command line. Fails with one line on any
-    bad value.
+    """:func:`resolve_request` of the request these options make, for scripts and checks that write ``--set`` and
+    ``--grid`` as on the command line: ``assignments`` are ``--set KEY=VALUE`` options (or a mapping of dotted keys
+    to values), ``grids`` ``--grid methods.NAME.KEY=V1,V2`` options (or a mapping ``methods.NAME.KEY -> values``),
+    ``scenario_overrides`` a table merged into every scenario before them."""
+    pairs = assignments.items() if isinstance(assignments, Mapping) else map(parse_override, assignments)
+    fields = {"preset": preset, "scenarios": scenarios, "methods": methods, "seeds": seeds, "out": out,
+              "device": device, "smoke": smoke, "overrides": dict(pairs),
+              "grids": {option.split("=")[0]: values for option, _, _, values in grid_options(grids)}}
+    request = validate_model(RunRequest, {key: value for key, value in fields.items() if value is not None},
+                             "the run configuration")
+    return resolve_request(request, cache_dir=cache_dir, scenario_overrides=scenario_overrides)
 
-    ``assignments`` are ``--set KEY=VALUE`` options, or a mapping of dotted keys to values. ``grids`` are ``--grid
-    methods.NAME.KEY=V1,V2`` options (or a mapping ``methods.NAME.KEY -> values``): each replaces the preset's values
-    of that key; ``methods.NAME`` alone searches the default grid that the method declares (its ``Params.grid``)."""
-    data = load_preset(preset)
+
+def resolve_request(request: RunRequest, *, cache_dir: Path | None = None,
+                    scenario_overrides: dict[str, Any] | None = None) -> RunConfig:
+    """The run configuration of ``request``: defaults < preset < (``smoke``) < the request's values (its dataset and
+    data root, then its ``--set`` overrides). Fails with one line on any bad value.
+
+    Each ``--grid`` replaces the preset's values of that key; ``methods.NAME`` alone searches the default grid that
+    the method declares (its ``Params.grid``)."""
+    data = load_preset(request.preset)
     known = data["scenarios"]
-    if scenarios == ["all"]:
-        scenarios = list(known)
+    scenarios, methods = list(known) if request.scenarios == ["all"] else request.scenarios, request.methods
     overrides = dict(scenario_overrides or {})
+    chosen = {key: value for key, value in (("name", request.dataset),
+                                            ("root", request.data_root and str(request.data_root))) if value}
+    if chosen:
+        overrides = deep_merge(overrides, {"data": chosen})
     method_params: dict[str, dict[str, Any]] = {k: dict(v) for k, v in data.get("methods", {}).items()}
     grid_tables: dict[str, Any] = {k: v if v == DEFAULT_GRID else dict(v) for k, v in data.get("grids", {}).items()}
-    for option, method, key, values in grid_options(grids):
+    for option, method, key, values in grid_options(request.grids):
         if method not in methods:
             raise BenchError(f"--grid {option:.80}: method {method!r} is not among --methods ({', '.join(methods)}); "
                              "add it to --methods or fix the name")
@@ -199,8 +216,7 @@ def resolve_run(
             grid_tables[method] = {}
         grid_tables.setdefault(method, {})[key] = values
     selection: dict[str, Any] = dict(data.get("selection", {}))
-    pairs = assignments.items() if isinstance(assignments, Mapping) else map(parse_override, assignments)
-    for dotted, value in pairs:
+    for dotted, value in request.overrides.items():
         path, assignment = checked_path(dotted, value), f"{dotted}={value}"
         if path[0] == "selection" and len(path) >= 2:
             selection = deep_merge(selection, nested(path[1:], value))
@@ -211,20 +227,17 @@ def resolve_run(
             method_params = deep_merge(method_params, nested(path[1:], value))
         else:
             overrides = deep_merge(overrides, nested(path, value))
-    resolved = [{"name": s.name, "config": table} for s, table in resolve_scenarios(preset, data, scenarios, overrides, smoke)]
+    resolved = [{"name": s.name, "config": table}
+                for s, table in resolve_scenarios(request.preset, data, scenarios, overrides, request.smoke)]
     run: dict[str, Any] = {
-        "preset": preset,
+        "request": request,
         "scenarios": resolved,
-        "methods": methods,
         "method_params": {m: method_params.get(m, {}) for m in methods},
         "grids": {m: grid_tables[m] for m in methods if m in grid_tables},
         "selection": selection,
     }
-    if seeds is not None:
-        run["seeds"] = seeds
-    for key, value in (("out", out), ("device", device), ("cache_dir", cache_dir)):
-        if value is not None:
-            run[key] = value
+    if cache_dir is not None:
+        run["cache_dir"] = cache_dir
     return validate_model(RunConfig, run, "the run configuration")
 
 

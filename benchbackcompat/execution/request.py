@@ -3,8 +3,9 @@
 :class:`RunRequest`, the run as asked: one typed request that the command line, the Python API, the ``--workers``
 processes and the executors' jobs all hand to :func:`benchbackcompat.execution.runner.run`. It holds the choices as
 given (scenario and method names, the preset, ``--set`` overrides as dotted keys), and its fields define the run
-options. :func:`benchbackcompat.execution.presets.resolve_run` turns it into :class:`RunConfig`, the run as
-resolved: the preset's scenarios validated, the methods' hyperparameters, the defaults filled in.
+options. :func:`benchbackcompat.execution.presets.resolve_request` turns it into :class:`RunConfig`, the run as
+resolved: the request itself, the preset's scenarios validated, the methods' hyperparameters, the defaults filled
+in.
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, computed_field, field_validator
 
 from benchbackcompat.config import SEED_MAX, TIMEOUT_MAX, SelectionConfig, StrictModel
 from benchbackcompat.scenarios.kinds import NamedScenario
@@ -58,6 +59,12 @@ def option(default: Any = ..., help: str = "", *, flag: str | None = None, metav
     return Field(default, description=help, json_schema_extra=extra or None, **constraints)
 
 
+def flag_of(name: str) -> str:
+    """The command-line option of :class:`RunRequest` field ``name``: ``--name-with-hyphens``, or the flag it declares."""
+    extra = RunRequest.model_fields[name].json_schema_extra or {}
+    return extra.get("flag", "--" + name.replace("_", "-"))
+
+
 class RunRequest(BaseModel):
     """A benchmark run: which cells (scenarios x methods x seeds of a preset), where, and how to execute them.
     Names may be given as lists or comma-separated strings; seeds also as ranges (``"0-2"``). Each field is one
@@ -72,8 +79,8 @@ class RunRequest(BaseModel):
     preset: str = option("quick", "preset name (`list presets`) or a TOML file (default: quick)")
     dataset: str | None = option(None, "override data.name of every scenario (`list datasets`)")
     data_root: Path | None = option(None, "folder holding the dataset files or zips", metavar="DIR")
-    seeds: list[int] | None = option(None, "seeds, comma-separated or a range (default 0)", metavar="0,1,2|0-2",
-                                     min_length=1, max_length=MAX_SEEDS)
+    seeds: list[Annotated[int, Field(ge=0, le=SEED_MAX)]] | None = option(
+        None, "seeds, comma-separated or a range (default 0)", metavar="0,1,2|0-2", min_length=1, max_length=MAX_SEEDS)
     out: Path | None = option(None, "results directory (default ./results)", metavar="DIR")
     device: str | None = option(None, "auto (default: CUDA when available), cpu, cuda, cuda:N or mps")
     overrides: dict[str, Any] = option(
@@ -125,24 +132,71 @@ class RunRequest(BaseModel):
 
 
 class RunConfig(StrictModel):
-    """Everything ``benchbackcompat run`` needs, fully resolved."""
+    """Everything ``benchbackcompat run`` needs, fully resolved: the request as asked (its options are read from it,
+    defaults filled in) and what resolving it found (the preset's scenarios with the overrides, the methods'
+    hyperparameters and grids, the selection rule). The resolved values of the request's options are properties,
+    and part of the dump (``run --dry-run`` prints it)."""
 
-    preset: str = "quick"
+    request: RunRequest = Field(exclude=True)
     scenarios: list[NamedScenario] = Field(min_length=1)
-    methods: list[str] = Field(min_length=1)
     method_params: dict[str, dict[str, Any]] = Field(default_factory=dict)
     grids: dict[str, dict[str, list[Any]] | Literal["default"]] = Field(
         default_factory=dict,
         description='method -> hyperparameter -> values (the Cartesian product is searched), or "default": the method\'s own grid',
     )
     selection: SelectionConfig = Field(default_factory=SelectionConfig)
-    seeds: list[Annotated[int, Field(ge=0, le=SEED_MAX)]] = Field(default_factory=lambda: [0], min_length=1,
-                                                                   max_length=MAX_SEEDS)
-    out: Path = Path("results")
-    device: str = "auto"
-    share_models: bool = True  # train models that do not depend on the method once per configuration
-    channels_last: Literal["auto", "on", "off"] = "auto"  # NHWC training; auto: on CUDA and CPU
-    compile: bool = False  # torch.compile the backbone for training
     cache_dir: Path = Field(default_factory=lambda: Path.home() / ".cache" / "benchbackcompat")
-    lock_timeout: float | None = Field(default=None, gt=0, le=TIMEOUT_MAX)  # seconds to wait for another process's cell/model lock
-    cell_timeout: float | None = Field(default=None, gt=0, le=TIMEOUT_MAX)  # seconds a cell may take (in its own process), then it fails
+
+    @computed_field
+    @property
+    def preset(self) -> str:
+        return self.request.preset
+
+    @computed_field
+    @property
+    def methods(self) -> list[str]:
+        return list(self.request.methods)
+
+    @computed_field
+    @property
+    def seeds(self) -> list[int]:
+        return list(self.request.seeds or [0])
+
+    @computed_field
+    @property
+    def out(self) -> Path:
+        return self.request.out or Path("results")
+
+    @computed_field
+    @property
+    def device(self) -> str:
+        return self.request.device or "auto"
+
+    @computed_field
+    @property
+    def share_models(self) -> bool:
+        """Train models that do not depend on the method once per configuration."""
+        return self.request.share_models
+
+    @computed_field
+    @property
+    def channels_last(self) -> Literal["auto", "on", "off"]:
+        """NHWC training; auto: on CUDA and CPU."""
+        return self.request.channels_last or "auto"
+
+    @computed_field
+    @property
+    def compile(self) -> bool:
+        return self.request.compile
+
+    @computed_field
+    @property
+    def lock_timeout(self) -> float | None:
+        """Seconds to wait for another process's cell or model lock (None: wait)."""
+        return self.request.lock_timeout
+
+    @computed_field
+    @property
+    def cell_timeout(self) -> float | None:
+        """Seconds a cell may take (in its own process), then it fails (None: no limit)."""
+        return self.request.cell_timeout

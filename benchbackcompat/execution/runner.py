@@ -14,9 +14,8 @@ from benchbackcompat.store.provenance import worker_name
 from benchbackcompat.errors import BenchError
 from benchbackcompat.execution.executors import submit
 from benchbackcompat.runtime.logs import log
-from benchbackcompat.execution.plan import Plan, WorkerLink, execute, make_plan, rerun_methods, run_summary, select_shard, selected_cells
+from benchbackcompat.execution.plan import Plan, WorkerLink, execute, plan_of, run_summary, selected_cells
 from benchbackcompat.execution.plugin_host import PluginHost
-from benchbackcompat.execution.presets import resolve_run
 from benchbackcompat.record import CellRecord
 from benchbackcompat.execution.request import RunRequest
 from benchbackcompat.execution.workers import execute_in_workers
@@ -39,19 +38,7 @@ def run(request: RunRequest, link: WorkerLink | None = None) -> RunOutcome:
     """Plan ``request``'s cells (its configuration: defaults < preset < (smoke) < the request's values) and compute
     the unfinished ones (inline, in ``workers`` processes or as executor jobs), then the selected settings of its
     grids; a dry run stops after planning. ``link``: this process is a worker of a larger run."""
-    host = PluginHost()
-    if request.methods == ["all"]:
-        host.load_all()
-        request = request.model_copy(update={"methods": sorted(host.methods())})
-    data = {key: value for key, value in (("name", request.dataset), ("root", request.data_root and str(request.data_root)))
-            if value}
-    config = resolve_run(preset=request.preset, scenarios=request.scenarios, methods=request.methods,
-                         seeds=request.seeds, scenario_overrides={"data": data} if data else None,
-                         assignments=request.overrides, grids=request.grids, out=request.out, device=request.device,
-                         smoke=request.smoke).model_copy(update={
-        "share_models": request.share_models, "lock_timeout": request.lock_timeout, "cell_timeout": request.cell_timeout,
-        "compile": request.compile, **({"channels_last": request.channels_last} if request.channels_last else {})})
-    distributed.initialise_from_environment(config.device)  # under torchrun: one rank of a data-parallel cell
+    distributed.initialise_from_environment(request.device)  # under torchrun: one rank of a data-parallel cell
     if request.workers > 1 and (request.executor != "inline" or distributed.active() or request.force or request.rerun):
         raise BenchError("--workers runs cells in processes on this machine: use it without --executor, torchrun, "
                          "--force and --rerun")
@@ -59,10 +46,8 @@ def run(request: RunRequest, link: WorkerLink | None = None) -> RunOutcome:
         raise BenchError("--cell-timeout runs each cell in a child process: use it without torchrun")
     if not distributed.is_main():
         log.setLevel(max(log.level, logging.WARNING))  # one rank reports the cells
-    plan = make_plan(config, host)
-    plan.rerun = rerun_methods(list(plan.methods), request.force, request.rerun)
-    if request.shard:
-        plan.cells = select_shard(plan.cells, request.shard)
+    host = PluginHost()
+    plan = plan_of(request, host)
     if request.dry_run:
         return RunOutcome(plan)
     started = time.perf_counter()
@@ -88,7 +73,7 @@ def run(request: RunRequest, link: WorkerLink | None = None) -> RunOutcome:
         log.info(f"grid {line}")
     records = list({record.key: record for record in records}.values())  # workers also return the grids' cells
     workers |= plan.computed_by
-    summary, code = run_summary(records, time.perf_counter() - started, config.out, workers)
+    summary, code = run_summary(records, time.perf_counter() - started, plan.run.out, workers)
     if lost:  # a worker died: its cell is named, and the run does not end as if nothing happened
         summary, code = "\n".join([summary, *lost]), max(code, 1)
     return RunOutcome(plan, records, code, summary, workers)

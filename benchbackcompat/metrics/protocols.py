@@ -17,6 +17,7 @@ import torch
 from torch import Tensor
 
 from benchbackcompat.metrics import outcomes, retrieval
+from benchbackcompat.metrics.names import METRICS
 
 
 @dataclass(frozen=True)
@@ -41,7 +42,11 @@ CHANCE: dict[str, ChanceLevel] = {}
 
 
 def scores(protocol: str, *metrics: str) -> Callable[[Scorer], Scorer]:
-    """Register a scorer of ``metrics`` under ``protocol``."""
+    """Register a scorer of ``metrics`` under ``protocol``; each metric is one of ``metrics.names.METRICS``."""
+    if unnamed := [metric for metric in metrics if metric not in METRICS]:
+        raise ValueError(f"metric {', '.join(unnamed)}: not in metrics.names.METRICS; add it there with the name "
+                         "the leaderboard shows")
+
     def register(scorer: Scorer) -> Scorer:
         SCORERS.update({(protocol, metric): scorer for metric in metrics})
         return scorer

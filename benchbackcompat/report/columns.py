@@ -12,7 +12,9 @@ import math
 from dataclasses import dataclass
 
 from benchbackcompat.scenarios.kinds import kind_class
+from benchbackcompat import evaluations
 from benchbackcompat.metrics import flips, live
+from benchbackcompat.metrics.names import METRICS
 
 
 @dataclass(frozen=True)
@@ -55,8 +57,9 @@ STATISTICS = {
                   view=FLIPS),
     )
 }
-BACKFILL, INDEX = "backfilling", "retrieval through an index"  # views of the live-gallery statistics, one per metric
-LIVE = (BACKFILL, INDEX)
+# the views of the evaluation options' statistics, one per metric
+BACKFILL, INDEX = evaluations.option("backfill").view, evaluations.option("index").view
+LIVE = tuple(option.view for option in evaluations.EVALUATION_OPTIONS)
 STATISTICS.update({s.key: s for order in live.ORDERS for s in (
     Statistic(f"auc_{order}", f"AUC {order}", True, 2, f"area under the backfilling curve, {order} refresh order: the "
               "mean accuracy while the gallery is refreshed from 0 to 100% (%)", bounds=PERCENT, view=BACKFILL),
@@ -88,12 +91,9 @@ def ranking(kind: str) -> tuple[str, str]:
     return kind_class(kind).ranking
 
 
-METRIC_NAMES = {"cmc@1": "CMC@1", "cmc@5": "CMC@5", "map": "mAP", "map@r": "mAP@R", "top1": "top-1",
-                "verification": "verification"}
-
-
 def metric_name(metric: str) -> str:
-    return METRIC_NAMES.get(metric, metric)
+    """How the leaderboard writes ``metric`` (``metrics.names``)."""
+    return METRICS.get(metric, metric)
 
 
 @dataclass(frozen=True)
@@ -121,4 +121,5 @@ def columns_for(kind: str, metrics: list[str], held: set[tuple[str, str]] = froz
     keys = kind_class(kind).statistics
     return [Column(metric, STATISTICS[key]) for metric in metrics
             for key in (*keys, *(flips.KEYS if flips.defined_for(metric) else ()),
-                        *(key for key in live.KEYS if (metric, key) in held))]
+                        *(key for option in evaluations.EVALUATION_OPTIONS for key in option.keys
+                          if (metric, key) in held))]

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
+from benchbackcompat import evaluations
 from benchbackcompat.errors import BenchError
 from benchbackcompat.metrics import flips, live, outcomes
 from benchbackcompat.record import CellRecord, FinishedRecord
@@ -67,7 +68,7 @@ def flip_lines(record: FinishedRecord, metric: str) -> list[str]:
 def live_lines(record: FinishedRecord, metric: str) -> list[str]:
     """The record's live-gallery statistics of ``metric`` (``metrics.live``): one line per backfilling order (its
     area and its lowest point against the old self-test) and one for the index gaps; [] without them."""
-    found = live.values(record.backfill, record.index, record.matrices.get(metric), metric)
+    found = evaluations.statistics(record, metric)
     lines = [f"  backfill {order} order: AUC {found[f'auc_{order}']:.2f}%"
              + (f", lowest point {found[f'dip_{order}']:+.2f} points against the old self-test at "
                 f"{found[f'dip_at_{order}']:.0f}% refreshed" if f"dip_{order}" in found else "")

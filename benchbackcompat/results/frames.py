@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from benchbackcompat.errors import BenchError
-from benchbackcompat.metrics import live
+from benchbackcompat import evaluations
 from benchbackcompat.record import CellRecord, FinishedRecord
 
 if TYPE_CHECKING:
@@ -104,8 +104,7 @@ def results_frame(records: Iterable[CellRecord]) -> pd.DataFrame:
                       "gated": gate if name in gated else ""}
                      for name, value in summary.scalars().items()]
             rows += [{**cell, "metric": metric, "statistic": name, "value": value, "gated": ""}
-                     for name, value in {**record_flips(record, metric), **live.values(
-                         record.backfill, record.index, record.matrices.get(metric), metric)}.items()]
+                     for name, value in {**record_flips(record, metric), **evaluations.statistics(record, metric)}.items()]
     return _pandas().DataFrame(rows, columns=RESULT_COLUMNS)
 
 
