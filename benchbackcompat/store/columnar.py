@@ -1,8 +1,8 @@
 """The packed results store: the records of a results folder in Parquet, one file per scenario (docs/packed-store.md).
 
-``<root>/packed.json``                  ``{"format": "benchbackcompat packed results", "version": 1}``
-``<root>/records/<scenario>.parquet``   one row per cell, sorted by key, zstd-compressed
-``<root>/calibration/*.json``           the calibration summaries, as the results folder holds them
+``<root>/packed.json``                   ``{"format": "benchbackcompat packed results", "version": 1}``
+``<root>/scenarios/<scenario>.parquet`` one row per cell, sorted by key, zstd-compressed
+``<root>/calibration/*.json``            the calibration summaries, as the results folder holds them
 
 A row holds the record as ``record.json.gz`` stores it, losslessly: each top-level field is a column of its own (a
 typed one when every record of the file holds a string, an integer, a float or a boolean there, else the field's JSON
@@ -30,12 +30,12 @@ import pyarrow.parquet as pq
 
 from benchbackcompat.errors import BenchError
 from benchbackcompat.record import CellRecord
-from benchbackcompat.runtime.files import read_regular
+from benchbackcompat.runtime.files import outside, read_regular
 from benchbackcompat.store.checkpoint import atomic_write_bytes
 from benchbackcompat.store.results import ResultStore
 
 FORMAT, VERSION = "benchbackcompat packed results", 1
-MANIFEST, RECORDS = "packed.json", "records"
+MANIFEST, TABLES = "packed.json", "scenarios"
 METADATA = b"benchbackcompat"  # the file's key-value metadata: {"version", "json_columns"}
 STORE_COLUMNS = ("record_fields", "blob_path", "blob_encoding", "blob_n", "blob_data", "cell_curves")
 BLOB = ["encoding", "n", "data"]
@@ -65,7 +65,7 @@ def write_store(root: Path, cells: Iterable[Cell]) -> list[Path]:
     by_file: dict[str, list[Cell]] = {}
     for cell in cells:
         by_file.setdefault(file_name(cell.record.get("scenario")), []).append(cell)
-    folder = Path(root) / RECORDS
+    folder = _tables_folder(root)
     folder.mkdir(parents=True, exist_ok=True)
     atomic_write_bytes(Path(root) / MANIFEST, (json.dumps({"format": FORMAT, "version": VERSION}) + "\n").encode())
     written = []
@@ -78,6 +78,15 @@ def write_store(root: Path, cells: Iterable[Cell]) -> list[Path]:
     for path in set(folder.glob("*.parquet")) - set(written):
         path.unlink()
     return written
+
+
+def _tables_folder(root: Path) -> Path:
+    """``root/scenarios``, refused in one line when it resolves outside the store (a planted link)."""
+    folder = Path(root) / TABLES
+    if (real := outside(root, folder)) is not None:
+        raise BenchError(f"{folder} resolves to {real}, outside the packed store {root}; refusing to read or write "
+                         "through it: replace the link with a folder")
+    return folder
 
 
 def file_name(scenario: Any) -> str:
@@ -159,7 +168,7 @@ def read_store(root: Path) -> Iterator[tuple[Path, Cell]]:
     """Each cell of the packed store ``root`` with the file holding it; a BenchError (one line) for a store of an
     unknown format version or a file that is not one of its tables."""
     check_manifest(root)
-    for path in sorted((Path(root) / RECORDS).glob("*.parquet")):
+    for path in sorted(_tables_folder(root).glob("*.parquet")):
         for cell in read_table(path):
             yield path, cell
 
