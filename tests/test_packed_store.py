@@ -57,12 +57,14 @@ def outcome_record(seed: int) -> dict:
 
 @pytest.fixture
 def folder(tmp_path) -> Path:
-    """A results folder: the leaderboard fixture's records, two records with per-query outcomes, a calibration."""
+    """A results folder: the leaderboard fixture's records, two records with per-query outcomes, a calibration
+    summary and notes."""
     root = store(tmp_path / "folder", [*fixture_records(), outcome_record(0), outcome_record(1)])
     (root / "calibration").mkdir()
     calibration = {"preset": "p", "dataset": "d", "metric": "cmc@1", "epochs": [2, 3], "min_steps": [0, 0],
                    "tolerance": 2.0, "command": "benchbackcompat calibrate", "cells": [], "changes": []}
     (root / "calibration" / "p.json").write_text(json.dumps(calibration))
+    (root / "README.md").write_text("# Stored results\n\nNotes on these records.\n")
     return root
 
 
@@ -140,6 +142,7 @@ def test_a_leaderboard_folder_may_keep_its_records_packed_inside(folder, tmp_pat
     assert main(["leaderboard", "--results", str(board / "records"), "--out", str(board)]) == 0
     index = (board / "README.md").read_text()
     assert "`records/scenarios/*.parquet` and `records/packed.json`: the stored results these pages are" in index
+    assert "`records/README.md`: their notes, quoted below." in index and index.endswith("Notes on these records.\n")
     assert (board / "records" / "packed.json").is_file()
 
 

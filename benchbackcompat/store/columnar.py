@@ -3,6 +3,7 @@
 ``<root>/packed.json``                   ``{"format": "benchbackcompat packed results", "version": 1}``
 ``<root>/scenarios/<scenario>.parquet`` one row per cell, sorted by key, zstd-compressed
 ``<root>/calibration/*.json``            the calibration summaries, as the results folder holds them
+``<root>/README.md``                     the folder's notes, as the results folder holds them
 
 A row holds the record as ``record.json.gz`` stores it, losslessly: each top-level field is a column of its own (a
 typed one when every record of the file holds a string, an integer, a float or a boolean there, else the field's JSON

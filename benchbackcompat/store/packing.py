@@ -1,8 +1,8 @@
 """A results folder packed into a packed store (``store.columnar``) and back: ``benchbackcompat pack`` and ``unpack``.
 
 Packing takes every record the results folder's store accepts (an unusable one is reported and left out), its
-training curves and the calibration summaries; models, saved steps and queued cells stay behind (a packed store holds
-what the pages read). Unpacking writes each record back as ``cells/<key>/record.json.gz`` with the JSON it was packed
+training curves, the calibration summaries and the folder's README.md; models, saved steps and queued cells stay
+behind (a packed store holds what the pages read). Unpacking writes each record back as ``cells/<key>/record.json.gz`` with the JSON it was packed
 from, so the store reads it as before.
 """
 from __future__ import annotations
@@ -19,6 +19,7 @@ from benchbackcompat.store.packed import read_json, stored_file, write_packed
 from benchbackcompat.store.results import CURVES, RECORD, ResultStore
 
 CALIBRATION = "calibration"  # the calibration summaries (``report.calibration``), copied as they are
+NOTES = "README.md"  # the folder's notes, copied as they are
 
 
 def results_kind(root: Path) -> str:
@@ -51,7 +52,7 @@ def pack(results: Path, out: Path) -> tuple[int, int]:
         curves_file = stored_file(folder, CURVES)
         cells.append(Cell(record, read_json(curves_file) if curves_file is not None else None))
     write_store(out, cells)
-    _copy_calibrations(results, out)
+    _copy_beside(results, out)
     return len(cells), left_out
 
 
@@ -69,16 +70,19 @@ def unpack(packed: Path, out: Path) -> int:
             write_packed(folder, CURVES, json.dumps(cell.curves, separators=(",", ":")))
         write_packed(folder, RECORD, json.dumps(cell.record, indent=1))
         written += 1
-    _copy_calibrations(packed, out)
+    _copy_beside(packed, out)
     return written
 
 
-def _copy_calibrations(source: Path, out: Path) -> None:
+def _copy_beside(source: Path, out: Path) -> None:
+    """Copy what a store keeps beside its records as it is: the calibration summaries and the folder's README.md (its
+    notes, which a leaderboard index that keeps the folder quotes)."""
     files = sorted(p for p in (Path(source) / CALIBRATION).glob("*.json") if p.is_file() and not p.is_symlink())
     if files:
         (Path(out) / CALIBRATION).mkdir(parents=True, exist_ok=True)
-    for path in files:
-        shutil.copyfile(path, Path(out) / CALIBRATION / path.name)
+    notes = Path(source) / NOTES
+    for path in [*files, *([notes] if notes.is_file() and not notes.is_symlink() else [])]:
+        shutil.copyfile(path, Path(out) / path.relative_to(source))
 
 
 def check_output(out: Path) -> None:
