@@ -1,7 +1,8 @@
 """The benchbackcompat command: run a benchmark, list what is installed, inspect and publish results.
 
 One module per command or group (``run``; ``list`` and ``describe``; ``status``, ``show``, ``compare`` and
-``export``; ``leaderboard``; ``calibrate``; ``validate`` and ``new-method``): each adds its parser and handler.
+``export``; ``pack`` and ``unpack``; ``leaderboard``; ``calibrate``; ``validate`` and ``new-method``): each adds its
+parser and handler.
 """
 from __future__ import annotations
 
@@ -10,12 +11,12 @@ import functools
 import logging
 import sys
 
-from benchbackcompat.cli import calibrate, listing, plugins, publish, run, stored
+from benchbackcompat.cli import calibrate, listing, packing, plugins, publish, run, stored
 from benchbackcompat.cli.options import Parser, logging_options
 from benchbackcompat.errors import BenchError
 from benchbackcompat.runtime.interrupts import Terminated
 
-COMMANDS = (run, listing, stored, publish, calibrate, plugins)  # in the order `--help` lists their commands
+COMMANDS = (run, listing, stored, packing, publish, calibrate, plugins)  # in the order `--help` lists their commands
 
 
 def build_parser() -> argparse.ArgumentParser:

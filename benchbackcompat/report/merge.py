@@ -19,10 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchbackcompat.errors import BenchError
 from benchbackcompat.record import CellRecord, parse_record
 from benchbackcompat.report.provenance import Verification
-from benchbackcompat.store import ResultStore
+from benchbackcompat.store.packing import results_kind, stored_records
 
 SELECTION_OUTCOME = ("selected", "note", "grid_size", "points", "grid_seconds")  # what a grid search saw, not how it ran
 STATUS_PRIORITY = {"finished": 0, "diverged": 1, "not-applicable": 2, "failed": 3}
@@ -91,11 +90,11 @@ def merge_records(sources: Iterable[tuple[str, Iterable[CellRecord | dict[str, A
 
 
 def read_results(roots: list[Path]) -> Merged:
-    """Every record under ``roots`` (in priority order), merged; an error if a root holds no results."""
+    """Every record under ``roots`` (results folders or packed stores, in priority order), merged; an error if a root
+    holds no results."""
     for root in roots:
-        if not (Path(root) / "cells").is_dir():
-            raise BenchError(f"no results in {root} (no cells/ folder); run `benchbackcompat run --out {root}` first")
-    return merge_records((str(root), ResultStore(root).records()) for root in roots)
+        results_kind(root)
+    return merge_records((str(root), stored_records(root)) for root in roots)
 
 
 def _priority(record: CellRecord) -> int:

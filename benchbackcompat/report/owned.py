@@ -1,9 +1,9 @@
 """Which files of a leaderboard folder the renderer wrote, so that a new rendering replaces and removes only those.
 
 A rendering leaves a manifest, ``.leaderboard-files.json``: its generator's name and every file it wrote. A folder is
-rendered into only when it holds such a manifest, when it is empty (results folders kept inside it aside), or when it
-is a rendering of a version from before manifests (recognised by its ``leaderboard.json``, whose files are found as
-that version named them); any other folder (a docs folder, a home folder) is refused in one line, and no file that a
+rendered into only when it holds such a manifest, when it is empty (results folders and packed stores kept inside it
+aside), or when it is a rendering of a version from before manifests (recognised by its ``leaderboard.json``, whose
+files are found as that version named them); any other folder (a docs folder, a home folder) is refused in one line, and no file that a
 rendering cannot prove it wrote is replaced or deleted. The manifest is rewritten to name the earlier and the new
 files before the new ones are moved in, and to name the new ones only after the earlier ones are removed, so a
 rendering killed in between leaves nothing the next one does not know it wrote.
@@ -17,6 +17,7 @@ from pathlib import Path, PurePosixPath
 from benchbackcompat.errors import BenchError
 from benchbackcompat.runtime.files import read_regular
 from benchbackcompat.store.checkpoint import atomic_write_bytes
+from benchbackcompat.store.columnar import is_packed
 
 MANIFEST = ".leaderboard-files.json"
 GENERATOR = "benchbackcompat leaderboard"
@@ -30,7 +31,7 @@ def owned_files(out: Path, legacy: Callable[[Path], set[Path]], stage_prefix: st
     if named is not None:
         return named
     foreign = [entry.name for entry in sorted(out.iterdir()) if not entry.name.startswith(stage_prefix)
-               and not (entry.is_dir() and not entry.is_symlink() and (entry / "cells").is_dir())]
+               and not (entry.is_dir() and not entry.is_symlink() and ((entry / "cells").is_dir() or is_packed(entry)))]
     if not foreign:
         return set()
     if legacy_rendering(out):

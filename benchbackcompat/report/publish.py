@@ -20,6 +20,7 @@ from benchbackcompat.runtime.faults import fault_point
 from benchbackcompat.runtime.files import outside
 from benchbackcompat.runtime.terminal import printable
 from benchbackcompat.store.checkpoint import atomic_write_bytes
+from benchbackcompat.store.columnar import MANIFEST as PACKED_MANIFEST, TABLES, is_packed
 from benchbackcompat.store.locks import process_running
 from benchbackcompat.report import figures
 from benchbackcompat.report.upgrade import upgrade_sections
@@ -200,9 +201,9 @@ def left_out_markdown(left_out: Sequence[tuple[CellRecord, str]]) -> str:
 
 
 def readme_markdown(pages: list[Page], merged: Merged, command: str, date: str, runs: list[str],
-                    stored: Sequence[tuple[str, str]] = (), claims: bool = False) -> str:
-    """The index. ``stored``: (folder relative to the index, its own README's body) for every results folder kept
-    inside the leaderboard folder; ``claims``: whether a claims page was rendered."""
+                    stored: Sequence[tuple[str, str, bool]] = (), claims: bool = False) -> str:
+    """The index. ``stored``: (folder relative to the index, its own README's body, whether it is a packed store) for
+    every results folder kept inside the leaderboard folder; ``claims``: whether a claims page was rendered."""
     records = [r for page in pages for r in page.records]
     parts = ["# Leaderboard", header_markdown(records, date, merged.verification),
              "Backward-compatible representation learning: after a model update, can queries embedded by the new "
@@ -304,26 +305,31 @@ def readme_markdown(pages: list[Page], merged: Merged, command: str, date: str, 
              "- Training curves are not published (no page reads them): a run writes each cell's curves beside its "
              "record, in `cells/<key>/curves.json.gz` of its results folder, and `benchbackcompat show KEY` summarises "
              "them."]
-    for folder, body in stored:
-        files.append(f"- `{folder}/cells/*/record.json.gz`: the stored results these pages are rendered from, one record "
-                     f"per cell (configuration, versions, matrices, every query's outcome, timings), gzip-compressed JSON "
-                     f"(`gzip -dc` prints one); "
-                     f"`{folder}/calibration/*.json`: the convergence summaries (`benchbackcompat calibrate`) that "
-                     f"the claims page names" + (f"; `{folder}/README.md`: their notes, quoted below." if body else "."))
+    for folder, body, packed in stored:
+        records = (f"`{folder}/{TABLES}/*.parquet` and `{folder}/{PACKED_MANIFEST}`: the stored results these pages "
+                   "are rendered from, a packed store: one Parquet file per scenario, one row per cell (configuration, "
+                   "versions, matrices, every query's outcome, timings); `benchbackcompat unpack "
+                   f"{folder} DIR` writes them back as record files" if packed else
+                   f"`{folder}/cells/*/record.json.gz`: the stored results these pages are rendered from, one record "
+                   "per cell (configuration, versions, matrices, every query's outcome, timings), gzip-compressed JSON "
+                   "(`gzip -dc` prints one)")
+        files.append(f"- {records}; `{folder}/calibration/*.json`: the convergence summaries (`benchbackcompat "
+                     "calibrate`) that the claims page names" + (f"; `{folder}/README.md`: their notes, quoted below."
+                                                                 if body else "."))
     parts.append("\n".join(files))
-    parts += [body for _, body in stored if body]
+    parts += [body for _, body, _ in stored if body]
     return "\n\n".join(parts) + "\n"
 
 
-def stored_folders(out: Path) -> list[tuple[str, str]]:
-    """The results folders kept inside ``out`` (those with ``cells/``), each with the body of its README.md (its
-    description, without the title line; "" when it has none)."""
+def stored_folders(out: Path) -> list[tuple[str, str, bool]]:
+    """The results folders kept inside ``out`` (those with ``cells/``, and packed stores), each with the body of its
+    README.md (its description, without the title line; "" when it has none) and whether it is a packed store."""
     found = []
-    for cells in sorted(out.glob("*/cells")):
-        readme = cells.parent / "README.md"
+    for folder in sorted(p for p in out.glob("*") if p.is_dir() and ((p / "cells").is_dir() or is_packed(p))):
+        readme = folder / "README.md"
         text = readme.read_text(encoding="utf-8") if readme.is_file() else ""
         body = text.split("\n", 1)[1] if text.startswith("# ") else text
-        found.append((cells.parent.name, body.strip()))
+        found.append((folder.name, body.strip(), is_packed(folder)))
     return found
 
 

@@ -44,13 +44,12 @@ def read_records(paths: Paths) -> list[CellRecord]:
     """The records under one or several results directories, merged (see ``report.merge``), each with its
     ``source`` directory; unfinished cells included."""
     from benchbackcompat.report.merge import merge_records
-    from benchbackcompat.store import ResultStore
+    from benchbackcompat.store.packing import results_kind, stored_records
 
     roots = _roots(paths)
     for root in roots:
-        if not (root / "cells").is_dir():
-            raise BenchError(f"no results in {root} (no cells/ folder); run `benchbackcompat run --out {root}` first")
-    sources = ((str(root), [r.model_copy(update={"source": str(root)}) for r in ResultStore(root).records()])
+        results_kind(root)
+    sources = ((str(root), [r.model_copy(update={"source": str(root)}) for r in stored_records(root)])
                for root in roots)
     return merge_records(sources).records
 

@@ -84,13 +84,31 @@ class ResultStore:
     def _checked_record(self, key: str, path: Path) -> CellRecord | None:
         try:
             record = read_json(path)
-            stored = record.pop("sha256", None) if isinstance(record, dict) else None
-            intact = isinstance(record, dict) and stored == record_checksum(record)
         except OversizedFile as error:
             self._report(path, f"{error}; ignoring it, unread (a run recomputes the cell)")
             return None
         except (OSError, ValueError):
-            record, intact = None, False
+            record = None
+        return self.checked(key, record, path)
+
+    def stored_record(self, key: str) -> dict[str, Any] | None:
+        """The record of cell ``key`` in its stored form (its JSON, checksum included) when :meth:`record` accepts
+        it, else None (unusable ones reported once)."""
+        path = stored_file(self.cell_dir(key), RECORD)
+        try:
+            stored = read_json(path) if path is not None else None
+        except UNPARSABLE:
+            stored = None
+        if not isinstance(stored, dict) or self.record(key) is None:
+            return None
+        return stored
+
+    def checked(self, key: str, record: Any, path: Path) -> CellRecord | None:
+        """``record``, the stored JSON of cell ``key`` read from ``path``, parsed; None when unusable (another format,
+        not matching its checksum, of another cell, malformed, or contradicting itself: ``store.verify``; reported
+        once, so that the cell is recomputed). Pops its ``sha256``."""
+        stored = record.pop("sha256", None) if isinstance(record, dict) else None
+        intact = isinstance(record, dict) and stored == record_checksum(record)
         if intact and record.get("format") == RECORD_FORMAT:
             if record.get("key") != key:
                 self._report(path, f"result {path} belongs to cell {record.get('key')!r}, not to its folder {key!r} "

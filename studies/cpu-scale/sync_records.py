@@ -8,15 +8,19 @@ record file alone: the published records carry no training curves and no models)
 record of the folder (computed by other code, as ``benchbackcompat status`` says) is removed where a current record
 of the same cell replaces it: same label, preset, dataset, hyperparameters and training length. Stale records that
 nothing replaces yet stay unless ``--drop-stale``: the published folder then holds only what its pages show.
+
+The published folder may be a packed store (``benchbackcompat pack``): it is then unpacked into a temporary folder,
+synced there and packed back, which rewrites only the files of the scenarios whose records changed.
 """
 from __future__ import annotations
 
 import json
 import shutil
 import sys
+import tempfile
 from pathlib import Path
 
-from benchbackcompat.tooling import CellRecord, ResultStore, cell_states
+from benchbackcompat.tooling import CellRecord, ResultStore, cell_states, is_packed, pack, unpack
 
 
 def cell_of(record: CellRecord) -> str:
@@ -51,9 +55,21 @@ def sync(run: Path, published: Path, drop_stale: bool = False) -> tuple[int, int
     return copied, removed
 
 
+def sync_into(run: Path, published: Path, drop_stale: bool = False) -> tuple[int, int]:
+    """:func:`sync` into ``published``, a results folder or a packed store."""
+    if not is_packed(published):
+        return sync(run, published, drop_stale)
+    with tempfile.TemporaryDirectory() as folder:
+        unpacked = Path(folder) / "records"
+        unpack(published, unpacked)
+        counts = sync(run, unpacked, drop_stale)
+        pack(unpacked, published)
+    return counts
+
+
 if __name__ == "__main__":
     arguments = [a for a in sys.argv[1:] if a != "--drop-stale"]
     if len(arguments) != 2:
         raise SystemExit(__doc__)
-    copied, removed = sync(Path(arguments[0]), Path(arguments[1]), "--drop-stale" in sys.argv)
+    copied, removed = sync_into(Path(arguments[0]), Path(arguments[1]), "--drop-stale" in sys.argv)
     print(f"copied {copied} records, removed {removed} stale records")

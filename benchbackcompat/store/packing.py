@@ -1,0 +1,91 @@
+"""A results folder packed into a packed store (``store.columnar``) and back: ``benchbackcompat pack`` and ``unpack``.
+
+Packing takes every record the results folder's store accepts (an unusable one is reported and left out), its
+training curves, the calibration summaries and the folder's README.md; models, saved steps and queued cells stay
+behind (a packed store holds what the pages read). Unpacking writes each record back as ``cells/<key>/record.json.gz`` with the JSON it was packed
+from, so the store reads it as before.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+from benchbackcompat.errors import BenchError
+from benchbackcompat.record import CellRecord
+from benchbackcompat.store.columnar import KEY, Cell, is_packed, packed_records, read_store, write_store
+from benchbackcompat.store.packed import read_json, stored_file, write_packed
+from benchbackcompat.store.results import CURVES, RECORD, ResultStore
+
+CALIBRATION = "calibration"  # the calibration summaries (``report.calibration``), copied as they are
+NOTES = "README.md"  # the folder's notes, copied as they are
+
+
+def results_kind(root: Path) -> str:
+    """``"packed"`` for a packed store, ``"folder"`` for a results folder (with ``cells/``); else a one-line error."""
+    if is_packed(root):
+        return "packed"
+    if (Path(root) / "cells").is_dir():
+        return "folder"
+    raise BenchError(f"no results in {root}: neither a results folder (no cells/ folder) nor a packed store (no "
+                     f"packed.json); run `benchbackcompat run --out {root}` first, or pass a store that "
+                     "`benchbackcompat pack` wrote")
+
+
+def stored_records(root: Path) -> Iterator[CellRecord]:
+    """The usable records of a results folder or a packed store (told apart by :func:`results_kind`)."""
+    return packed_records(root) if results_kind(root) == "packed" else ResultStore(root).records()
+
+
+def pack(results: Path, out: Path) -> tuple[int, int]:
+    """Write results folder ``results`` as the packed store ``out``; returns (records packed, record files left out
+    as unusable)."""
+    store = ResultStore(results)
+    cells, left_out = [], 0
+    for key in store.keys():
+        folder = store.cell_dir(key)
+        record = store.stored_record(key)
+        if record is None:
+            left_out += stored_file(folder, RECORD) is not None
+            continue
+        curves_file = stored_file(folder, CURVES)
+        cells.append(Cell(record, read_json(curves_file) if curves_file is not None else None))
+    write_store(out, cells)
+    _copy_beside(results, out)
+    return len(cells), left_out
+
+
+def unpack(packed: Path, out: Path) -> int:
+    """Write the packed store ``packed`` as the results folder ``out``; returns the records written."""
+    store, written = ResultStore(out), 0
+    for path, cell in read_store(packed):
+        key = cell.record.get("key")
+        if not isinstance(key, str) or not KEY.fullmatch(key):
+            raise BenchError(f"{path} holds a record whose key {key!r} is not a cell folder's name; pack the results "
+                             "folder again with `benchbackcompat pack`")
+        folder = store.cell_dir(key)
+        folder.mkdir(parents=True, exist_ok=True)
+        if cell.curves is not None:
+            write_packed(folder, CURVES, json.dumps(cell.curves, separators=(",", ":")))
+        write_packed(folder, RECORD, json.dumps(cell.record, indent=1))
+        written += 1
+    _copy_beside(packed, out)
+    return written
+
+
+def _copy_beside(source: Path, out: Path) -> None:
+    """Copy what a store keeps beside its records as it is: the calibration summaries and the folder's README.md (its
+    notes, which a leaderboard index that keeps the folder quotes)."""
+    files = sorted(p for p in (Path(source) / CALIBRATION).glob("*.json") if p.is_file() and not p.is_symlink())
+    if files:
+        (Path(out) / CALIBRATION).mkdir(parents=True, exist_ok=True)
+    notes = Path(source) / NOTES
+    for path in [*files, *([notes] if notes.is_file() and not notes.is_symlink() else [])]:
+        shutil.copyfile(path, Path(out) / path.relative_to(source))
+
+
+def check_output(out: Path) -> None:
+    """Refuse (one line) an output that exists and is not an empty folder."""
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise BenchError(f"{out} exists and is not an empty folder; give a new or empty output folder")
