@@ -114,8 +114,11 @@ def test_a_log_file_that_cannot_be_written_is_one_line(tmp_path):
 
 def test_show_of_a_missing_results_directory_fails_in_one_line(tmp_path, capsys):
     assert main(["show", "--results", str(tmp_path / "missing")]) == 2
-    assert capsys.readouterr().err == f"error: no results in {tmp_path / 'missing'}; pass the results directory of a " \
-                                      "run with --results DIR\n"
+    missing = tmp_path / "missing"
+    assert capsys.readouterr().err == (
+        f"error: no results in {missing}: neither a results folder (no cells/ folder) nor a packed store (no "
+        f"packed.json); run `benchbackcompat run --out {missing}` first, or pass a store that `benchbackcompat pack` "
+        "wrote\n")
 
 
 def test_list_scenarios_and_show_do_not_import_torch(tmp_path):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import gzip
 import json
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -182,3 +183,19 @@ def test_a_record_edited_in_the_packed_store_is_left_out_as_in_a_folder(folder, 
     keys_read = set(benchbackcompat.load_results(store_dir)["key"])
     assert "outcomes1" in keys_read and "outcomes0" not in keys_read
     assert "outcomes0" in caplog.text and "does not match its checksum" in caplog.text
+
+
+def test_status_and_show_read_a_packed_store_as_its_folder(folder, tmp_path, capsys):
+    """``status`` and ``show`` print the same for the packed store as for the folder it was packed from (they read
+    it unpacked into a temporary folder, removed afterwards)."""
+    store_dir = packed(folder, tmp_path / "packed")
+    capsys.readouterr()
+    unpacked_before = set(Path(tempfile.gettempdir()).glob("bbc-unpacked-*"))
+    key = next(p.name for p in (folder / "cells").iterdir())
+    outputs = []
+    for root in (folder, store_dir):
+        for command in (["status", "--all"], ["show"], ["show", key]):
+            assert main([*command, "--results", str(root)]) == 0
+            outputs.append(capsys.readouterr().out.replace(str(root), "ROOT"))
+    assert outputs[:3] == outputs[3:] and key in outputs[2]
+    assert set(Path(tempfile.gettempdir()).glob("bbc-unpacked-*")) == unpacked_before  # the unpacked copies are gone

@@ -51,17 +51,26 @@ def cmd_status(args: argparse.Namespace) -> int:
 
     from benchbackcompat.execution.request import split_list
 
-    print(render_status(args.results, scenarios=tuple(split_list(args.scenario)),
-                        methods=tuple(split_list(args.methods)), limit=None if args.all else STATUS_ROWS))
+    from benchbackcompat.store.packing import results_folder
+
+    with results_folder(args.results) as folder:
+        print(render_status(folder, scenarios=tuple(split_list(args.scenario)),
+                            methods=tuple(split_list(args.methods)), limit=None if args.all else STATUS_ROWS))
     return 0
 
 
 def cmd_show(args: argparse.Namespace) -> int:
+    from benchbackcompat.store.packing import results_folder
+
+    with results_folder(args.results) as folder:
+        return _show(args, folder)
+
+
+def _show(args: argparse.Namespace, folder: Path) -> int:
+    """``show`` on the results folder ``folder`` (``args.results`` itself, or the packed store unpacked)."""
     from benchbackcompat.store import ResultStore
 
-    if not (args.results / "cells").is_dir():
-        raise BenchError(f"no results in {args.results}; pass the results directory of a run with --results DIR")
-    store = ResultStore(args.results)
+    store = ResultStore(folder)
     cells = StoredCells.of(store)
     if not args.cell:
         echo(cells.listing() or f"no results in {args.results}")

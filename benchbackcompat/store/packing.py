@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import json
 import shutil
+import tempfile
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from benchbackcompat.errors import BenchError
@@ -36,6 +38,18 @@ def results_kind(root: Path) -> str:
 def stored_records(root: Path) -> Iterator[CellRecord]:
     """The usable records of a results folder or a packed store (told apart by :func:`results_kind`)."""
     return packed_records(root) if results_kind(root) == "packed" else ResultStore(root).records()
+
+
+@contextmanager
+def results_folder(root: Path) -> Iterator[Path]:
+    """``root`` as a results folder: itself, or a packed store unpacked into a temporary folder (removed on exit), for
+    the commands that read a folder's cells one by one (``status``, ``show``)."""
+    if results_kind(root) == "folder":
+        yield Path(root)
+        return
+    with tempfile.TemporaryDirectory(prefix="bbc-unpacked-") as folder:
+        unpack(root, Path(folder))
+        yield Path(folder)
 
 
 def pack(results: Path, out: Path) -> tuple[int, int]:
