@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import math
-import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -13,7 +12,9 @@ import pytest
 from pandas.api.types import is_bool_dtype, is_numeric_dtype
 
 from benchbackcompat.cli import main
-from benchbackcompat.store import ResultStore
+from benchbackcompat.store.columnar import read_store
+from benchbackcompat.store.packed import write_packed
+from benchbackcompat.store.results import RECORD
 
 RECORDS = Path(__file__).resolve().parents[1] / "leaderboard" / "records"
 LEADERBOARD_NUMBERS = ["mean", "std", "ci_low", "ci_high", "n", "seeds", "minutes_per_cell", "rank"]
@@ -21,13 +22,14 @@ LEADERBOARD_NUMBERS = ["mean", "std", "ci_low", "ci_high", "n", "seeds", "minute
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory) -> Path:
-    """A results folder of published cells: `both` at its 4,000-step floor, hbct (P_com gated) and l2, three seeds."""
+    """A results folder of published cells (the packed store's rows written out as record files): `both` at its
+    4,000-step floor, hbct (P_com gated) and l2, three seeds."""
     root = tmp_path_factory.mktemp("records")
-    chosen = [r for r in ResultStore(RECORDS).records() if r.scenario == "both" and r.method in ("hbct", "l2")
-              and r.config["train"].get("min_steps") == 4000]
+    chosen = [cell for _, cell in read_store(RECORDS) if cell.record["scenario"] == "both"
+              and cell.record["method"] in ("hbct", "l2") and cell.record["config"]["train"].get("min_steps") == 4000]
     assert len(chosen) >= 4, "the published records changed: choose other cells"
-    for record in chosen:
-        shutil.copytree(RECORDS / "cells" / record.key, root / "cells" / record.key)
+    for cell in chosen:
+        write_packed(root / "cells" / cell.record["key"], RECORD, json.dumps(cell.record, indent=1))
     return root
 
 
