@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from benchbackcompat.cli import main
-from benchbackcompat.metrics import live
+from benchbackcompat import evaluations
 from benchbackcompat.report.grouping import build_tables
 from benchbackcompat.report.ranking import best_ids
 from benchbackcompat.report.table_data import Stat
@@ -35,11 +35,11 @@ def test_live_values_by_hand():
     backfill = {"pairs": [{"old": 0, "new": 1, "fractions": [0.0, 0.5, 1.0],
                            "curves": {"cmc@1": {"random": [70.0, 60.0, 82.0]}}, "auc": {"cmc@1": {"random": 68.0}}}]}
     index = {"matrices": {"flat": {"cmc@1": [[74.0, None], [68.0, 82.0]]}}}
-    found = live.values(backfill, index, matrix, "cmc@1")
+    found = evaluations.statistics(SimpleNamespace(backfill=backfill, index=index, matrices={"cmc@1": matrix}), "cmc@1")
     # lowest point 60 at 50% refreshed, 15 points below the old self-test 75; index: 70 - 68, ((75-74) + 0) / 2
     assert found == {"auc_random": 68.0, "dip_random": -15.0, "dip_at_random": 50.0, "gap_cross_flat": 2.0,
                      "gap_self_flat": 0.5}
-    assert live.values(None, None, matrix, "cmc@1") == {}
+    assert evaluations.statistics(SimpleNamespace(backfill=None, index=None, matrices={"cmc@1": matrix}), "cmc@1") == {}
 
 
 def _curve_record(label: str, seed: int, dip: float) -> SimpleNamespace:

@@ -22,7 +22,7 @@ from benchbackcompat.execution.request import RunConfig, RunRequest
 from benchbackcompat.scenarios.kinds import NamedScenario
 from benchbackcompat.errors import BenchError, UnknownNameError
 from benchbackcompat.overrides import MAX_DEPTH, depth, nested, parse_override
-from benchbackcompat.execution.request import SMOKE_DATA, SMOKE_TRAIN, split_list  # noqa: F401  (split_list: benchmarks)
+from benchbackcompat.execution.request import SMOKE_DATA, SMOKE_TRAIN
 from benchbackcompat.execution.selection import DEFAULT_GRID, parse_grid_option
 
 PRESET_ENV = "BENCHBACKCOMPAT_PRESETS"

@@ -62,12 +62,6 @@ def index_values(index: dict[str, Any] | None, matrix: Matrix | None, metric: st
     return found
 
 
-def values(backfill: dict[str, Any] | None, index: dict[str, Any] | None, matrix: Matrix | None,
-           metric: str) -> dict[str, float]:
-    """Every live-gallery statistic of ``metric`` the record holds (:func:`backfill_values`, :func:`index_values`)."""
-    return {**backfill_values(backfill, matrix, metric), **index_values(index, matrix, metric)}
-
-
 def _entry(matrix: Matrix | None, t: int, k: int) -> float | None:
     try:
         value = matrix[t][k] if matrix is not None else None

@@ -17,7 +17,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
-from benchbackcompat.metrics import live
+from benchbackcompat import evaluations
 from benchbackcompat.record import CellRecord, FinishedRecord, parse_record
 from benchbackcompat.report.columns import columns_for
 from benchbackcompat.report.ranking import rank_rows
@@ -225,7 +225,7 @@ def _table(records: list[CellRecord], variant: str, data: str = "") -> Table:
     metrics = list(dict.fromkeys(m for r in records if isinstance(r, FinishedRecord) for m in r.metrics))
     metrics = metrics or list(first.config.get("metrics", []))
     held = {(m, key) for r in records if isinstance(r, FinishedRecord) for m in metrics
-            for key in live.values(r.backfill, r.index, r.matrices.get(m), m)}
+            for key in evaluations.statistics(r, m)}
     columns = columns_for(first.kind, metrics, held)
     rows = _rows(records)
     for row in rows:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchbackcompat.errors import BenchError
 from benchbackcompat.record import CellRecord, parse_record
 from benchbackcompat.report.provenance import Verification
 from benchbackcompat.store.packing import results_kind, stored_records

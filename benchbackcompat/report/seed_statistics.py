@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from benchbackcompat import evaluations
 from benchbackcompat.errors import BenchError
 from benchbackcompat.metrics import bootstrap, flips, live, outcomes
 from benchbackcompat.record import FinishedRecord
@@ -95,7 +96,7 @@ def _metric_value(record: FinishedRecord, metric: str, key: str, flip_rates: dic
         value = flip_rates.get(key)
         return value if value is not None and math.isfinite(value) else None
     if key in live.KEYS:
-        return live.values(record.backfill, record.index, record.matrices.get(metric), metric).get(key)
+        return evaluations.statistics(record, metric).get(key)
     if key == "gain":  # the update P_com divides by: the independent new model's self-test minus the old self-test
         new, old = summary.reference_self, summary.old_self
         return None if new is None or old is None else float(new) - float(old)

@@ -26,13 +26,14 @@ from benchbackcompat.config import (
     TrainConfig,
     Trait,
 )
+from benchbackcompat import evaluations
 from benchbackcompat.errors import BenchError
 from benchbackcompat.scenarios.steps import Pretrained, Step, equal_increments
 
 
 def _without_unset_options(data: dict[str, Any]) -> dict[str, Any]:
     """Without the evaluation options the dump, and so every key hashed from it, is what it was before they existed."""
-    for option in ("backfill", "index"):
+    for option in evaluations.NAMES:
         if data.get(option) is None:
             data.pop(option, None)
     return data
@@ -58,7 +59,7 @@ class ScenarioBase(StrictModel):
     statistics: ClassVar[tuple[str, ...]] = ("AC", "AA", "ACA")  # the leaderboard's statistics per retrieval metric
     ranking: ClassVar[tuple[str, str]] = ("AC", "AA")  # the primary statistic of the kind, then its tie-breaker
     example: ClassVar[dict[str, Any]] = {}  # the kind's options of a tiny instance (testing.scenarios)
-    untrained_fields: ClassVar[tuple[str, ...]] = ("description", "metrics", "verification_pairs", "backfill", "index")  # training never reads them
+    untrained_fields: ClassVar[tuple[str, ...]] = ("description", "metrics", "verification_pairs", *evaluations.NAMES)  # training never reads them
 
     @model_validator(mode="after")
     def _options_evaluable(self) -> Self:

@@ -78,7 +78,7 @@ def _open_lock(path: Path) -> int:
     fix = "remove it (a lock file is recreated when needed)"
     try:
         fd = os.open(path, flags, 0o644)
-    except OSError as error:
+    except OSError:
         if os.path.islink(path):
             raise BenchError(f"lock {path} is a link to {os.path.realpath(path)}; refusing to write through it: {fix}") \
                 from None

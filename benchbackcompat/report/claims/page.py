@@ -322,7 +322,7 @@ def claim_section(judgement: Judgement, preset: str = "") -> str:
              (f": {escape(judgement.reason)}" if judgement.reason else "") +
              (f"  \nLonger stored runs: {escape(judgement.deciding.longer)}."
               if judgement.deciding and judgement.deciding.longer else "")]
-    lines += [f"Category moves: " + "; ".join(f"{m.date} ({m.commit or 'this revision'}): {escape(m.before)} → "
+    lines += ["Category moves: " + "; ".join(f"{m.date} ({m.commit or 'this revision'}): {escape(m.before)} → "
                                                f"{escape(m.after)}, {escape(m.why)}" for m in claim.moved)] * bool(claim.moved)
     lines += [finding_markdown(claim, f) for f in judgement.findings]
     return "\n\n".join(lines)
