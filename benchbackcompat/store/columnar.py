@@ -178,8 +178,10 @@ def table_bytes(cells: list[Cell], removed: list[Any] | None = None) -> bytes:
     info = {"version": VERSION, "json_columns": json_columns, "removed": list(removed or [])}
     metadata = {METADATA: json.dumps(info).encode()}
     sink = io.BytesIO()
+    # no column statistics: a binary column's would repeat its smallest and largest value (a part of one record
+    # would hold its per-query outcomes about twice)
     pq.write_table(pa.table(columns).replace_schema_metadata(metadata), sink, compression="zstd",
-                   compression_level=19)
+                   compression_level=19, write_statistics=False)
     return sink.getvalue()
 
 
