@@ -46,7 +46,7 @@ FORMAT, VERSION = "benchbackcompat packed results", 2
 READS = (1, VERSION)  # the format versions this reader takes
 MANIFEST, TABLES = "packed.json", "scenarios"
 METADATA = b"benchbackcompat"  # the file's key-value metadata: {"version", "json_columns", "removed"}
-PART = re.compile(r"[0-9]{5}")  # a part's file name (without ``.parquet``): its place in the scenario's sequence
+PART = re.compile(r"[0-9]{5,}")  # a part's file name (without ``.parquet``): its place in the scenario's sequence
 STORE_COLUMNS = ("record_fields", "blob_path", "blob_encoding", "blob_n", "blob_data", "cell_curves")
 BLOB = ["encoding", "n", "data"]
 SCALARS = ((bool, pa.bool_()), (int, pa.int64()), (float, pa.float64()), (str, pa.string()))
@@ -98,7 +98,8 @@ def append_store(root: Path, cells: Iterable[Cell]) -> tuple[int, int, list[Path
     for name in sorted(by_name.keys() | held.keys()):
         old = {ident: cell for ident, (_, cell) in held.get(name, {}).items()}
         ids = {_json(cell.record.get("key")): cell for cell in by_name.get(name, [])}
-        changed = [cell for ident, cell in ids.items() if ident not in old or _fingerprint(old[ident]) != _fingerprint(cell)]
+        changed = [cell for ident, cell in ids.items()
+                   if ident not in old or _fingerprint(old[ident]) != _fingerprint(cell)]
         gone = [old[ident].record.get("key") for ident in sorted(old.keys() - ids.keys())]
         if changed or gone:
             number = 1 + max((int(p.stem) for p in _parts(folder / name)), default=-1)
@@ -138,7 +139,7 @@ def _part_file(number: int) -> str:
 
 def _parts(directory: Path) -> list[Path]:
     """A scenario's parts, in order."""
-    return sorted(p for p in directory.glob("*.parquet") if PART.fullmatch(p.stem))
+    return sorted((p for p in directory.glob("*.parquet") if PART.fullmatch(p.stem)), key=lambda p: int(p.stem))
 
 
 def _tables_folder(root: Path, scenario: str | None = None) -> Path:
