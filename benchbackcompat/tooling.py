@@ -41,7 +41,7 @@ from benchbackcompat.report.merge import read_results
 from benchbackcompat.report.upgrade import seed_interval
 from benchbackcompat.results.status import cell_states
 from benchbackcompat.store.columnar import is_packed
-from benchbackcompat.store.packing import pack, unpack
+from benchbackcompat.store.packing import append, pack, unpack
 
 __all__ = [
     "PRETRAIN_SEED", "Acceleration", "AutoPrecision", "CellRunner", "FeatureBank", "Measurement", "ModelFeatures",
@@ -75,7 +75,7 @@ def plan_grid(preset: str, scenarios: str | Sequence[str], methods: str | Sequen
 
 # --- for the study scripts (studies/): stored records and a cell's features --------------------------------------
 __all__ += [
-    "CellRecord", "FinishedRecord", "area_under_curve", "build_tables", "cell_backfill_curves", "cell_features",
+    "CellRecord", "FinishedRecord", "append", "area_under_curve", "build_tables", "cell_backfill_curves", "cell_features",
     "cell_states", "class_balanced_order", "fine_tuning_gain", "is_packed", "own_class_similarity", "pack",
     "parse_seeds", "read_records", "refresh_counts", "refresh_orders", "seed_interval", "sign_flip_p", "unpack",
 ]

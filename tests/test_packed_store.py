@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import gzip
 import json
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -92,10 +93,11 @@ def test_pack_then_unpack_gives_back_every_record_file(folder, tmp_path, capsys)
 
 def test_the_packed_files_hold_one_row_per_record_and_the_outcomes_as_bytes(folder, tmp_path):
     store_dir = packed(folder, tmp_path / "packed")
-    assert json.loads((store_dir / "packed.json").read_text()) == {"format": "benchbackcompat packed results", "version": 1}
-    assert sorted(p.name for p in (store_dir / "scenarios").iterdir()) == ["ext-class.parquet", "multi-step.parquet"]
-    table = pq.read_table(store_dir / "scenarios" / "ext-class.parquet")
-    assert json.loads(table.schema.metadata[b"benchbackcompat"])["version"] == 1
+    assert json.loads((store_dir / "packed.json").read_text()) == {"format": "benchbackcompat packed results", "version": 2}
+    assert sorted(str(p.relative_to(store_dir / "scenarios")) for p in (store_dir / "scenarios").rglob("*")) == [
+        "ext-class", "ext-class/00000.parquet", "multi-step", "multi-step/00000.parquet"]
+    table = pq.read_table(store_dir / "scenarios" / "ext-class" / "00000.parquet")
+    assert json.loads(table.schema.metadata[b"benchbackcompat"])["version"] == 2
     assert table.schema.field("blob_data").type == pa.list_(pa.binary())
     assert table.schema.field("seed").type == pa.int64() and table.schema.field("label").type == pa.string()
     rows = {row["key"]: row for row in table.to_pylist()}
@@ -154,24 +156,28 @@ def test_bad_input_is_refused_in_one_line(folder, tmp_path, capsys):
              (["pack", str(folder), str(store_dir)], "exists and is not an empty folder"),
              (["pack", str(store_dir), str(tmp_path / "x")], "is already a packed store"),
              (["unpack", str(folder), str(tmp_path / "x")], "is a results folder, not a packed store"),
-             (["leaderboard", "--results", str(tmp_path / "none")], "no results in")]
+             (["leaderboard", "--results", str(tmp_path / "none")], "no results in"),
+             (["pack", str(folder), str(tmp_path / "x"), "--append"], "is not a packed store to append to"),
+             (["pack", str(folder), "--compact"], "is a results folder, not a packed store"),
+             (["pack", str(store_dir), str(tmp_path / "x"), "--compact"], "takes no output folder"),
+             (["pack", str(folder)], "needs the packed store to write")]
     for argv, message in cases:
         assert main(argv) == 2, argv
         err = capsys.readouterr().err
         assert message in err and err.count("\n") == 1, err
     assert not (tmp_path / "x").exists()
     (store_dir / "packed.json").write_text('{"format": "benchbackcompat packed results", "version": 99}')
-    with pytest.raises(BenchError, match="format version 99; this benchbackcompat reads version 1"):
+    with pytest.raises(BenchError, match="format version 99; this benchbackcompat reads versions 1 to 2"):
         benchbackcompat.load_results(store_dir)
-    (store_dir / "packed.json").write_text('{"format": "benchbackcompat packed results", "version": 1}')
-    (store_dir / "scenarios" / "multi-step.parquet").write_bytes(b"PAR1 not a table")
-    with pytest.raises(BenchError, match="multi-step.parquet is not a table of a packed store"):
+    (store_dir / "packed.json").write_text('{"format": "benchbackcompat packed results", "version": 2}')
+    (store_dir / "scenarios" / "multi-step" / "00000.parquet").write_bytes(b"PAR1 not a table")
+    with pytest.raises(BenchError, match="multi-step/00000.parquet is not a table of a packed store"):
         benchbackcompat.load_results(store_dir)
 
 
 def test_a_record_edited_in_the_packed_store_is_left_out_as_in_a_folder(folder, tmp_path, caplog):
     store_dir = packed(folder, tmp_path / "packed")
-    path = store_dir / "scenarios" / "ext-class.parquet"
+    path = store_dir / "scenarios" / "ext-class" / "00000.parquet"
     table = pq.read_table(path)
     matrices = table.column("matrices").to_pylist()
     keys = table.column("key").to_pylist()
@@ -199,3 +205,102 @@ def test_status_and_show_read_a_packed_store_as_its_folder(folder, tmp_path, cap
             outputs.append(capsys.readouterr().out.replace(str(root), "ROOT"))
     assert outputs[:3] == outputs[3:] and key in outputs[2]
     assert set(Path(tempfile.gettempdir()).glob("bbc-unpacked-*")) == unpacked_before  # the unpacked copies are gone
+
+
+def synced(folder: Path, out: Path) -> Path:
+    """A copy of ``folder`` as a sync leaves it: two new records (ext-class), outcome record 0 replaced by one of
+    another label (its checksum recomputed by the store), the fixture's first multi-step record removed, the notes
+    changed and the calibration summary removed."""
+    shutil.copytree(folder, out)
+    new = outcome_record(0) | {"label": "ext-class/l2/seed0-again"}
+    store(out, [outcome_record(2), outcome_record(3), new])
+    gone = next(r["key"] for r in fixture_records() if r["scenario"] == "multi-step")
+    shutil.rmtree(out / "cells" / gone)
+    (out / "README.md").write_text("# Stored results\n\nNotes, edited.\n")
+    (out / "calibration" / "p.json").unlink()
+    return out
+
+
+def test_append_writes_only_the_new_changed_and_removed_records_and_unpacks_to_the_synced_folder(folder, tmp_path,
+                                                                                                   capsys):
+    store_dir = packed(folder, tmp_path / "packed")
+    before = files(store_dir)
+    after = synced(folder, tmp_path / "synced")
+    capsys.readouterr()
+    assert main(["pack", str(after), str(store_dir), "--append"]) == 0
+    assert capsys.readouterr().out.startswith(f"appended 3 new or changed records and 1 removals of {after}")
+    added = {name: data for name, data in files(store_dir).items() if before.get(name) != data}
+    assert sorted(added) == ["README.md", "scenarios/ext-class/00001.parquet", "scenarios/multi-step/00001.parquet"]
+    assert all(files(store_dir)[name] == data for name, data in before.items() if name.startswith("scenarios/"))
+    part = pq.read_table(store_dir / "scenarios" / "ext-class" / "00001.parquet")
+    assert part.column("key").to_pylist() == ["outcomes0", "outcomes2", "outcomes3"]
+    assert json.loads(part.schema.metadata[b"benchbackcompat"])["removed"] == []
+    removal = pq.read_table(store_dir / "scenarios" / "multi-step" / "00001.parquet")
+    gone = next(r["key"] for r in fixture_records() if r["scenario"] == "multi-step")
+    assert removal.num_rows == 0 and json.loads(removal.schema.metadata[b"benchbackcompat"])["removed"] == [gone]
+    # a run adds about its own records' bytes (three records of 37 queries) and leaves the earlier parts as they are
+    assert len(added["scenarios/ext-class/00001.parquet"]) < 8_000  # ~6 kB of it schema and footer, whatever the rows
+    assert main(["unpack", str(store_dir), str(tmp_path / "back")]) == 0
+    assert files(tmp_path / "back") == files(after)  # byte for byte: the replaced record, the removal, the notes
+    frame = benchbackcompat.load_results(store_dir)
+    assert set(frame.loc[frame["key"] == "outcomes0", "label"]) == {"ext-class/l2/seed0-again"}  # the later part wins
+
+
+def test_a_second_append_with_nothing_new_writes_nothing(folder, tmp_path, capsys):
+    store_dir = packed(folder, tmp_path / "packed")
+    after = synced(folder, tmp_path / "synced")
+    assert main(["pack", str(after), str(store_dir), "--append"]) == 0
+    held = files(store_dir)
+    capsys.readouterr()
+    assert main(["pack", str(after), str(store_dir), "--append"]) == 0
+    assert "appended 0 new or changed records and 0 removals" in capsys.readouterr().out
+    assert files(store_dir) == held
+
+
+def test_a_later_part_re_adds_a_removed_record(folder, tmp_path):
+    store_dir = packed(folder, tmp_path / "packed")
+    shutil.copytree(folder, tmp_path / "less")
+    shutil.rmtree(tmp_path / "less" / "cells" / "outcomes1")
+    assert main(["pack", str(tmp_path / "less"), str(store_dir), "--append"]) == 0
+    assert "outcomes1" not in set(benchbackcompat.load_results(store_dir)["key"])
+    assert main(["pack", str(folder), str(store_dir), "--append"]) == 0
+    assert main(["unpack", str(store_dir), str(tmp_path / "back")]) == 0
+    assert files(tmp_path / "back") == files(folder)
+    assert sorted(p.name for p in (store_dir / "scenarios" / "ext-class").iterdir()) == [
+        "00000.parquet", "00001.parquet", "00002.parquet"]
+
+
+def test_compact_rewrites_the_parts_as_a_fresh_pack_of_the_same_folder(folder, tmp_path, capsys):
+    store_dir = packed(folder, tmp_path / "packed")
+    after = synced(folder, tmp_path / "synced")
+    assert main(["pack", str(after), str(store_dir), "--append"]) == 0
+    capsys.readouterr()
+    assert main(["pack", str(store_dir), "--compact"]) == 0
+    assert capsys.readouterr().out == f"compacted {store_dir}: 15 records, one part per scenario\n"
+    assert files(store_dir) == files(packed(after, tmp_path / "fresh"))
+
+
+def as_version_1(store_dir: Path) -> Path:
+    """``store_dir`` rewritten by hand as a version-1 store: one file per scenario under scenarios/, its metadata
+    and the manifest of version 1."""
+    for part in sorted((store_dir / "scenarios").glob("*/00000.parquet")):
+        table = pq.read_table(part)
+        info = json.loads(table.schema.metadata[b"benchbackcompat"])
+        old = {b"benchbackcompat": json.dumps({"version": 1, "json_columns": info["json_columns"]}).encode()}
+        pq.write_table(table.replace_schema_metadata(old), store_dir / "scenarios" / f"{part.parent.name}.parquet",
+                       compression="zstd")
+        shutil.rmtree(part.parent)
+    (store_dir / "packed.json").write_text('{"format": "benchbackcompat packed results", "version": 1}')
+    return store_dir
+
+
+def test_a_version_1_store_still_reads_and_compacts_to_version_2(folder, tmp_path, capsys):
+    store_dir = as_version_1(packed(folder, tmp_path / "packed"))
+    assert sorted(p.name for p in (store_dir / "scenarios").iterdir()) == ["ext-class.parquet", "multi-step.parquet"]
+    assert main(["unpack", str(store_dir), str(tmp_path / "back")]) == 0
+    assert files(tmp_path / "back") == files(folder)
+    capsys.readouterr()
+    assert main(["pack", str(folder), str(store_dir), "--append"]) == 2
+    assert "format version 1 (one file per scenario)" in capsys.readouterr().err
+    assert main(["pack", str(store_dir), "--compact"]) == 0
+    assert files(store_dir) == files(packed(folder, tmp_path / "fresh"))

@@ -307,7 +307,7 @@ def readme_markdown(pages: list[Page], merged: Merged, command: str, date: str, 
              "them."]
     for folder, body, packed in stored:
         records = (f"`{folder}/{TABLES}/*.parquet` and `{folder}/{PACKED_MANIFEST}`: the stored results these pages "
-                   "are rendered from, a packed store: one Parquet file per scenario, one row per cell (configuration, "
+                   "are rendered from, a packed store: Parquet parts per scenario, one row per cell (configuration, "
                    "versions, matrices, every query's outcome, timings); `benchbackcompat unpack "
                    f"{folder} DIR` writes them back as record files" if packed else
                    f"`{folder}/cells/*/record.json.gz`: the stored results these pages are rendered from, one record "

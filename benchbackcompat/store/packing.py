@@ -1,9 +1,12 @@
-"""A results folder packed into a packed store (``store.columnar``) and back: ``benchbackcompat pack`` and ``unpack``.
+"""A results folder packed into a packed store (``store.columnar``) and back: ``benchbackcompat pack`` (``--append``,
+``--compact``) and ``unpack``.
 
 Packing takes every record the results folder's store accepts (an unusable one is reported and left out), its
 training curves, the calibration summaries and the folder's README.md; models, saved steps and queued cells stay
-behind (a packed store holds what the pages read). Unpacking writes each record back as ``cells/<key>/record.json.gz`` with the JSON it was packed
-from, so the store reads it as before.
+behind (a packed store holds what the pages read). Appending a results folder to a store writes only the records that
+differ from the store's (a new part per scenario); compacting rewrites a store as one part per scenario. Unpacking
+writes each record back as ``cells/<key>/record.json.gz`` with the JSON it was packed from, so the store reads it as
+before.
 """
 from __future__ import annotations
 
@@ -16,7 +19,8 @@ from pathlib import Path
 
 from benchbackcompat.errors import BenchError
 from benchbackcompat.record import CellRecord
-from benchbackcompat.store.columnar import KEY, Cell, is_packed, packed_records, read_store, write_store
+from benchbackcompat.store.columnar import (KEY, Cell, append_store, is_packed, packed_records, read_store,
+                                             write_store)
 from benchbackcompat.store.packed import read_json, stored_file, write_packed
 from benchbackcompat.store.results import CURVES, RECORD, ResultStore
 
@@ -55,6 +59,31 @@ def results_folder(root: Path) -> Iterator[Path]:
 def pack(results: Path, out: Path) -> tuple[int, int]:
     """Write results folder ``results`` as the packed store ``out``; returns (records packed, record files left out
     as unusable)."""
+    cells, left_out = _cells(results)
+    write_store(out, cells)
+    _copy_beside(results, out)
+    return len(cells), left_out
+
+
+def append(results: Path, store: Path) -> tuple[int, int, int, int]:
+    """Make the packed store ``store`` hold what results folder ``results`` holds by appending a part per scenario
+    whose records differ (the new or changed records, the keys removed); returns (records written, records removed,
+    parts written, record files left out as unusable)."""
+    cells, left_out = _cells(results)
+    written, removed, parts = append_store(store, cells)
+    _copy_beside(results, store)
+    return written, removed, len(parts), left_out
+
+
+def compact(store: Path) -> int:
+    """Rewrite the packed store ``store`` as one part per scenario (format version 2); returns the records it holds."""
+    cells = [cell for _, cell in read_store(store)]
+    write_store(store, cells)
+    return len(cells)
+
+
+def _cells(results: Path) -> tuple[list[Cell], int]:
+    """The cells of results folder ``results`` whose records its store accepts, and the record files left out."""
     store = ResultStore(results)
     cells, left_out = [], 0
     for key in store.keys():
@@ -65,9 +94,7 @@ def pack(results: Path, out: Path) -> tuple[int, int]:
             continue
         curves_file = stored_file(folder, CURVES)
         cells.append(Cell(record, read_json(curves_file) if curves_file is not None else None))
-    write_store(out, cells)
-    _copy_beside(results, out)
-    return len(cells), left_out
+    return cells, left_out
 
 
 def unpack(packed: Path, out: Path) -> int:
@@ -89,14 +116,18 @@ def unpack(packed: Path, out: Path) -> int:
 
 
 def _copy_beside(source: Path, out: Path) -> None:
-    """Copy what a store keeps beside its records as it is: the calibration summaries and the folder's README.md (its
-    notes, which a leaderboard index that keeps the folder quotes)."""
+    """Make ``out`` hold what ``source`` keeps beside its records, as it is: the calibration summaries and the folder's
+    README.md (its notes, which a leaderboard index that keeps the folder quotes); ``out``'s others are removed."""
     files = sorted(p for p in (Path(source) / CALIBRATION).glob("*.json") if p.is_file() and not p.is_symlink())
     if files:
         (Path(out) / CALIBRATION).mkdir(parents=True, exist_ok=True)
     notes = Path(source) / NOTES
-    for path in [*files, *([notes] if notes.is_file() and not notes.is_symlink() else [])]:
+    kept = [*files, *([notes] if notes.is_file() and not notes.is_symlink() else [])]
+    for path in kept:
         shutil.copyfile(path, Path(out) / path.relative_to(source))
+    held = [*(Path(out) / CALIBRATION).glob("*.json"), Path(out) / NOTES]
+    for path in {p.relative_to(out) for p in held if p.is_file()} - {p.relative_to(source) for p in kept}:
+        (Path(out) / path).unlink()
 
 
 def check_output(out: Path) -> None:

@@ -10,7 +10,8 @@ of the same cell replaces it: same label, preset, dataset, hyperparameters and t
 nothing replaces yet stay unless ``--drop-stale``: the published folder then holds only what its pages show.
 
 The published folder may be a packed store (``benchbackcompat pack``): it is then unpacked into a temporary folder,
-synced there and packed back, which rewrites only the files of the scenarios whose records changed.
+synced there and appended back (``benchbackcompat pack --append``), which adds to the store only the records copied
+and the removals, as a new part of each scenario whose records changed.
 """
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from benchbackcompat.tooling import CellRecord, ResultStore, cell_states, is_packed, pack, unpack
+from benchbackcompat.tooling import CellRecord, ResultStore, append, cell_states, is_packed, unpack
 
 
 def cell_of(record: CellRecord) -> str:
@@ -63,7 +64,7 @@ def sync_into(run: Path, published: Path, drop_stale: bool = False) -> tuple[int
         unpacked = Path(folder) / "records"
         unpack(published, unpacked)
         counts = sync(run, unpacked, drop_stale)
-        pack(unpacked, published)
+        append(unpacked, published)
     return counts
 
 

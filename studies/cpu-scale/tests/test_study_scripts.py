@@ -12,6 +12,7 @@ import torch
 from test_benchmarks import private_imports
 
 import benchbackcompat
+from benchbackcompat.tooling import pack, unpack
 
 STUDY = Path(__file__).resolve().parents[1]
 RECORDS = STUDY / "records"
@@ -77,6 +78,23 @@ def test_sync_records_copies_current_records_once_and_only_the_record(tmp_path):
     assert sorted(p.name for p in cell.iterdir()) == ["record.json.gz"]  # no models, no curves
     assert (run / "cells" / cell.name / "step-1.pt").is_file()
     assert sync(run, published) == (0, 0)
+
+
+def test_sync_records_appends_to_a_packed_store_only_the_records_it_copies(tmp_path):
+    run, empty, packed = tmp_path / "run", tmp_path / "empty", tmp_path / "packed"
+    benchbackcompat.run("ext-class", "independent", seeds=0, out=run, overrides=TINY, quiet=True)
+    (empty / "cells").mkdir(parents=True)
+    assert pack(empty, packed) == (0, 0)
+    sync_into = script("sync_records").sync_into
+    assert sync_into(run, packed) == (1, 0)
+    [part] = (packed / "scenarios").rglob("*.parquet")
+    assert part.relative_to(packed).as_posix() == "scenarios/ext-class/00000.parquet"
+    held = part.read_bytes()
+    assert sync_into(run, packed) == (0, 0)
+    assert list((packed / "scenarios").rglob("*.parquet")) == [part] and part.read_bytes() == held  # nothing new
+    assert unpack(packed, tmp_path / "back") == 1
+    [cell] = (tmp_path / "back" / "cells").iterdir()
+    assert (cell / "record.json.gz").read_bytes() == (run / "cells" / cell.name / "record.json.gz").read_bytes()
 
 
 def test_backfill_order_scores_the_engines_curves_by_hand(tmp_path):
