@@ -383,8 +383,8 @@ class CellRunner:
         pretrained and reference models (trained here or loaded; ``shared_trained`` names the trained ones),
         feature extraction of every model (the references' included) and scoring of the matrices; ``embed``: per
         backbone, the images its models embedded (query and gallery sets), the seconds of those forward passes and the
-        precision; ``reindex``: per index kind, the indexes built, the gallery items they held, the queries they searched
-        and the seconds of it (where the index option runs). A refresh of the gallery repeats both: ``report.refresh``."""
+        precision; ``reindex``: per index kind, the gallery items indexed (summed over the entries), the queries searched
+        and the seconds of both (where the index option runs). A refresh of the gallery repeats both: ``report.refresh``."""
         extract, score = self.timer.get("extract"), self.timer.get("score")
         return {
             "steps_s": step_seconds, "shared_s": dict(self.shared_seconds), "shared_trained": list(self.shared_trained),

@@ -1,8 +1,8 @@
 """The cost of a refresh (backfilling the gallery): the new model's forward pass over every gallery item, then the
 index built again on the new features. Read from what a cell timed while it evaluated (``FinishedRecord.timings``:
 ``embed``, images embedded per backbone and their seconds, on the cell's device and in its precision; ``reindex``,
-per index kind, the gallery items indexed, the queries searched and the seconds of both), pooled over a row's seeds
-(throughput = items / seconds). Records without these timings have no refresh cost: their pages are as before.
+per index kind, the gallery items indexed over the matrix entries, the queries searched and the seconds of both),
+pooled over a row's seeds (throughput = items / seconds). Records without these timings have no refresh cost: their pages are as before.
 """
 from __future__ import annotations
 
@@ -28,12 +28,12 @@ SECONDS_PER_HOUR = 3600.0
 @dataclass(frozen=True)
 class RefreshCost:
     """A row's refresh cost: the new (last) model's backbone and precision, its images/s, and per index kind the
-    seconds of one build (with the search of the entry's queries) and the gallery items it indexed."""
+    seconds per gallery item indexed (building the index, with the search of the entry's queries)."""
 
     backbone: str
     precision: str
     images_per_second: float
-    reindex: dict[str, tuple[float, float]]  # kind -> (seconds per build, gallery items per build)
+    reindex: dict[str, float]  # kind -> seconds per gallery item
 
     def embed_hours(self, items: int = REFRESH_ITEMS) -> float:
         """Hours to embed ``items`` gallery images with the new model: items / throughput / 3600."""
@@ -41,10 +41,8 @@ class RefreshCost:
 
     def reindex_hours(self, kind: str, items: int = REFRESH_ITEMS) -> float:
         """Hours to index ``items`` gallery features, linear in the items from the measured builds: items x seconds
-        per build / items per build / 3600 (an IVF-PQ's training and a flat index's search grow otherwise: a
-        first-order estimate)."""
-        seconds, indexed = self.reindex[kind]
-        return items * seconds / indexed / SECONDS_PER_HOUR
+        per item / 3600 (an IVF-PQ's training and a flat index's search grow otherwise: a first-order estimate)."""
+        return items * self.reindex[kind] / SECONDS_PER_HOUR
 
 
 def refresh_cost(row: Row) -> RefreshCost | None:
@@ -61,9 +59,8 @@ def refresh_cost(row: Row) -> RefreshCost | None:
     reindex = {}
     for kind in dict.fromkeys(k for r in records for k in r.timings.get("reindex") or {}):
         found = [r.timings["reindex"][kind] for r in records if kind in (r.timings.get("reindex") or {})]
-        builds = sum(f.get("builds", 0) for f in found)
-        if builds and sum(f["items"] for f in found):
-            reindex[kind] = (sum(f["seconds"] for f in found) / builds, sum(f["items"] for f in found) / builds)
+        if indexed := sum(f["items"] for f in found):
+            reindex[kind] = sum(f["seconds"] for f in found) / indexed
     return RefreshCost(backbone, " / ".join(dict.fromkeys(t.get("precision", "") for t in timed)),
                        items / seconds, reindex)
 
@@ -100,7 +97,7 @@ def refresh_markdown(table: Table, metric: str, items: int = REFRESH_ITEMS) -> s
     for row, cost in rows:
         embed = cost.embed_hours(items)
         cells = [escape(row.label), escape(f"{cost.backbone}, {cost.precision}"), f"{cost.images_per_second:,.0f}",
-                 *(f"{cost.reindex[k][0]:.3f} ({cost.reindex[k][1]:,.0f})" if k in cost.reindex else "-" for k in kinds),
+                 *(f"{1000 * cost.reindex[k]:.3f}" if k in cost.reindex else "-" for k in kinds),
                  f"{embed:.2f}", *(f"{embed + cost.reindex_hours(k, items):.2f}" if k in cost.reindex else "-"
                                    for k in kinds)]
         if with_auc:
@@ -108,12 +105,13 @@ def refresh_markdown(table: Table, metric: str, items: int = REFRESH_ITEMS) -> s
             cells.append(f"{found[1] / embed:.1f} ({found[0]})" if found else "-")
         lines.append(cells)
     n = _items_text(items)
-    headers = ["method", "new model (precision)", "images/s", *(f"{escape(k)} index s (items)" for k in kinds),
+    headers = ["method", "new model (precision)", "images/s", *(f"{escape(k)} index s per 1 k" for k in kinds),
                f"h per {n}: embed", *(f"+ {escape(k)} index" for k in kinds), *(["AUC per embed-hour"] if with_auc else [])]
     device = "; ".join(dict.fromkeys(str(r.device).split(";")[0] for row, _ in rows for r in row.finished if r.device))
     return (f"Cost of a refresh: re-embedding the gallery with the new model, then indexing it again, measured while "
             f"the cells evaluated ({escape(device)}; images/s pooled over the seeds' query and gallery passes). "
-            f"Index s: one index build, with the search of the entry's queries, on the gallery it held (items). "
+            f"Index s per 1 k: seconds to build each kind's index on the gallery of every matrix entry (with the "
+            f"search of the entry's queries) per 1,000 gallery items indexed. "
             f"h per {n}: hours to refresh {items:,} gallery items = {items:,} / images/s / 3600, plus each index kind's "
             f"re-index, extrapolated linearly from its builds (a first-order estimate: IVF-PQ training and flat search "
             f"do not grow linearly)."
