@@ -7,7 +7,8 @@ import pytest
 
 from benchbackcompat.engine.timing import Throughput
 from benchbackcompat.report.grouping import build_tables
-from benchbackcompat.report.refresh import refresh_cost, refresh_figure, refresh_markdown, refresh_sections
+from benchbackcompat.report.refresh import (refresh_cost, refresh_figure, refresh_markdown, refresh_rows,
+                                           refresh_sections)
 
 C = [[50.0, None, None], [40.0, 60.0, None], [45.0, 55.0, 70.0]]
 
@@ -71,3 +72,16 @@ def test_without_curves_or_index_the_table_has_only_the_embedding(tmp_path):
     parts = refresh_sections(table, "page", tmp_path)
     assert len(parts) == 2 and parts[1].endswith("-refresh.png)")
     assert (tmp_path / parts[1].split("](", 1)[1][:-1]).stat().st_size > 0
+
+
+def test_the_embedding_throughput_is_the_backbones_pooled_over_the_table():
+    # method m embedded 1,000 images in 2 s, method n 3,000 in 2 s, both convnet-s in fp32: 4,000 / 4 s for both rows
+    slower = {**TIMED[1], "reindex": {"flat": {"items": 400, "seconds": 0.4, "queries": 400}}}
+    other = {**record(0, slower), "method": "n", "key": "n0", "label": "multi-step/n/seed0"}
+    [table] = build_tables([record(0, TIMED[0]), other])
+    rates = {row.method: cost.images_per_second for row, cost in refresh_rows(table)}
+    assert rates == {"m": pytest.approx(1000.0), "n": pytest.approx(1000.0)}
+    # the index seconds stay each row's own (not 0.7 s / 1,000 items): 0.3 s / 600 items and 0.4 s / 400 items
+    assert {row.method: cost.reindex["flat"] for row, cost in refresh_rows(table)} == {
+        "m": pytest.approx(5e-4), "n": pytest.approx(1e-3)}
+    assert refresh_cost(table.rows[0]).images_per_second in (pytest.approx(500.0), pytest.approx(1500.0))

@@ -1,8 +1,9 @@
 """The cost of a refresh (backfilling the gallery): the new model's forward pass over every gallery item, then the
 index built again on the new features. Read from what a cell timed while it evaluated (``FinishedRecord.timings``:
 ``embed``, images embedded per backbone and their seconds, on the cell's device and in its precision; ``reindex``,
-per index kind, the gallery items indexed over the matrix entries, the queries searched and the seconds of both),
-pooled over a row's seeds (throughput = items / seconds). Records without these timings have no refresh cost: their pages are as before.
+per index kind, the gallery items indexed over the matrix entries, the queries searched and the seconds of both):
+throughput = items / seconds, the index's pooled over a row's seeds, the embedding's over a table's records of one
+backbone and precision. Records without these timings have no refresh cost: their pages are as before.
 """
 from __future__ import annotations
 
@@ -45,24 +46,36 @@ class RefreshCost:
         return items * self.reindex[kind] / SECONDS_PER_HOUR
 
 
-def refresh_cost(row: Row) -> RefreshCost | None:
-    """The row's :class:`RefreshCost` over its finished seeds that timed the last model's backbone; None without."""
+def refresh_cost(row: Row, rates: dict[tuple[str, str], float] | None = None) -> RefreshCost | None:
+    """The row's :class:`RefreshCost` over its finished seeds that timed the last model's backbone; None without.
+    ``rates``: images/s per (backbone, precision) pooled wider (:func:`embedding_rates` of its table), else the
+    row's own. The index seconds are the row's own: they depend on its features' size."""
     records = [r for r in row.finished if r.steps and (r.timings.get("embed") or {}).get(new_backbone(r))]
     if not records:
         return None
     backbone = new_backbone(records[0])
     records = [r for r in records if new_backbone(r) == backbone]
-    timed = [r.timings["embed"][backbone] for r in records]
-    items, seconds = sum(t["items"] for t in timed), sum(t["seconds"] for t in timed)
-    if not items or not seconds > 0:
+    precision = records[0].timings["embed"][backbone].get("precision", "")
+    found = (rates if rates is not None else embedding_rates(records)).get((backbone, precision))
+    if found is None:
         return None
     reindex = {}
     for kind in dict.fromkeys(k for r in records for k in r.timings.get("reindex") or {}):
-        found = [r.timings["reindex"][kind] for r in records if kind in (r.timings.get("reindex") or {})]
-        if indexed := sum(f["items"] for f in found):
-            reindex[kind] = sum(f["seconds"] for f in found) / indexed
-    return RefreshCost(backbone, " / ".join(dict.fromkeys(t.get("precision", "") for t in timed)),
-                       items / seconds, reindex)
+        timed = [r.timings["reindex"][kind] for r in records if kind in (r.timings.get("reindex") or {})]
+        if indexed := sum(f["items"] for f in timed):
+            reindex[kind] = sum(f["seconds"] for f in timed) / indexed
+    return RefreshCost(backbone, precision, found, reindex)
+
+
+def embedding_rates(records: list[FinishedRecord]) -> dict[tuple[str, str], float]:
+    """Images/s per (backbone, precision): every image the records embedded with it over the seconds it took."""
+    pooled: dict[tuple[str, str], list[float]] = {}
+    for record in records:
+        for backbone, timed in (record.timings.get("embed") or {}).items():
+            found = pooled.setdefault((backbone, timed.get("precision", "")), [0.0, 0.0])
+            found[0] += timed["items"]
+            found[1] += timed["seconds"]
+    return {key: items / seconds for key, (items, seconds) in pooled.items() if items and seconds > 0}
 
 
 def new_backbone(record: FinishedRecord) -> str:
@@ -81,7 +94,11 @@ def mean_auc(row: Row, metric: str) -> tuple[str, float] | None:
 
 
 def refresh_rows(table: Table) -> list[tuple[Row, RefreshCost]]:
-    return [(row, cost) for row in table.rows if (cost := refresh_cost(row)) is not None]
+    """Each row with its refresh cost, the embedding throughput pooled over the table: a forward pass costs what its
+    backbone and precision cost, whichever method trained the weights (pooling spreads the noise of other jobs on the
+    machine over every row alike)."""
+    rates = embedding_rates([r for row in table.rows for r in row.finished])
+    return [(row, cost) for row in table.rows if (cost := refresh_cost(row, rates)) is not None]
 
 
 def refresh_markdown(table: Table, metric: str, items: int = REFRESH_ITEMS) -> str:
@@ -109,7 +126,8 @@ def refresh_markdown(table: Table, metric: str, items: int = REFRESH_ITEMS) -> s
                f"h per {n}: embed", *(f"+ {escape(k)} index" for k in kinds), *(["AUC per embed-hour"] if with_auc else [])]
     device = "; ".join(dict.fromkeys(str(r.device).split(";")[0] for row, _ in rows for r in row.finished if r.device))
     return (f"Cost of a refresh: re-embedding the gallery with the new model, then indexing it again, measured while "
-            f"the cells evaluated ({escape(device)}; images/s pooled over the seeds' query and gallery passes). "
+            f"the cells evaluated ({escape(device)}; images/s of the new model's backbone and precision, pooled over every "
+            f"query and gallery pass of this table's records with them). "
             f"Index s per 1 k: seconds to build each kind's index on the gallery of every matrix entry (with the "
             f"search of the entry's queries) per 1,000 gallery items indexed. "
             f"h per {n}: hours to refresh {items:,} gallery items = {items:,} / images/s / 3600, plus each index kind's "
