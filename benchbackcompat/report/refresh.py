@@ -13,6 +13,8 @@ from pathlib import Path
 
 import numpy as np
 from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter
+from matplotlib.transforms import offset_copy
 from tabulate import tabulate
 
 from benchbackcompat.record import FinishedRecord
@@ -162,17 +164,27 @@ def refresh_figure(table: Table, metric: str, path: Path, items: int = REFRESH_I
         return None
     fig = Figure(figsize=(7.5, 4.6), dpi=figures.DPI, layout="constrained")
     ax = fig.subplots()
+    ax.set_xscale("log")
+    step = min(6.0, 120.0 / len(found))  # points between methods drawn side by side (one backbone: one x)
+    xs, ys_all = [], []
     for i, (row, cost, (cross, own)) in enumerate(found):
         colour, marker, _ = figures.method_style(i, len(found))
+        shifted = offset_copy(ax.transData, fig=fig, x=(i - (len(found) - 1) / 2) * step, units="points")
         x = cost.embed_hours(items)
         auc = mean_auc(row, metric)
         ys = [cross, own, *([auc[1]] if auc else [])]
-        ax.plot([x] * len(ys), ys, color=colour, linewidth=1, alpha=0.6)
-        ax.plot([x], [cross], marker, color=colour, fillstyle="none", markersize=7)
-        ax.plot([x], [own], marker, color=colour, markersize=7, label=plain_label(row.label))
+        xs.append(x)
+        ys_all += ys
+        ax.plot([x] * len(ys), ys, color=colour, linewidth=1, alpha=0.6, transform=shifted)
+        ax.plot([x], [cross], marker, color=colour, fillstyle="none", markersize=7, transform=shifted)
+        ax.plot([x], [own], marker, color=colour, markersize=7, label=plain_label(row.label), transform=shifted)
         if auc:
-            ax.plot([x], [auc[1]], "x", color=colour, markersize=8)
-    ax.set_xscale("log")
+            ax.plot([x], [auc[1]], "x", color=colour, markersize=8, transform=shifted)
+    ax.set_xlim(min(xs) / 2, max(xs) * 2)  # drawn through offset transforms, which autoscaling does not see
+    low, high = min(ys_all), max(ys_all)
+    ax.set_ylim(low - 0.1 * (high - low) - 0.5, high + 0.1 * (high - low) + 0.5)
+    for axis in (ax.xaxis.set_major_formatter, ax.xaxis.set_minor_formatter):
+        axis(FuncFormatter(lambda value, _: f"{value:g}"))
     ax.grid(alpha=0.3, which="both")
     ax.set_xlabel(f"hours to re-embed {_items_text(items)} with the new model (log scale)", fontsize=8)
     ax.set_ylabel(f"{metric_name(metric)} (%)", fontsize=8)
@@ -180,7 +192,8 @@ def refresh_figure(table: Table, metric: str, path: Path, items: int = REFRESH_I
     ax.legend(fontsize=7, loc="best")
     fig.suptitle(textwrap.fill(f"{plain_label(table.title)}: accuracy against the compute of a refresh. Hollow: final "
                                "cross-test C[T-1][T-2] (before), filled: final self-test C[T-1][T-1] (after), "
-                               "x: area under the backfilling curve (during)", width=100), fontsize=9)
+                               "x: area under the backfilling curve (during); methods of one x side by side",
+                               width=100), fontsize=9)
     return figures._save(fig, path)
 
 
