@@ -55,7 +55,16 @@ def _flips_table(rows: Sequence[tuple[Table, Row]], notes: Footnotes, intervals:
 
 def first_gallery_markdown(rows: Sequence[tuple[Table, Row]], notes: Footnotes) -> str:
     """A team that never backfills (sequences): per (table, row) and hit metric, NFR and PFR of the last model's
-    queries on the first gallery, C[0][0] -> C[T-1][0], with their 95% intervals; "" where no row is a sequence."""
+    queries on the first gallery, C[0][0] -> C[T-1][0], with their 95% intervals (without, where that does not fit
+    ``PAGE_WIDTH``); "" where no row is a sequence."""
+    for intervals in (True, False):
+        text = _first_gallery_table(rows, copy.deepcopy(notes), intervals)
+        if widest_line(text) <= PAGE_WIDTH:
+            break
+    return _first_gallery_table(rows, notes, intervals)
+
+
+def _first_gallery_table(rows: Sequence[tuple[Table, Row]], notes: Footnotes, intervals: bool) -> str:
     lines = []
     labelled = len({row.label for _, row in rows}) > 1
     for table, row in rows:
@@ -65,7 +74,7 @@ def first_gallery_markdown(rows: Sequence[tuple[Table, Row]], notes: Footnotes) 
             for key in flips.FIRST_KEYS:
                 column = Column(metric, STATISTICS[key])
                 cell = row.cells.get(column.id)
-                cells.append(format_stat(cell, column, len(row.finished)) if isinstance(cell, Stat)
+                cells.append(_text(cell, column, len(row.finished), intervals) if isinstance(cell, Stat)
                              else cell.text + notes.mark(cell.reason) if isinstance(cell, Missing) else "-")
             models = {len(r.matrices.get(metric) or []) for r in row.finished} - {0}
             title = table.title + (f" · {row.label}" if labelled else "") + (
