@@ -104,9 +104,9 @@ def refresh_rows(table: Table) -> list[tuple[Row, RefreshCost]]:
 
 
 def refresh_markdown(table: Table, metric: str, items: int = REFRESH_ITEMS) -> str:
-    """Per method: the new model's images/s, the seconds of one index build per kind (as measured, and the gallery
-    items it held), the hours to refresh ``items`` items (embedding, then each kind's re-index) and, where backfilling
-    curves exist, their area per hour of re-embedding; "" where no row timed its embeddings."""
+    """Per method: the new model's images/s, each index kind's seconds per 1,000 gallery items, the hours to refresh
+    ``items`` items (embedding, then each kind's re-index) and, where backfilling curves of ``metric`` exist, their
+    area per hour of re-embedding; "" where no row timed its embeddings."""
     rows = refresh_rows(table)
     if not rows:
         return ""
@@ -198,7 +198,8 @@ def refresh_figure(table: Table, metric: str, path: Path, items: int = REFRESH_I
 
 
 def refresh_sections(table: Table, page: str, out: Path) -> list[str]:
-    """The Markdown parts of a table's page on the cost of a refresh, per metric (none where no record timed it)."""
+    """The Markdown parts of a table's page on the cost of a refresh, with the areas and the figure of its first
+    metric, the headline's (none where no record timed it)."""
     parts = []
     for metric in table.metrics[:1]:
         if text := refresh_markdown(table, metric):
