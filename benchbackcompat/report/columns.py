@@ -4,7 +4,8 @@ Every statistic declares whether higher is better; bold cells follow that declar
 kind declares its statistics, its primary statistic and a tie-breaker (``ScenarioBase.statistics`` and
 ``ranking``); the columns and the rank follow them. Context statistics (the self-tests a ratio divides by)
 are shown, never bolded or ranked. The flip rates of every update pair (``metrics.flips``) follow each hit
-metric's statistics, in a view of their own; a sequence adds those of its last model on the first gallery.
+metric's statistics, in a view of their own; a sequence adds those of its last model on the first gallery, in
+another.
 """
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ class Statistic:
 
 PERCENT = (0.0, 100.0)
 FLIPS = "negative and positive flip rates"
+FIRST_GALLERY = "flip rates on the first gallery, never backfilled"
 STATISTICS = {
     s.key: s
     for s in (
@@ -57,9 +59,9 @@ STATISTICS = {
                   view=FLIPS),
         Statistic("nfr_first", "NFR first", False, 2, "negative flip rate of a team that never backfills: right under "
                   "the first self-test C[0][0], wrong under the last model's queries on the first gallery C[T-1][0] "
-                  "(%; sequences)", bounds=PERCENT, view=FLIPS),
+                  "(%; sequences)", bounds=PERCENT, view=FIRST_GALLERY),
         Statistic("pfr_first", "PFR first", True, 2, "positive flip rate C[0][0] -> C[T-1][0], first gallery kept (%; "
-                  "sequences)", bounds=PERCENT, view=FLIPS),
+                  "sequences)", bounds=PERCENT, view=FIRST_GALLERY),
     )
 }
 # the views of the evaluation options' statistics, one per metric
