@@ -33,7 +33,8 @@ __all__ = ["CellRecord", "DivergedRecord", "FailedRecord", "FinishedRecord", "Me
 
 
 PERCENT_STATISTICS = ("AA", "ACA", "self", "cross", "old_self", "reference_self")  # accuracies in %
-FLIP_RATES = ("nfr_cross", "pfr_cross", "nfr_self", "pfr_self")  # ``metrics.flips.KEYS``: derived, never stored
+FLIP_RATES = ("nfr_cross", "pfr_cross", "nfr_self", "pfr_self", "nfr_first", "pfr_first")  # ``metrics.flips``' KEYS
+# and FIRST_KEYS: derived, never stored
 NAME = r"^[a-z0-9][a-z0-9_@.-]{0,63}$"  # a metric, refresh order or index kind, as the engine names them
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 
 import benchbackcompat
+from benchbackcompat.metrics import outcomes
 from benchbackcompat.report.upgrade import backfill_figure, backfill_markdown, index_markdown
 from benchbackcompat.results.frames import read_records
 
@@ -24,7 +25,17 @@ def test_options_on_and_off_in_one_results_folder(tmp_path):
     for metric, by_order in pair["curves"].items():
         for curve in by_order.values():
             assert (curve[0], curve[-1]) == (C[metric][1][0], C[metric][1][1])
+    # what a refresh repeats, timed: the query set, which is the gallery under leave-one-out, embedded by the old, new
+    # and reference models, and one index per entry C[0][0], C[1][0], C[1][1] on it, searched by every query
+    assert on.config["protocol"] == "loo"
+    queries = len(outcomes.decode(on.outcomes["cmc@1"]["C"][0][0]))
+    [embedded] = on.timings["embed"].values()
+    assert embedded["items"] == 3 * queries and embedded["seconds"] > 0
+    assert embedded["precision"] in ("fp32", "bf16 autocast")
+    assert "embed" in off.timings and "reindex" not in off.timings
     if "index" in OPTIONS:
+        flat = on.timings["reindex"]["flat"]
+        assert flat["items"] == flat["queries"] == 3 * queries and flat["seconds"] > 0
         assert 0 <= on.index["matrices"]["flat"]["cmc@1"][1][0] <= 100  # equal to exact search: tests/test_index.py
     from benchbackcompat.report.grouping import build_tables
 

@@ -36,7 +36,7 @@ from benchbackcompat.engine.evaluate import (
 from benchbackcompat.engine.backfill import backfill_curves
 from benchbackcompat.engine.features import FeatureBank
 from benchbackcompat.engine.indexed import index_matrices
-from benchbackcompat.engine.timing import PhaseTimer
+from benchbackcompat.engine.timing import PhaseTimer, Throughput
 from benchbackcompat.evaluations import EVALUATION_OPTIONS, NAMES as EVALUATION_NAMES
 from benchbackcompat.engine.shared import (PRETRAIN_SEED, SharedModel, is_standard, pretrained_elsewhere,
                                           reference_models, standard_model)
@@ -77,6 +77,8 @@ class CellRunner:
         self.timer = PhaseTimer(device)
         self.shared_seconds: dict[str, float] = {}  # shared, pretrained and reference models: trained or loaded
         self.shared_trained: list[str] = []  # those of them trained by this cell
+        self.embedded = Throughput()  # images embedded and seconds, per backbone: what a refresh repeats
+        self.indexed = Throughput()  # gallery items indexed, queries searched and seconds, per index kind
 
     # --- contexts and shared models --------------------------------------------------------
     def context(self, step: Step, old_model: Network | None, memory: ImageArrays | None, train_cfg=None,
@@ -303,8 +305,12 @@ class CellRunner:
         """Features of ``model`` (step ``index``); NaN or Inf in them records the cell as diverged."""
         with self.timer.phase("extract"):
             backbone = self.steps[min(index, len(self.steps) - 1)].backbone
+            amp = self.amp(backbone, self.scenario.train)
+            started = self.timer.now()
             features = model_features(model, method, self.data, batch_size=self.scenario.train.eval_batch_size,
-                                      device=self.device, amp=self.amp(backbone, self.scenario.train))
+                                      device=self.device, amp=amp)
+            self.embedded.add(backbone, sum(len(f) for f in (features.query, features.gallery) if f is not None),
+                              self.timer.now() - started)
         if not all(bool(torch.isfinite(f).all()) for f in (features.query, features.gallery) if f is not None):
             raise DivergedError(index, None, None, None, what=f"evaluation features of model {index}")
         return features
@@ -375,13 +381,19 @@ class CellRunner:
     def phase_timings(self, step_seconds: list[float], total: float) -> dict[str, Any]:
         """Seconds per phase: each step's own training (resumed steps: as recorded when trained), the shared,
         pretrained and reference models (trained here or loaded; ``shared_trained`` names the trained ones),
-        feature extraction of every model (the references' included) and scoring of the matrices."""
+        feature extraction of every model (the references' included) and scoring of the matrices; ``embed``: per
+        backbone, the images its models embedded (query and gallery sets), the seconds of those forward passes and the
+        precision; ``reindex``: per index kind, the gallery items indexed (summed over the entries), the queries searched
+        and the seconds of both (where the index option runs). A refresh of the gallery repeats both: ``report.refresh``."""
         extract, score = self.timer.get("extract"), self.timer.get("score")
         return {
             "steps_s": step_seconds, "shared_s": dict(self.shared_seconds), "shared_trained": list(self.shared_trained),
             "train_s": sum(step_seconds) + sum(self.shared_seconds.values()),
             "extract_s": extract, "score_s": score, "eval_s": extract + score, "total_s": total,
             **{f"{name}_s": self.timer.get(name) for name in EVALUATION_NAMES if name in self.timer.seconds},
+            "embed": {backbone: {**found, "precision": self.precisions.get(backbone, "")}
+                      for backbone, found in self.embedded.to_dict().items()},
+            **({"reindex": self.indexed.to_dict()} if self.indexed.counts else {}),
         }
 
     def reference_model(self) -> tuple[Method, Network]:
@@ -431,7 +443,7 @@ COMPUTE_OPTION: dict[str, Callable[[CellRunner, FeatureBank, Any], dict[str, Any
         settings, label=runner.cell.label),
     "index": lambda runner, features, settings: index_matrices(
         runner.method, features, runner.data, runner.scenario.protocol, runner.scenario.metrics, settings,
-        label=runner.cell.label),
+        label=runner.cell.label, timing=runner.indexed),
 }
 
 

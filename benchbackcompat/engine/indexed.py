@@ -11,6 +11,7 @@ from typing import Any
 
 from benchbackcompat.config import IndexConfig
 from benchbackcompat.engine.features import FeatureBank
+from benchbackcompat.engine.timing import Throughput
 from benchbackcompat.method import Method
 from benchbackcompat.metrics import index as ix
 from benchbackcompat.metrics import outcomes
@@ -19,9 +20,10 @@ from benchbackcompat.scenarios.data import ScenarioData
 
 
 def index_matrices(method: Method, bank: FeatureBank, data: ScenarioData, protocol: str, metrics: list[str],
-                   config: IndexConfig, label: str = "") -> dict[str, Any]:
+                   config: IndexConfig, label: str = "", timing: Throughput | None = None) -> dict[str, Any]:
     """``{"sizes": effective IVF-PQ sizes, "matrices": {kind: {metric: C}}}`` for the CMC@k ``metrics`` (NaN above
-    the diagonal and where the feature sizes of an entry differ); logs one line (the cell's ``label``)."""
+    the diagonal and where the feature sizes of an entry differ); logs one line (the cell's ``label``). ``timing``:
+    counts, per kind, the gallery items indexed, the queries searched and the seconds of both."""
     started = time.perf_counter()
     cmc = [m for m in metrics if m.startswith("cmc@")]
     loo = protocol == "loo"
@@ -38,7 +40,10 @@ def index_matrices(method: Method, bank: FeatureBank, data: ScenarioData, protoc
                 continue
             query, gallery = method.index_features(query, gallery)
             for kind in config.kinds:
+                built = time.perf_counter()
                 neighbours = ix.search(query, gallery, kind, config, depth)
+                if timing is not None:
+                    timing.add(kind, len(gallery), time.perf_counter() - built, queries=len(query))
                 for metric in cmc:
                     hits = ix.cmc_hits(neighbours, query_labels, gallery_labels, int(metric[4:]), exclude_self=loo)
                     result[kind][metric][t][k] = outcomes.score(hits)

@@ -7,7 +7,9 @@ Zhang et al., "Hot-Refresh Model Upgrades with Regression-Free Compatible Traini
 
 Each update pair k -> t has two: old self -> cross (C[k][k] -> C[t][k], what the upgrade breaks before any
 backfill) and old self -> new self (C[k][k] -> C[t][t], what stays broken after a full backfill). A sequence of
-models reports its consecutive pairs (k = t - 1) and their mean. Rates are in % of the queries that both entries
+models reports its consecutive pairs (k = t - 1) and their mean, and, for a team that never backfills and so keeps
+the first gallery, the first-gallery pairs (t, 0): C[0][0] -> C[t][0] for every later model t (``FIRST_KEYS``: that of
+the last model). Rates are in % of the queries that both entries
 count (an entry skips a query with NaN, e.g. one of a class its gallery model has not seen: then the old model's
 queries); on them, cross - old self = PFR - NFR. Defined for hit outcomes only (0/1: CMC@k, top-1, verification
 pairs); for average precisions (mAP) a flip is not defined.
@@ -22,6 +24,7 @@ from benchbackcompat.errors import BenchError
 from benchbackcompat.metrics import outcomes
 
 KEYS = ("nfr_cross", "pfr_cross", "nfr_self", "pfr_self")
+FIRST_KEYS = ("nfr_first", "pfr_first")  # C[0][0] -> C[T-1][0]: the last model's queries on the first gallery
 AVERAGE_PRECISION = ("map", "map@r")  # metrics whose outcomes are average precisions, not hits
 
 
@@ -59,17 +62,18 @@ def masked_rates(negative: np.ndarray, positive: np.ndarray, counted: np.ndarray
     return (100.0 * negative.sum() / n, 100.0 * positive.sum() / n) if n else (float("nan"), float("nan"))
 
 
-def pairs(T: int) -> list[tuple[int, int]]:
-    """The update pairs (t, k) flips are reported for: the consecutive ones, k = t - 1."""
-    return [(t, t - 1) for t in range(1, T)]
+def pairs(T: int, first: bool = False) -> list[tuple[int, int]]:
+    """The update pairs (t, k) flips are reported for: the consecutive ones, k = t - 1; with ``first`` those on the
+    first gallery, k = 0 (a team that never backfills)."""
+    return [(t, 0 if first else t - 1) for t in range(1, T)]
 
 
-def pair_masks(stored: dict[str, Any]) -> list[tuple[int, int, dict[str, tuple[np.ndarray, ...]]]]:
-    """For each pair (t, k) whose three entries C[k][k], C[t][k], C[t][t] are stored: its flip masks old self ->
-    cross and old self -> new self, from a record's stored outcomes of one metric (``{"C": [[encoded]]}``)."""
+def pair_masks(stored: dict[str, Any], first: bool = False) -> list[tuple[int, int, dict[str, tuple[np.ndarray, ...]]]]:
+    """For each pair (t, k) of :func:`pairs` whose three entries C[k][k], C[t][k], C[t][t] are stored: its flip masks
+    old self -> cross and old self -> new self, from a record's stored outcomes of one metric (``{"C": [[encoded]]}``)."""
     entries = stored.get("C") or []
     found = []
-    for t, k in pairs(len(entries)):
+    for t, k in pairs(len(entries), first):
         old, cross, new = entries[k][k], entries[t][k], entries[t][t]
         if old is None or cross is None or new is None:
             continue
@@ -79,11 +83,11 @@ def pair_masks(stored: dict[str, Any]) -> list[tuple[int, int, dict[str, tuple[n
     return found
 
 
-def pair_rates(stored: dict[str, Any]) -> list[dict[str, float | int]]:
-    """One dict per pair: ``query_model`` t, ``gallery_model`` k, the four rates (%) of ``KEYS`` and the number of
-    queries old self -> cross compares (``queries``)."""
+def pair_rates(stored: dict[str, Any], first: bool = False) -> list[dict[str, float | int]]:
+    """One dict per pair of :func:`pairs`: ``query_model`` t, ``gallery_model`` k, the four rates (%) of ``KEYS`` and
+    the number of queries old self -> cross compares (``queries``)."""
     rows = []
-    for t, k, masks in pair_masks(stored):
+    for t, k, masks in pair_masks(stored, first):
         row: dict[str, float | int] = {"query_model": t, "gallery_model": k, "queries": int(masks["cross"][2].sum())}
         for target, found in masks.items():
             row[f"nfr_{target}"], row[f"pfr_{target}"] = masked_rates(*found)
@@ -91,27 +95,47 @@ def pair_rates(stored: dict[str, Any]) -> list[dict[str, float | int]]:
     return rows
 
 
+def last_first_pair(stored: dict[str, Any]) -> tuple[np.ndarray, ...] | None:
+    """The flip masks C[0][0] -> C[T-1][0] of a sequence of at least three models (for one update they are the cross
+    pair's), None where T < 3 or either entry is not stored."""
+    entries = stored.get("C") or []
+    if len(entries) < 3 or entries[0][0] is None or entries[-1][0] is None:
+        return None
+    return flip_masks(outcomes.decode(entries[0][0]), outcomes.decode(entries[-1][0]))
+
+
 def summary(stored: dict[str, Any]) -> dict[str, float]:
-    """The four rates of ``KEYS`` (%): of the one update pair, or the mean over a sequence's consecutive pairs;
-    {} when no pair is stored."""
+    """The four rates of ``KEYS`` (%): of the one update pair, or the mean over a sequence's consecutive pairs; then,
+    for a sequence, ``FIRST_KEYS``: the last model's queries on the first gallery; {} when no pair is stored."""
     rows = pair_rates(stored)
-    return {key: float(np.mean([row[key] for row in rows])) for key in KEYS} if rows else {}
+    found = {key: float(np.mean([row[key] for row in rows])) for key in KEYS} if rows else {}
+    first = last_first_pair(stored)
+    if first is not None:
+        found.update(zip(FIRST_KEYS, map(float, masked_rates(*first))))
+    return found
 
 
 def resampled(stored: dict[str, Any], weights: np.ndarray) -> dict[str, np.ndarray]:
     """The rates of :func:`summary` in every bootstrap replicate (``weights``: replicates x queries, as
     ``bootstrap.query_weights``): one array of replicates per key. Every mask of every pair is counted in one matrix
     product (integer weights times 0/1 masks: exact sums, whatever their order)."""
-    found = pair_masks(stored)
-    if not found:
+    found, first = pair_masks(stored), last_first_pair(stored)
+    if not found and first is None:
         return {}
-    masks = np.stack([mask for _, _, pair in found for target in ("cross", "self") for mask in pair[target]])
-    counts = weights @ masks.T.astype(np.float64)  # replicates x (pairs x 2 targets x (negative, positive, counted))
-    counts = counts.reshape(len(weights), len(found), 2, 3)
+    masks = np.stack([mask for _, _, pair in found for target in ("cross", "self") for mask in pair[target]]
+                     + list(first or ()))
+    # replicates x (pairs x 2 targets x (negative, positive, counted), then the first gallery's three)
+    counts = weights @ masks.T.astype(np.float64)
+    firsts, counts = counts[:, 6 * len(found):], counts[:, :6 * len(found)].reshape(len(weights), len(found), 2, 3)
     negative, positive, counted = counts[..., 0], counts[..., 1], counts[..., 2]
     with np.errstate(invalid="ignore", divide="ignore"):
         nfr = np.where(counted > 0, 100.0 * negative / counted, np.nan)
         pfr = np.where(counted > 0, 100.0 * positive / counted, np.nan)
-    # the mean over pairs as pairs x replicates, axis 0: the summation order of summary's mean
-    return {f"{name}_{target}": np.mean(np.ascontiguousarray(rates[:, :, i].T), axis=0)
-            for name, rates in (("nfr", nfr), ("pfr", pfr)) for i, target in enumerate(("cross", "self"))}
+        # the mean over pairs as pairs x replicates, axis 0: the summation order of summary's mean
+        values = {f"{name}_{target}": np.mean(np.ascontiguousarray(rates[:, :, i].T), axis=0)
+                  for name, rates in (("nfr", nfr), ("pfr", pfr)) for i, target in enumerate(("cross", "self"))} \
+            if found else {}
+        if first is not None:
+            values.update({key: np.where(firsts[:, 2] > 0, 100.0 * firsts[:, i] / firsts[:, 2], np.nan)
+                           for i, key in enumerate(FIRST_KEYS)})
+    return values

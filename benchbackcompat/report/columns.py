@@ -4,7 +4,8 @@ Every statistic declares whether higher is better; bold cells follow that declar
 kind declares its statistics, its primary statistic and a tie-breaker (``ScenarioBase.statistics`` and
 ``ranking``); the columns and the rank follow them. Context statistics (the self-tests a ratio divides by)
 are shown, never bolded or ranked. The flip rates of every update pair (``metrics.flips``) follow each hit
-metric's statistics, in a view of their own.
+metric's statistics, in a view of their own; a sequence adds those of its last model on the first gallery, in
+another.
 """
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ class Statistic:
 
 PERCENT = (0.0, 100.0)
 FLIPS = "negative and positive flip rates"
+FIRST_GALLERY = "flip rates on the first gallery, never backfilled"
 STATISTICS = {
     s.key: s
     for s in (
@@ -55,6 +57,11 @@ STATISTICS = {
                   view=FLIPS),
         Statistic("pfr_self", "PFR self", True, 2, "positive flip rate old self -> new self (%)", bounds=PERCENT,
                   view=FLIPS),
+        Statistic("nfr_first", "NFR first", False, 2, "negative flip rate of a team that never backfills: right under "
+                  "the first self-test C[0][0], wrong under the last model's queries on the first gallery C[T-1][0] "
+                  "(%; sequences)", bounds=PERCENT, view=FIRST_GALLERY),
+        Statistic("pfr_first", "PFR first", True, 2, "positive flip rate C[0][0] -> C[T-1][0], first gallery kept (%; "
+                  "sequences)", bounds=PERCENT, view=FIRST_GALLERY),
     )
 }
 # the views of the evaluation options' statistics, one per metric
@@ -116,10 +123,10 @@ class Column:
 def columns_for(kind: str, metrics: list[str], held: set[tuple[str, str]] = frozenset()) -> list[Column]:
     """The papers' columns: self, cross, P_up, P_com per metric for one update (HBCT Table 1);
     AC, AA, ACA per metric for a sequence of models (IAM-CL2R Table 1, CoReS); then the flip rates of each
-    metric that scores hits; then the live-gallery statistics (``metrics.live``) of the (metric, key) pairs in
+    metric that scores hits (a sequence's with its last model on the first gallery); then the live-gallery statistics (``metrics.live``) of the (metric, key) pairs in
     ``held``, those some record holds."""
-    keys = kind_class(kind).statistics
+    keys, sequence = kind_class(kind).statistics, not kind_class(kind).single_update
     return [Column(metric, STATISTICS[key]) for metric in metrics
-            for key in (*keys, *(flips.KEYS if flips.defined_for(metric) else ()),
+            for key in (*keys, *((*flips.KEYS, *(flips.FIRST_KEYS if sequence else ())) if flips.defined_for(metric) else ()),
                         *(key for option in evaluations.EVALUATION_OPTIONS for key in option.keys
                           if (metric, key) in held))]

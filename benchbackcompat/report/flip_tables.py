@@ -53,6 +53,39 @@ def _flips_table(rows: Sequence[tuple[Table, Row]], notes: Footnotes, intervals:
     return tabulate(lines, headers=headers, tablefmt="github", disable_numparse=True)
 
 
+def first_gallery_markdown(rows: Sequence[tuple[Table, Row]], notes: Footnotes) -> str:
+    """A team that never backfills (sequences): per (table, row) and hit metric, NFR and PFR of the last model's
+    queries on the first gallery, C[0][0] -> C[T-1][0], with their 95% intervals (without, where that does not fit
+    ``PAGE_WIDTH``); "" where no row is a sequence."""
+    for intervals in (True, False):
+        text = _first_gallery_table(rows, copy.deepcopy(notes), intervals)
+        if widest_line(text) <= PAGE_WIDTH:
+            break
+    return _first_gallery_table(rows, notes, intervals)
+
+
+def _first_gallery_table(rows: Sequence[tuple[Table, Row]], notes: Footnotes, intervals: bool) -> str:
+    lines = []
+    labelled = len({row.label for _, row in rows}) > 1
+    for table, row in rows:
+        hit_metrics = [m for m in table.metrics if flips.defined_for(m)]
+        for metric in (m for m in hit_metrics if any(c.id == f"{m}:nfr_first" for c in table.columns)):
+            cells = []
+            for key in flips.FIRST_KEYS:
+                column = Column(metric, STATISTICS[key])
+                cell = row.cells.get(column.id)
+                cells.append(_text(cell, column, len(row.finished), intervals) if isinstance(cell, Stat)
+                             else cell.text + notes.mark(cell.reason) if isinstance(cell, Missing) else "-")
+            models = {len(r.matrices.get(metric) or []) for r in row.finished} - {0}
+            title = table.title + (f" · {row.label}" if labelled else "") + (
+                f" · {metric_name(metric)}" if len(hit_metrics) > 1 else "")
+            lines.append([escape(title), ", ".join(map(str, sorted(models))) or "-", *cells])
+    if not lines:
+        return ""
+    headers = ["table", "models T", *(STATISTICS[key].header for key in flips.FIRST_KEYS)]
+    return tabulate(lines, headers=headers, tablefmt="github", disable_numparse=True)
+
+
 def _text(stat: Stat, column: Column, seeds: int, interval: bool) -> str:
     """The mean, with its interval when ``interval`` (``tables.format_stat``)."""
     if interval:

@@ -22,7 +22,7 @@ from benchbackcompat.record import CellRecord
 from benchbackcompat.report import figures
 from benchbackcompat.report.table_data import Missing, Row, Stat, Table
 from benchbackcompat.report.columns import metric_name
-from benchbackcompat.report.flip_tables import flips_markdown
+from benchbackcompat.report.flip_tables import first_gallery_markdown, flips_markdown
 from benchbackcompat.report.markdown import escape, slug
 from benchbackcompat.report.overview import primary_column
 from benchbackcompat.report.provenance import Verification, header_markdown
@@ -109,6 +109,17 @@ def results_markdown(entries: list[Entry], notes: Footnotes) -> str:
     return "\n\n".join(parts)
 
 
+def never_backfilled_markdown(entries: list[Entry], notes: Footnotes) -> list[str]:
+    """The flips of a team that keeps the first gallery (its sequences' rows; [] without any): a sentence and
+    :func:`~benchbackcompat.report.flip_tables.first_gallery_markdown`."""
+    table = first_gallery_markdown([(entry.table, entry.row) for entry in entries], notes)
+    if not table:
+        return []
+    return ["A team that never backfills keeps the first gallery: the flips of the last model T's queries on it, "
+            "C[0][0] → C[T−1][0], with their 95% intervals (per model: `load_flips`, its rows of pairs = first gallery).",
+            table]
+
+
 def hyperparameters_markdown(records: list[CellRecord], info: MethodInfo | None) -> str:
     """Each hyperparameter with the values its records resolved (several when rows differ), its default and
     description (a list: descriptions are sentences)."""
@@ -183,6 +194,7 @@ def method_markdown(method: str, entries: list[Entry], info: MethodInfo | None, 
               "gallery, before any backfill; self: after a full backfill (the mean over consecutive pairs for "
               "a sequence). Cross − old self = PFR cross − NFR cross: a positive margin can hide many broken queries.",
               flips_markdown([(entry.table, entry.row) for entry in entries], notes),
+              *never_backfilled_markdown(entries, notes),
               "## Hyperparameters", "As resolved in its records; default and description from its code.",
               hyperparameters_markdown(records, info),
               "## Cost", cost_markdown(records),

@@ -23,6 +23,7 @@ from benchbackcompat.store.checkpoint import atomic_write_bytes
 from benchbackcompat.store.columnar import MANIFEST as PACKED_MANIFEST, TABLES, is_packed
 from benchbackcompat.store.locks import process_running
 from benchbackcompat.report import figures
+from benchbackcompat.report.refresh import refresh_sections
 from benchbackcompat.report.upgrade import upgrade_sections
 from benchbackcompat.scenarios.kinds import SCENARIO_CLASSES, kind_class
 from benchbackcompat.record import CellRecord, FinishedRecord
@@ -173,6 +174,7 @@ def page_markdown(page: Page, out: Path, date: str, verification: Verification |
             parts.append(chosen)
         parts.extend(figure_links(table, page, out))
         parts.extend(upgrade_sections(table, page.name, out))
+        parts.extend(refresh_sections(table, page.name, out))
     if notes.texts:
         parts.append(notes.render())
     return "\n\n".join(parts) + "\n"

@@ -92,7 +92,7 @@ def _metric_value(record: FinishedRecord, metric: str, key: str, flip_rates: dic
     summary = record.metrics.get(metric)
     if summary is None:
         return None
-    if key in flips.KEYS:
+    if key in flips.KEYS + flips.FIRST_KEYS:
         value = flip_rates.get(key)
         return value if value is not None and math.isfinite(value) else None
     if key in live.KEYS:
@@ -269,7 +269,9 @@ def _why_missing(record: FinishedRecord, column: Column) -> str:
         return f"{column.metric} was not measured in this run"
     if record.notes:
         return "not computed: " + "; ".join(record.notes)
-    if column.statistic.key in flips.KEYS:
+    if column.statistic.key in flips.FIRST_KEYS and column.metric in record.outcomes:
+        return "first-gallery flips need the per-query hits of C[0][0] and of the last model's C[T-1][0]"
+    if column.statistic.key in flips.KEYS + flips.FIRST_KEYS:
         if column.metric not in record.outcomes:
             return "flip rates need per-query outcomes, and this record stored none"
         return "flip rates are defined for hit outcomes (0/1), not for average precisions"

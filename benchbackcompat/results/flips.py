@@ -16,19 +16,24 @@ from benchbackcompat.results.frames import CELL_COLUMNS, Paths, _cells, _pandas,
 if TYPE_CHECKING:
     import pandas as pd
 
-FLIP_COLUMNS = [*CELL_COLUMNS[:12], "metric", "query_model", "gallery_model", "queries", *flips.KEYS]
+FLIP_COLUMNS = [*CELL_COLUMNS[:12], "metric", "pairs", "query_model", "gallery_model", "queries", *flips.KEYS]
+PAIRS = {"consecutive": False, "first gallery": True}  # the ``pairs`` column: k = t - 1, or k = 0 (never backfilled)
 
 
 def flip_frame(records: Iterable[CellRecord]) -> pd.DataFrame:
-    """One row per finished cell x hit metric x update pair (t, k = t - 1): ``queries`` compared and the flip rates
-    (%) old self -> cross (``nfr_cross``, ``pfr_cross``) and old self -> new self (``nfr_self``, ``pfr_self``)."""
+    """One row per finished cell x hit metric x update pair: ``pairs`` "consecutive" (t, k = t - 1) and, for a sequence
+    of three models or more, "first gallery" (t, k = 0 for every t >= 1: a team that never backfills); ``queries``
+    compared and the flip rates (%) old self -> cross (``nfr_cross``, ``pfr_cross``: C[k][k] -> C[t][k]) and old self
+    -> new self (``nfr_self``, ``pfr_self``: C[k][k] -> C[t][t])."""
     rows = []
     for record, fields in _cells(records):
         cell = {k: v for k, v in fields.items() if k in FLIP_COLUMNS}
         stored = record.outcomes if isinstance(record, FinishedRecord) else {}
         for metric in (m for m in stored if flips.defined_for(m)):
+            sequence = len((stored[metric] or {}).get("C") or []) > 2
             try:
-                rows += [{**cell, "metric": metric, **pair} for pair in flips.pair_rates(stored[metric])]
+                rows += [{**cell, "metric": metric, "pairs": name, **pair} for name, first in PAIRS.items()
+                         if sequence or not first for pair in flips.pair_rates(stored[metric], first)]
             except BenchError:
                 continue  # outcomes that are not hits
     return _pandas().DataFrame(rows, columns=FLIP_COLUMNS)
@@ -56,13 +61,17 @@ def flipped_queries(record: FinishedRecord, metric: str, query_model: int = 1, g
 def flip_lines(record: FinishedRecord, metric: str) -> list[str]:
     """One line per update pair of ``metric`` with its flip rates (``benchbackcompat show``); [] where flips are not
     defined (average precisions) or no per-query outcomes are stored."""
+    stored = record.outcomes.get(metric) or {}
     try:
-        pairs = flips.pair_rates(record.outcomes.get(metric) or {}) if flips.defined_for(metric) else []
+        pairs = flips.pair_rates(stored) if flips.defined_for(metric) else []
+        first = flips.pair_rates(stored, first=True) if pairs and len(stored.get("C") or []) > 2 else []
     except BenchError:
         return []
-    return [f"  flips {p['gallery_model']} -> {p['query_model']} ({p['queries']} queries, %): old self -> cross NFR "
-            f"{p['nfr_cross']:.2f}, PFR {p['pfr_cross']:.2f}; old self -> new self NFR {p['nfr_self']:.2f}, "
-            f"PFR {p['pfr_self']:.2f}" for p in pairs]
+    lines = [f"  flips {p['gallery_model']} -> {p['query_model']} ({p['queries']} queries, %): old self -> cross NFR "
+             f"{p['nfr_cross']:.2f}, PFR {p['pfr_cross']:.2f}; old self -> new self NFR {p['nfr_self']:.2f}, "
+             f"PFR {p['pfr_self']:.2f}" for p in pairs]
+    return lines + ["  flips on the first gallery, never backfilled (C[0][0] -> C[t][0], %): " + "; ".join(
+        f"t = {p['query_model']} NFR {p['nfr_cross']:.2f}, PFR {p['pfr_cross']:.2f}" for p in first)] * bool(first)
 
 
 def live_lines(record: FinishedRecord, metric: str) -> list[str]:

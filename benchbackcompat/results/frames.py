@@ -78,7 +78,8 @@ def _number(value: Any) -> float:
 def results_frame(records: Iterable[CellRecord]) -> pd.DataFrame:
     """One row per cell x retrieval metric x scalar statistic (AC, AA, ACA, self, cross, p_com, ...), then the flip
     rates nfr_cross, pfr_cross, nfr_self, pfr_self (``metrics.flips``, derived from the stored per-query hits; mean over
-    the consecutive pairs of a sequence), then, where the scenario set ``backfill`` or ``index``, the areas under the
+    the consecutive pairs of a sequence) and, for a sequence, nfr_first, pfr_first (its last model on the first
+    gallery: never backfilled), then, where the scenario set ``backfill`` or ``index``, the areas under the
     backfilling curves, their lowest points against the old self-test and the index gaps (``metrics.live``); a cell without metrics (diverged, failed, not applicable) is one row with
     empty metric, statistic and value.
 
