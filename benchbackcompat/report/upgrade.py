@@ -13,7 +13,7 @@ from tabulate import tabulate
 
 from benchbackcompat.metrics import live
 from benchbackcompat.metrics.sign_flip import sign_flip_p
-from benchbackcompat.report import figures
+from benchbackcompat.report import curve_steps, figures
 from benchbackcompat.report.table_data import Row, Table
 from benchbackcompat.report.columns import metric_name
 from benchbackcompat.report.markdown import escape, plain_label
@@ -336,6 +336,13 @@ def upgrade_sections(table: Table, page: str, out: Path) -> list[str]:
             if path is not None:
                 parts.append(f"![{escape(table.title)}: backfilling curves, {escape(metric_name(metric))}]"
                              f"(figures/{path.name})")
+        if text := curve_steps.steps_markdown(table, metric):
+            parts.append(text)
+            path = curve_steps.steps_figure(table, metric, out / "figures" / figures.figure_name(page, table, metric,
+                                                                                               "backfill-orders"))
+            if path is not None:
+                parts.append(f"![{escape(table.title)}: backfilling curves by refresh order, "
+                             f"{escape(metric_name(metric))}](figures/{path.name})")
         if text := regression_markdown(table, metric):
             parts.append(text)
         if text := index_markdown(table, metric):
