@@ -213,3 +213,34 @@ def test_a_record_without_step_outcomes_reads_and_dumps_as_before():
     assert record.backfill == {"pairs": [OLD_PAIR]}
     assert set(live.backfill_values(record.backfill, record.matrices["cmc@1"], "cmc@1")) == {
         "auc_random", "dip_random", "dip_at_random"}
+
+
+def _bits(values: list[int]) -> dict:
+    return outcomes.encode(np.array(values, dtype=bool))
+
+
+def test_the_pages_table_along_the_curve_by_hand(tmp_path):
+    from types import SimpleNamespace
+
+    from benchbackcompat.report.curve_steps import steps_figure, steps_markdown
+
+    # 4 queries; the old self-test gets queries 0, 1 right. Steps at 0, 50, 100% refreshed: 0 and 2 right, then
+    # 0, 2, 3, then all. NFR (right under old self, wrong at the step): query 1 at 0% and 50% -> 25, 25, 0;
+    # PFR: query 2 at 0%, 2 and 3 at 50% and 100% -> 25, 50, 50. Per-query areas (trapezoid over 0, .5, 1):
+    # 1, .25, 1, .75 -> 75%, the curve's area.
+    steps = [_bits([1, 0, 1, 0]), _bits([1, 0, 1, 1]), _bits([1, 1, 1, 1])]
+    pair = {"old": 0, "new": 1, "fractions": [0.0, 0.5, 1.0], "curves": {"cmc@1": {"oracle": [50.0, 75.0, 100.0]}},
+            "auc": {"cmc@1": {"oracle": 75.0}}, "outcomes": {"cmc@1": {"oracle": steps}},
+            "old_self": {"cmc@1": _bits([1, 1, 0, 0])}}
+    table = SimpleNamespace(rows=[SimpleNamespace(label="bct", finished=[SimpleNamespace(seed=0, backfill={"pairs": [pair]})])],
+                            title="t")
+    line = next(x for x in steps_markdown(table, "cmc@1").splitlines() if x.startswith("| bct"))
+    cells = [c.strip() for c in line.split("|")[1:-1]]
+    assert cells[0:2] == ["bct", "oracle"] and cells[2].startswith("75.0 [")
+    assert cells[3] == "-"  # one permutation: no interval over permutations
+    # NFR at 10% and 20% interpolate between 25 (0%) and 25 (50%); at 50% 25; max 25; PFR at 50% 50
+    assert cells[4:] == ["25.0", "25.0", "25.0", "25.0", "50.0"]
+    assert steps_figure(table, "cmc@1", tmp_path / "f.png").exists()
+    old = SimpleNamespace(rows=[SimpleNamespace(label="bct", finished=[SimpleNamespace(seed=0, backfill={"pairs": [OLD_PAIR]})])],
+                          title="t")
+    assert steps_markdown(old, "cmc@1") == "" and steps_figure(old, "cmc@1", tmp_path / "g.png") is None

@@ -3,7 +3,9 @@ queries against a gallery refreshed in batches, in each configured order (``metr
 
 Features are the ones already extracted for the matrix (no model runs again): refreshing an item swaps its
 model-k feature for its model-t feature. The curve's first point is the cross-test C[t][k] and its last the new
-self-test C[t][t], scored by the same code.
+self-test C[t][t], scored by the same code. Every step keeps its per-query outcomes, beside those of the old
+self-test C[k][k] (the flips along the curve, ``metrics.curve_steps``), and the random order may be drawn several
+times (``permutations``), each permutation its own curve.
 """
 from __future__ import annotations
 
