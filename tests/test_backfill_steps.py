@@ -244,3 +244,22 @@ def test_the_pages_table_along_the_curve_by_hand(tmp_path):
     old = SimpleNamespace(rows=[SimpleNamespace(label="bct", finished=[SimpleNamespace(seed=0, backfill={"pairs": [OLD_PAIR]})])],
                           title="t")
     assert steps_markdown(old, "cmc@1") == "" and steps_figure(old, "cmc@1", tmp_path / "g.png") is None
+
+
+def test_refresh_benefit_by_a_loop_in_chunks():
+    gen = torch.Generator().manual_seed(3)
+    q_old, g_old, q_new, g_new = (torch.randn(n, 3, generator=gen) for n in (7, 7, 7, 7))
+    labels = torch.tensor([0, 1, 0, 1, 1, 0, 2])
+    cosine = StandardMethod().similarity()
+    for loo in (False, True):
+        expected = []
+        for j in range(7):
+            pos, neg = [], []
+            for i in range(7):
+                if loo and i == j:
+                    continue
+                rise = float(F.cosine_similarity(q_new[i], g_new[j], dim=0) - F.cosine_similarity(q_old[i], g_old[j], dim=0))
+                (pos if labels[i] == labels[j] else neg).append(rise)
+            expected.append((sum(pos) / len(pos) if pos else 0.0) - sum(neg) / len(neg))
+        found = refresh.refresh_benefit(cosine, (q_old, g_old), (q_new, g_new), labels, labels, loo=loo, chunk_size=3)
+        assert found.tolist() == pytest.approx(expected, abs=1e-6)

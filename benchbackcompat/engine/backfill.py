@@ -52,9 +52,8 @@ def refresh_benefit(method: Method, bank: FeatureBank, data: ScenarioData, new: 
     query = bank.query(new)
     q_old, g_old = method.pair_features(query, bank.stored(new - 1), new, new - 1)
     q_new, g_new = method.pair_features(query, bank.stored(new), new, new)
-    similarity = method.similarity()
     labels = data.query.labels if data.gallery is None else data.gallery.labels
-    return refresh.refresh_benefit(similarity(q_old, g_old), similarity(q_new, g_new), data.query.labels, labels,
+    return refresh.refresh_benefit(method.similarity(), (q_old, g_old), (q_new, g_new), data.query.labels, labels,
                                    loo=data.gallery is None)
 
 

@@ -62,19 +62,29 @@ def hbct_uncertainty_order(gallery: Tensor, labels: Tensor, similarity: Similari
     return torch.sort(-hyperbolic_uncertainty(gallery), stable=True).indices
 
 
-def refresh_benefit(cross: Tensor, new: Tensor, query_labels: Tensor, gallery_labels: Tensor,
-                    loo: bool = False) -> Tensor:
+def refresh_benefit(similarity: Similarity, cross: tuple[Tensor, Tensor], new: tuple[Tensor, Tensor],
+                    query_labels: Tensor, gallery_labels: Tensor, loo: bool = False, chunk_size: int = 4096) -> Tensor:
     """Per gallery item, what refreshing it gains in the mixed ranking: the mean rise of its score (new block −
     cross block: the mixed gallery ranks both blocks' scores side by side) over the queries of its class minus that
     over the other queries (it rises for its matches, and for the queries it is a distractor to). ``cross`` and
-    ``new``: queries x gallery scores; ``loo``: the query i is gallery item i, not its own match. Float64, CPU."""
-    rise = (new.double() - cross.double()).cpu()
-    same = (query_labels.cpu()[:, None] == gallery_labels.cpu()[None, :]).double()
-    counted = torch.ones_like(same)
-    if loo:
-        counted.fill_diagonal_(0.0)
-    positive, negative = same * counted, (1.0 - same) * counted
-    return (rise * positive).sum(0) / positive.sum(0).clamp(min=1) - (rise * negative).sum(0) / negative.sum(0).clamp(min=1)
+    ``new``: the (query, gallery) features each block scores with ``similarity``; ``loo``: query i is gallery item i,
+    not its own match. Queries ``chunk_size`` at a time; float64 on the CPU."""
+    sums = torch.zeros(2, len(gallery_labels), dtype=torch.float64)
+    counts = torch.zeros(2, len(gallery_labels), dtype=torch.float64)
+    gallery_labels = gallery_labels.cpu()
+    for start in range(0, len(query_labels), chunk_size):
+        rows = slice(start, start + chunk_size)
+        rise = (similarity(new[0][rows], new[1]).double() - similarity(cross[0][rows], cross[1]).double()).cpu()
+        same = query_labels.cpu()[rows, None] == gallery_labels[None, :]
+        counted = torch.ones_like(same)
+        if loo:
+            index = torch.arange(start, start + len(rise))
+            counted[index - start, index] = False
+        for i, mask in enumerate((same & counted, ~same & counted)):
+            sums[i] += (rise * mask).sum(0)
+            counts[i] += mask.sum(0)
+    means = sums / counts.clamp(min=1)
+    return means[0] - means[1]
 
 
 def oracle_order(benefit: Tensor) -> Tensor:
