@@ -199,9 +199,9 @@ class BackfillConfig(StrictModel):
         description="refresh orders: random; class-distance, the old embeddings least similar to their class template "
                     "first; class-balanced, one item of every class in turn, the most typical first; uncertainty, the "
                     "smallest old class-template margin first (Hot-Refresh); hbct-uncertainty, the highest Unc(h) of "
-                    "the old embedding first (HBCT; uncertainty off the hyperboloid); learned, the refresh benefit "
-                    "predicted from the old feature (after FastFill); oracle, the refresh benefit itself (an upper "
-                    "reference)")
+                    "the old embedding first (HBCT; uncertainty off the hyperboloid); learned, the new model's change "
+                    "of the item predicted from the old feature (after FastFill); oracle, greedy by the queries each "
+                    "refresh fixes (an upper reference)")
     permutations: int = Field(1, ge=1, le=100, description="random permutations of the random order per seed, each its "
                               "own curve: the first is the one drawn as before, the others widen the area's interval "
                               "by the order's randomness")

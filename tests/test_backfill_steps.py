@@ -60,7 +60,7 @@ def test_stored_step_outcomes_equal_a_brute_force_loop():
     method, bank, data = random_setup()
     config = BackfillConfig(steps=4, orders=EVERY, permutations=3)
     [pair] = backfill_curves(method, bank, data, "nn", ["cmc@1"], 5, config)["pairs"]
-    orders = refresh_orders(method, bank, data, 0, 5, EVERY)
+    orders = refresh_orders(method, bank, data, 0, 5, EVERY, [0, 6, 11, 16, 22])  # 22 items in 4 batches
     drawn = further_permutations(len(data.gallery.labels), 5, 0, 3)
     stored = [(orders[name], pair["outcomes"]["cmc@1"][name]) for name in EVERY]
     stored += [(order, p["outcomes"]) for order, p in zip(drawn, pair["permutations"]["cmc@1"])]
@@ -98,26 +98,29 @@ def test_flips_along_the_curve_end_at_the_records_flip_rates():
 
 
 def constructed():
-    """Two classes on the unit circle. Queries and the new gallery sit on their class's axis; the old gallery holds
-    every third item on the other class's axis (a mis-embedded item, retrieved wrongly until refreshed) and the rest
-    slightly off their own axis, so a refreshed item (exactly on its axis) wins its class's queries."""
-    ql, gl = torch.arange(20) % 2, torch.arange(30) % 2
-    axis = torch.eye(2)
-    wrong = torch.arange(30) % 3 == 0
-    old = torch.where(wrong[:, None], axis[1 - gl], axis[gl] + 0.3 * axis[1 - gl])
-    data = ScenarioData(labelled(ql), labelled(ql), labelled(gl), None, (0.5,), (0.25,), 1, 2, "synthetic")
+    """Six classes on the axes e_c of R^6; queries and the new gallery sit on their class's axis. The old gallery
+    holds items 0-5, 18-23, 36-41, 54-59 (one of every class each) mis-embedded near the next class's axis
+    (e_{c+1} + 0.2 e_c: cosine 0.98 to that class's queries), the others near their own (e_c + 0.3 e_{c+1}: 0.958), so
+    every query's top-1 is a mis-embedded item of the previous class, and any refreshed item of its own class (on
+    the axis: cosine 1) fixes all the queries of that class."""
+    ql, gl = torch.arange(30) % 6, torch.arange(60) % 6
+    axis = torch.eye(6)
+    wrong = (torch.arange(60) // 6) % 3 == 0
+    old = torch.where(wrong[:, None], axis[(gl + 1) % 6] + 0.2 * axis[gl], axis[gl] + 0.3 * axis[(gl + 1) % 6])
+    data = ScenarioData(labelled(ql), labelled(ql), labelled(gl), None, (0.5,), (0.25,), 1, 6, "synthetic")
     bank = FeatureBank.in_memory([ModelFeatures(axis[ql], old), ModelFeatures(axis[ql], axis[gl])])
-    return StandardMethod(), bank, data, wrong
+    return StandardMethod(), bank, data
 
 
-def test_the_oracle_refreshes_the_mis_embedded_items_first_and_beats_random():
-    method, bank, data, wrong = constructed()
-    config = BackfillConfig(steps=10, orders=["random", "oracle"], permutations=5)
+def test_the_oracle_fixes_a_class_a_step_and_beats_random():
+    method, bank, data = constructed()
+    config = BackfillConfig(steps=60, orders=["random", "oracle"], permutations=5)
     [pair] = backfill_curves(method, bank, data, "nn", ["cmc@1"], 0, config)["pairs"]
-    oracle = refresh_orders(method, bank, data, 0, 0, ["oracle"])["oracle"]
-    assert set(oracle[: int(wrong.sum())].tolist()) == set(torch.nonzero(wrong)[:, 0].tolist())
+    curve = pair["curves"]["cmc@1"]["oracle"]
+    assert curve[:8] == pytest.approx([0.0, 100 / 6, 200 / 6, 50.0, 400 / 6, 500 / 6, 100.0, 100.0])
+    oracle = refresh_orders(method, bank, data, 0, 0, ["oracle"], list(range(61)))["oracle"]
+    assert sorted(data.gallery.labels[oracle[:6]].tolist()) == list(range(6))
     randoms = [pair["auc"]["cmc@1"]["random"], *(p["auc"] for p in pair["permutations"]["cmc@1"])]
-    assert all(pair["auc"]["cmc@1"]["oracle"] >= area for area in randoms)
     assert pair["auc"]["cmc@1"]["oracle"] > max(randoms)
 
 
@@ -246,20 +249,36 @@ def test_the_pages_table_along_the_curve_by_hand(tmp_path):
     assert steps_markdown(old, "cmc@1") == "" and steps_figure(old, "cmc@1", tmp_path / "g.png") is None
 
 
-def test_refresh_benefit_by_a_loop_in_chunks():
-    gen = torch.Generator().manual_seed(3)
-    q_old, g_old, q_new, g_new = (torch.randn(n, 3, generator=gen) for n in (7, 7, 7, 7))
-    labels = torch.tensor([0, 1, 0, 1, 1, 0, 2])
-    cosine = StandardMethod().similarity()
-    for loo in (False, True):
-        expected = []
-        for j in range(7):
-            pos, neg = [], []
-            for i in range(7):
-                if loo and i == j:
-                    continue
-                rise = float(F.cosine_similarity(q_new[i], g_new[j], dim=0) - F.cosine_similarity(q_old[i], g_old[j], dim=0))
-                (pos if labels[i] == labels[j] else neg).append(rise)
-            expected.append((sum(pos) / len(pos) if pos else 0.0) - sum(neg) / len(neg))
-        found = refresh.refresh_benefit(cosine, (q_old, g_old), (q_new, g_new), labels, labels, loo=loo, chunk_size=3)
-        assert found.tolist() == pytest.approx(expected, abs=1e-6)
+def test_the_greedy_oracle_by_a_brute_force_loop():
+    method, bank, data = random_setup(queries=16, items=12)
+    counts = [0, 3, 6, 9, 12]
+    order = refresh_orders(method, bank, data, 0, 0, ["oracle"], counts)["oracle"].tolist()
+    q, ql, gl = bank.query(1), data.query.labels, data.gallery.labels
+    refreshed = torch.zeros(12, dtype=torch.bool)
+    expected = []
+    for done, target in zip(counts, counts[1:]):
+        now = sum(brute_force_hits(q, bank.stored(0), q, bank.stored(1), refreshed, ql, gl))
+        gains = {}
+        for j in range(12):
+            if not refreshed[j]:
+                trial = refreshed.clone()
+                trial[j] = True
+                gains[j] = sum(brute_force_hits(q, bank.stored(0), q, bank.stored(1), trial, ql, gl)) - now
+        batch = sorted(gains, key=lambda j: (-gains[j], j))[: target - done]
+        expected += batch
+        refreshed[batch] = True
+    assert sorted(order) == list(range(12))
+    assert order == expected
+
+
+def test_the_learned_target_is_the_change_of_class_fit():
+    # cosine, two classes; the class template of (1, 0), (1, 1) is their normalised sum of normalised features
+    old = torch.tensor([[1.0, 0.0], [1.0, 1.0], [0.0, 1.0], [1.0, 1.0]])
+    new = torch.tensor([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0], [0.0, 1.0]])
+    labels = torch.tensor([0, 0, 1, 1])
+    cosine = StandardMethod()
+    gain = refresh.class_fit_gain(old, new, labels, cosine.similarity(), cosine.templates())
+    unit = F.normalize(old, dim=1)
+    template = F.normalize(unit[:2].sum(0), dim=0)
+    fit = [float(unit[0] @ template), float(unit[1] @ template)]  # both sqrt((2 + sqrt 2) / 4) = 0.924
+    assert gain.tolist() == pytest.approx([1 - fit[0], 1 - fit[1], 1 - fit[0], 1 - fit[1]], abs=1e-6)

@@ -9,7 +9,6 @@ times (``permutations``), each permutation its own curve.
 """
 from __future__ import annotations
 
-import functools
 import time
 from typing import Any
 
@@ -27,34 +26,37 @@ from benchbackcompat.scenarios.data import ScenarioData
 
 
 def refresh_orders(method: Method, bank: FeatureBank, data: ScenarioData, old: int, seed: int,
-                   orders: list[str]) -> dict[str, torch.Tensor]:
+                   orders: list[str], counts: list[int] | None = None) -> dict[str, torch.Tensor]:
     """Each order of the gallery items of model ``old``'s update old -> old + 1 (the random one drawn from the cell's
-    seed; ``metrics.refresh`` for the literature's orders)."""
+    seed; ``metrics.refresh`` for the literature's orders; ``counts``: the items refreshed after each batch, which
+    the greedy oracle fills batch by batch, default ten batches)."""
     gallery = method.pair_features(bank.query(old), bank.stored(old), old, old)[1]
     labels = data.query.labels if data.gallery is None else data.gallery.labels
     similarity, templates = method.similarity(), method.templates()
-    benefit = functools.cache(lambda: refresh_benefit(method, bank, data, old + 1))
+    counts = bf.refresh_counts(len(gallery), 10) if counts is None else counts
+
+    def learned() -> torch.Tensor:
+        renewed = method.pair_features(bank.query(old + 1), bank.stored(old + 1), old + 1, old + 1)[1]
+        target = refresh.class_fit_gain(gallery, renewed, labels, similarity, templates)
+        return refresh.learned_order(gallery, target, generator(derive_seed(seed, "learned", old)))
+
+    def oracle() -> torch.Tensor:
+        query = bank.query(old + 1)
+        q_old, g_old = method.pair_features(query, bank.stored(old), old + 1, old)
+        q_new, g_new = method.pair_features(query, bank.stored(old + 1), old + 1, old + 1)
+        return refresh.oracle_order(similarity(q_old, g_old), similarity(q_new, g_new), data.query.labels, labels,
+                                    counts, loo=data.gallery is None)
+
     make = {
         "random": lambda: bf.random_order(len(gallery), generator(derive_seed(seed, "backfill", old))),
         "class-distance": lambda: bf.class_distance_order(gallery, labels, similarity, templates),
         "class-balanced": lambda: bf.class_balanced_order(gallery, labels, similarity, templates),
         "uncertainty": lambda: refresh.uncertainty_order(gallery, labels, similarity, templates),
         "hbct-uncertainty": lambda: refresh.hbct_uncertainty_order(gallery, labels, similarity, templates),
-        "learned": lambda: refresh.learned_order(gallery, benefit(), generator(derive_seed(seed, "learned", old))),
-        "oracle": lambda: refresh.oracle_order(benefit()),
+        "learned": learned,
+        "oracle": oracle,
     }
     return {name: make[name]() for name in orders}
-
-
-def refresh_benefit(method: Method, bank: FeatureBank, data: ScenarioData, new: int) -> torch.Tensor:
-    """``metrics.refresh.refresh_benefit`` of the update new - 1 -> new: the cross-test's and the new self-test's
-    score matrices, as the mixed gallery ranks them."""
-    query = bank.query(new)
-    q_old, g_old = method.pair_features(query, bank.stored(new - 1), new, new - 1)
-    q_new, g_new = method.pair_features(query, bank.stored(new), new, new)
-    labels = data.query.labels if data.gallery is None else data.gallery.labels
-    return refresh.refresh_benefit(method.similarity(), (q_old, g_old), (q_new, g_new), data.query.labels, labels,
-                                   loo=data.gallery is None)
 
 
 def further_permutations(items: int, seed: int, old: int, count: int) -> list[torch.Tensor]:
@@ -101,8 +103,8 @@ def backfill_curves(method: Method, bank: FeatureBank, data: ScenarioData, proto
                     found[metric][1].append(scored[1])
             return found
 
-        by_order = {name: curve(order) for name, order in refresh_orders(method, bank, data, k, seed,
-                                                                            config.orders).items()}
+        by_order = {name: curve(order) for name, order in refresh_orders(method, bank, data, k, seed, config.orders,
+                                                                            counts).items()}
         drawn = [curve(order) for order in further_permutations(len(g_old), seed, k, config.permutations)] \
             if "random" in by_order else []
         q_kk, g_kk = method.pair_features(bank.query(k), bank.stored(k), k, k)

@@ -13,14 +13,15 @@
   1 - ||h_space|| / h_time, whatever K, so it is read from the stored old gallery point. A method that does not embed
   on the hyperboloid (its similarity is not the geodesic one) has no Unc(h): it falls back to ``uncertainty``.
 - ``learned`` (after FastFill: Jaeckle et al., "FastFill: Efficient Compatible Model Update", ICLR 2023): a ridge
-  regression from the old gallery feature to the item's refresh benefit (:func:`refresh_benefit`), largest predicted
-  benefit first. FastFill trains an uncertainty head with its feature transformation on the training set, predicting
-  the old-to-new alignment loss; the harness keeps no training features and no transformation, so this fits a linear
-  model on the gallery itself, cross-fitted in two random halves (each half ordered by the model fitted on the other,
-  so no item's score sees its own target), and its target is read from the test queries' new features. It is the
-  learnability of the oracle from the old features, not FastFill's training.
-- ``oracle``: the refresh benefit itself, computed from the new features and the labels: an upper reference, not an
-  order a live system can use.
+  regression from the old gallery feature to how much the new model changes the item (:func:`class_fit_gain`: its
+  similarity to its class template among the new features minus that among the old), largest predicted change first.
+  FastFill trains an uncertainty head with its feature transformation on the training set, predicting the
+  old-to-new alignment loss; the harness keeps no training features and no transformation, so this fits a linear
+  model on the gallery itself, cross-fitted in two random halves (each half ordered by the model fitted on the other
+  half's new features, so no item's score sees its own new feature). A linear stand-in, not FastFill's training.
+- ``oracle``: greedy, batch by batch, the items whose refresh alone fixes the most queries' top-1 in the current
+  mixed gallery (:func:`oracle_order`), read from the new features and the labels: an upper reference, not an order a
+  live system can use (greedy, so not a proven optimum).
 """
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ import torch
 from torch import Tensor
 
 from benchbackcompat import geometry
+from benchbackcompat.metrics.backfill import own_class_similarity
 from benchbackcompat.metrics.retrieval import Similarity, Templates
 
 RIDGE = 1e-3  # the ridge's penalty, relative to the mean squared feature norm
@@ -62,34 +64,45 @@ def hbct_uncertainty_order(gallery: Tensor, labels: Tensor, similarity: Similari
     return torch.sort(-hyperbolic_uncertainty(gallery), stable=True).indices
 
 
-def refresh_benefit(similarity: Similarity, cross: tuple[Tensor, Tensor], new: tuple[Tensor, Tensor],
-                    query_labels: Tensor, gallery_labels: Tensor, loo: bool = False, chunk_size: int = 4096) -> Tensor:
-    """Per gallery item, what refreshing it gains in the mixed ranking: the mean rise of its score (new block −
-    cross block: the mixed gallery ranks both blocks' scores side by side) over the queries of its class minus that
-    over the other queries (it rises for its matches, and for the queries it is a distractor to). ``cross`` and
-    ``new``: the (query, gallery) features each block scores with ``similarity``; ``loo``: query i is gallery item i,
-    not its own match. Queries ``chunk_size`` at a time; float64 on the CPU."""
-    sums = torch.zeros(2, len(gallery_labels), dtype=torch.float64)
-    counts = torch.zeros(2, len(gallery_labels), dtype=torch.float64)
-    gallery_labels = gallery_labels.cpu()
-    for start in range(0, len(query_labels), chunk_size):
-        rows = slice(start, start + chunk_size)
-        rise = (similarity(new[0][rows], new[1]).double() - similarity(cross[0][rows], cross[1]).double()).cpu()
-        same = query_labels.cpu()[rows, None] == gallery_labels[None, :]
-        counted = torch.ones_like(same)
-        if loo:
-            index = torch.arange(start, start + len(rise))
-            counted[index - start, index] = False
-        for i, mask in enumerate((same & counted, ~same & counted)):
-            sums[i] += (rise * mask).sum(0)
-            counts[i] += mask.sum(0)
-    means = sums / counts.clamp(min=1)
-    return means[0] - means[1]
+def oracle_order(cross: Tensor, new: Tensor, query_labels: Tensor, gallery_labels: Tensor, counts: list[int],
+                 loo: bool = False) -> Tensor:
+    """The greedy oracle: batch by batch (``counts``: items refreshed after each batch, as the curve's steps), the
+    items whose refresh alone would turn the most queries' top-1 from wrong to right (net of right to wrong) in the
+    current mixed gallery, ties by index. ``cross`` and ``new``: queries x gallery scores of the two blocks (the mixed
+    gallery ranks them side by side); ``loo``: query i is gallery item i, never its own result. It reads the new
+    features and the labels: an upper reference for top-1 accuracy, not an order a live system can use."""
+    cross, new = cross.float().cpu().clone(), new.float().cpu().clone()
+    if loo:
+        cross.fill_diagonal_(-torch.inf)
+        new.fill_diagonal_(-torch.inf)
+    same = (query_labels.cpu()[:, None] == gallery_labels.cpu()[None, :]).float()
+    rows = torch.arange(len(cross))
+    refreshed = torch.zeros(cross.shape[1], dtype=torch.bool)
+    order: list[Tensor] = []
+    for done, target in zip(counts, counts[1:]):
+        current = torch.where(refreshed[None, :], new, cross)
+        top = current.topk(min(2, current.shape[1]), dim=1)
+        best, first = top.values[:, 0], top.indices[:, 0]
+        hit = same[rows, first]
+        gain = ((new > best[:, None]).float() * (same - hit[:, None])).sum(0)  # j refreshed becomes the top-1
+        if current.shape[1] > 1:  # where j is the top-1 already (unrefreshed), its refresh may hand it to the second
+            second, runner_up = top.values[:, 1], top.indices[:, 1]
+            own = new[rows, first]
+            after = torch.where(own > second, same[rows, first], same[rows, runner_up])
+            assumed = (own > best).float() * (same[rows, first] - hit)
+            gain.index_add_(0, first, after - hit - assumed)
+        gain[refreshed] = -torch.inf
+        batch = torch.sort(-gain.double(), stable=True).indices[: target - done]
+        refreshed[batch] = True
+        order.append(batch)
+    return torch.cat(order) if order else torch.zeros(0, dtype=torch.long)
 
 
-def oracle_order(benefit: Tensor) -> Tensor:
-    """The largest refresh benefit first, ties by index."""
-    return torch.sort(-benefit, stable=True).indices
+def class_fit_gain(old: Tensor, new: Tensor, labels: Tensor, similarity: Similarity, templates: Templates) -> Tensor:
+    """How much the new model changes each gallery item: its similarity to its own class template among the new
+    gallery features minus that among the old ones, each in the method's similarity (``own_class_similarity``)."""
+    return own_class_similarity(new, labels, similarity, templates).double() - \
+        own_class_similarity(old, labels, similarity, templates).double()
 
 
 def ridge_predictions(features: Tensor, target: Tensor, train: Tensor, penalty: float = RIDGE) -> Tensor:
@@ -104,10 +117,10 @@ def ridge_predictions(features: Tensor, target: Tensor, train: Tensor, penalty: 
     return x @ weights
 
 
-def learned_order(features: Tensor, benefit: Tensor, generator: torch.Generator) -> Tensor:
-    """The FastFill-style order: the largest benefit predicted from the old feature first, cross-fitted over two
-    random halves of the items (:func:`ridge_predictions`), ties by index."""
+def learned_order(features: Tensor, target: Tensor, generator: torch.Generator) -> Tensor:
+    """The FastFill-style order: the largest ``target`` (:func:`class_fit_gain`) predicted from the old feature first,
+    cross-fitted over two random halves of the items (:func:`ridge_predictions`), ties by index."""
     half = torch.zeros(len(features), dtype=torch.bool)
     half[torch.randperm(len(features), generator=generator)[: len(features) // 2]] = True
-    predicted = torch.where(half, ridge_predictions(features, benefit, ~half), ridge_predictions(features, benefit, half))
+    predicted = torch.where(half, ridge_predictions(features, target, ~half), ridge_predictions(features, target, half))
     return torch.sort(-predicted, stable=True).indices
