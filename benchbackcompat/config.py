@@ -193,10 +193,27 @@ class BackfillConfig(StrictModel):
     the area under the curve (FastFill, ICLR 2023). Off unless set."""
 
     steps: int = Field(10, ge=1, le=1000, description="batches of the refresh: the curve has steps + 1 points, 0 to 100%")
-    orders: list[Literal["random", "class-distance", "class-balanced"]] = Field(
+    orders: list[Literal["random", "class-distance", "class-balanced", "uncertainty", "hbct-uncertainty", "learned",
+                         "oracle"]] = Field(
         default_factory=lambda: ["random", "class-distance"], min_length=1,
         description="refresh orders: random; class-distance, the old embeddings least similar to their class template "
-                    "first; class-balanced, one item of every class in turn, the most typical first")
+                    "first; class-balanced, one item of every class in turn, the most typical first; uncertainty, the "
+                    "smallest old class-template margin first (Hot-Refresh); hbct-uncertainty, the highest Unc(h) of "
+                    "the old embedding first (HBCT; uncertainty off the hyperboloid); learned, the new model's change "
+                    "of the item predicted from the old feature (after FastFill); oracle, greedy by the queries each "
+                    "refresh fixes (an upper reference)")
+    permutations: int = Field(1, ge=1, le=100, description="random permutations of the random order per seed, each its "
+                              "own curve: the first is the one drawn as before, the others widen the area's interval "
+                              "by the order's randomness")
+
+    @model_serializer(mode="wrap")
+    def _omit_one_permutation(self, handler: Any) -> dict[str, Any]:
+        """With one permutation (the default) the dump, and so every key hashed from it, is what it was before the
+        field existed."""
+        data = handler(self)
+        if data.get("permutations") == 1:
+            data.pop("permutations")
+        return data
 
 
 class IndexConfig(StrictModel):

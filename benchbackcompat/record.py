@@ -124,9 +124,22 @@ class MetricSummary(BaseModel):
 Name = Annotated[str, Field(pattern=NAME)]
 
 
+class Permutation(BaseModel):
+    """One further random permutation of the refresh: its curve (%), area (%) and per-step outcomes."""
+
+    model_config = ConfigDict(extra="forbid")
+    curve: list[Number]
+    auc: Number
+    outcomes: list[dict[str, Any]] = []
+
+
 class BackfillPair(BaseModel):
     """The backfilling curves of one update old -> new = old + 1: per metric and refresh order, the accuracy (%) at
-    each refreshed fraction (0 first, 1 last, increasing) and the area under the curve (%)."""
+    each refreshed fraction (0 first, 1 last, increasing) and the area under the curve (%). Records written since
+    the per-step outcomes exist also hold, per metric, the encoded per-query outcomes of every step of every order
+    (``outcomes``; ``metrics.outcomes``), those of the old self-test C[old][old] the flips along the curve are counted
+    against (``old_self``), and the random order's further permutations (``permutations``; the first is
+    ``curves[metric]["random"]``); older records hold none of them."""
 
     model_config = ConfigDict(extra="forbid")
     old: int = Field(ge=0)
@@ -134,6 +147,9 @@ class BackfillPair(BaseModel):
     fractions: list[float] = Field(min_length=2)
     curves: dict[Name, dict[Name, list[Number]]]
     auc: dict[Name, dict[Name, Number]]
+    outcomes: dict[Name, dict[Name, list[dict[str, Any]]]] = {}
+    old_self: dict[Name, dict[str, Any]] = {}
+    permutations: dict[Name, list[Permutation]] = {}
 
     @model_validator(mode="after")
     def _consistent(self) -> BackfillPair:
@@ -154,6 +170,18 @@ class BackfillPair(BaseModel):
                 for i, value in enumerate(curve):
                     _check_range(value, f"{where}: {metric}/{order}[{i}]", 0.0, 100.0)
                 _check_range(self.auc[metric][order], f"{where}: area {metric}/{order}", 0.0, 100.0)
+        for metric, by_order in self.outcomes.items():
+            for order, steps in by_order.items():
+                if order not in self.curves.get(metric, {}) or len(steps) != len(x):
+                    raise PydanticCustomError("backfill_outcomes", f"{where}: outcomes {metric}/{order} are not one "
+                                                                   "per point of a stored curve")
+        for metric, drawn in self.permutations.items():
+            for i, permutation in enumerate(drawn):
+                if len(permutation.curve) != len(x) or permutation.outcomes and len(permutation.outcomes) != len(x):
+                    raise PydanticCustomError("backfill_permutation", f"{where}: permutation {metric}[{i}] is not one "
+                                                                      "point per fraction")
+                for value in [*permutation.curve, permutation.auc]:
+                    _check_range(value, f"{where}: permutation {metric}[{i}]", 0.0, 100.0)
         return self
 
 
@@ -247,7 +275,7 @@ class FinishedRecord(RecordBase):
     @field_validator("backfill")
     @classmethod
     def _backfill(cls, backfill: dict[str, Any] | None) -> dict[str, Any] | None:
-        return None if backfill is None else Backfill.model_validate(backfill).model_dump()
+        return None if backfill is None else Backfill.model_validate(backfill).model_dump(exclude_unset=True)
 
     @field_validator("index")
     @classmethod

@@ -3,7 +3,9 @@ queries against a gallery refreshed in batches, in each configured order (``metr
 
 Features are the ones already extracted for the matrix (no model runs again): refreshing an item swaps its
 model-k feature for its model-t feature. The curve's first point is the cross-test C[t][k] and its last the new
-self-test C[t][t], scored by the same code.
+self-test C[t][t], scored by the same code. Every step keeps its per-query outcomes, beside those of the old
+self-test C[k][k] (the flips along the curve, ``metrics.curve_steps``), and the random order may be drawn several
+times (``permutations``), each permutation its own curve.
 """
 from __future__ import annotations
 
@@ -17,28 +19,59 @@ from benchbackcompat.engine.evaluate import score
 from benchbackcompat.engine.features import FeatureBank
 from benchbackcompat.method import Method
 from benchbackcompat.metrics import backfill as bf
+from benchbackcompat.metrics import outcomes, refresh
 from benchbackcompat.runtime.logs import log
 from benchbackcompat.runtime.seeds import derive_seed, generator
 from benchbackcompat.scenarios.data import ScenarioData
 
 
 def refresh_orders(method: Method, bank: FeatureBank, data: ScenarioData, old: int, seed: int,
-                   orders: list[str]) -> dict[str, torch.Tensor]:
-    """Each order of the gallery items of model ``old``'s update (the random one drawn from the cell's seed)."""
+                   orders: list[str], counts: list[int] | None = None) -> dict[str, torch.Tensor]:
+    """Each order of the gallery items of model ``old``'s update old -> old + 1 (the random one drawn from the cell's
+    seed; ``metrics.refresh`` for the literature's orders; ``counts``: the items refreshed after each batch, which
+    the greedy oracle fills batch by batch, default ten batches)."""
     gallery = method.pair_features(bank.query(old), bank.stored(old), old, old)[1]
     labels = data.query.labels if data.gallery is None else data.gallery.labels
+    similarity, templates = method.similarity(), method.templates()
+    counts = bf.refresh_counts(len(gallery), 10) if counts is None else counts
+
+    def learned() -> torch.Tensor:
+        renewed = method.pair_features(bank.query(old + 1), bank.stored(old + 1), old + 1, old + 1)[1]
+        target = refresh.class_fit_gain(gallery, renewed, labels, similarity, templates)
+        return refresh.learned_order(gallery, target, generator(derive_seed(seed, "learned", old)))
+
+    def oracle() -> torch.Tensor:
+        query = bank.query(old + 1)
+        q_old, g_old = method.pair_features(query, bank.stored(old), old + 1, old)
+        q_new, g_new = method.pair_features(query, bank.stored(old + 1), old + 1, old + 1)
+        return refresh.oracle_order(similarity(q_old, g_old), similarity(q_new, g_new), data.query.labels, labels,
+                                    counts, loo=data.gallery is None)
+
     make = {
         "random": lambda: bf.random_order(len(gallery), generator(derive_seed(seed, "backfill", old))),
-        "class-distance": lambda: bf.class_distance_order(gallery, labels, method.similarity(), method.templates()),
-        "class-balanced": lambda: bf.class_balanced_order(gallery, labels, method.similarity(), method.templates()),
+        "class-distance": lambda: bf.class_distance_order(gallery, labels, similarity, templates),
+        "class-balanced": lambda: bf.class_balanced_order(gallery, labels, similarity, templates),
+        "uncertainty": lambda: refresh.uncertainty_order(gallery, labels, similarity, templates),
+        "hbct-uncertainty": lambda: refresh.hbct_uncertainty_order(gallery, labels, similarity, templates),
+        "learned": learned,
+        "oracle": oracle,
     }
     return {name: make[name]() for name in orders}
+
+
+def further_permutations(items: int, seed: int, old: int, count: int) -> list[torch.Tensor]:
+    """The random order's permutations after the first (``random_order``'s), ``count`` in all, each from its own
+    seed."""
+    return [bf.random_order(items, generator(derive_seed(seed, "backfill", old, "permutation", p)))
+            for p in range(1, count)]
 
 
 def backfill_curves(method: Method, bank: FeatureBank, data: ScenarioData, protocol: str, metrics: list[str],
                     seed: int, config: BackfillConfig, label: str = "") -> dict[str, Any]:
     """``{"pairs": [{"old": k, "new": t, "fractions": [...], "curves": {metric: {order: [%...]}},
-    "auc": {metric: {order: %}}}]}``, one pair per consecutive update; logs one line (the cell's ``label``)."""
+    "auc": {metric: {order: %}}, "outcomes": {metric: {order: [encoded per step]}}, "old_self": {metric: encoded},
+    "permutations": {metric: [{"curve", "auc", "outcomes"}]}}]}``, one pair per consecutive update (``record.Backfill``;
+    permutations only with ``config.permutations`` > 1 and the random order); logs one line (the cell's ``label``)."""
     started = time.perf_counter()
     similarity, templates = method.similarity(), method.templates()
     pairs = []
@@ -49,25 +82,48 @@ def backfill_curves(method: Method, bank: FeatureBank, data: ScenarioData, proto
         q_new, g_new = method.pair_features(query_t, bank.stored(t), t, t)
         mixed, query = bf.mixed_similarity(similarity, q_old, q_new), bf.pack(q_old, q_new)
         counts = bf.refresh_counts(len(g_old), config.steps)
-        curves: dict[str, dict[str, list[float]]] = {m: {} for m in metrics}
-        ends: dict[tuple[str, int], float] = {}  # nothing / everything refreshed: the same in every order
-        for name, order in refresh_orders(method, bank, data, k, seed, config.orders).items():
+        fractions = [c / len(g_old) for c in counts]
+        ends: dict[tuple[str, int], tuple[float, Any]] = {}  # nothing / everything refreshed: the same in every order
+
+        def curve(order: torch.Tensor) -> dict[str, tuple[list[float], list[Any]]]:
+            """Per metric, the curve's values and per-query outcomes at every count of refreshed items."""
+            found: dict[str, tuple[list[float], list[Any]]] = {m: ([], []) for m in metrics}
             for count in counts:
                 refreshed = torch.zeros(len(g_old), dtype=torch.bool)
                 refreshed[order[:count]] = True
                 gallery = bf.pack(g_old, g_new, refreshed)
                 end = count in (0, len(g_old))
                 for metric in metrics:
-                    value = ends.get((metric, count)) if end else None
-                    if value is None:
-                        value = score(metric, protocol, query, gallery, data, mixed, None, templates=templates)[0]
+                    scored = ends.get((metric, count)) if end else None
+                    if scored is None:
+                        scored = score(metric, protocol, query, gallery, data, mixed, None, templates=templates)
                         if end:
-                            ends[metric, count] = value
-                    curves[metric].setdefault(name, []).append(value)
-        fractions = [c / len(g_old) for c in counts]
-        pairs.append({"old": k, "new": t, "fractions": fractions, "curves": curves,
-                      "auc": {m: {name: bf.area_under_curve(fractions, curve) for name, curve in by_order.items()}
-                              for m, by_order in curves.items()}})
+                            ends[metric, count] = scored
+                    found[metric][0].append(scored[0])
+                    found[metric][1].append(scored[1])
+            return found
+
+        by_order = {name: curve(order) for name, order in refresh_orders(method, bank, data, k, seed, config.orders,
+                                                                            counts).items()}
+        drawn = [curve(order) for order in further_permutations(len(g_old), seed, k, config.permutations)] \
+            if "random" in by_order else []
+        q_kk, g_kk = method.pair_features(bank.query(k), bank.stored(k), k, k)
+        old_self = {m: score(m, protocol, q_kk, g_kk, data, similarity, None, templates=templates)[1] for m in metrics}
+        pair = {"old": k, "new": t, "fractions": fractions,
+                "curves": {m: {name: found[m][0] for name, found in by_order.items()} for m in metrics},
+                "auc": {m: {name: bf.area_under_curve(fractions, found[m][0]) for name, found in by_order.items()}
+                        for m in metrics}}
+        kept = [m for m in metrics if old_self[m] is not None
+                and all(o is not None for found in [*by_order.values(), *drawn] for o in found[m][1])]
+        if kept:
+            pair["outcomes"] = {m: {name: [outcomes.encode(o) for o in found[m][1]] for name, found in by_order.items()}
+                                for m in kept}
+            pair["old_self"] = {m: outcomes.encode(old_self[m]) for m in kept}
+        if drawn:
+            pair["permutations"] = {m: [{"curve": found[m][0], "auc": bf.area_under_curve(fractions, found[m][0]),
+                                         **({"outcomes": [outcomes.encode(o) for o in found[m][1]]} if m in kept else {})}
+                                        for found in drawn] for m in metrics}
+        pairs.append(pair)
     log.info(f"  {label} backfill: {summary(pairs, metrics[0])}, {time.perf_counter() - started:.1f} s")
     return {"pairs": pairs}
 

@@ -6,8 +6,10 @@ curves) or over its entries (the index), as the flip rates are.
 
 Keys: ``auc_<order>`` (%), ``dip_<order>`` (the curve's lowest point minus the old self-test C[k][k], points: below 0
 the refresh regresses below what the old model served), ``dip_at_<order>`` (% of the gallery refreshed at that point),
-``gap_cross_<kind>`` and ``gap_self_<kind>`` (exact − index, points, over the cross-tests k < t and the self-tests
-k = t).
+``nfr_max_<order>`` (the highest NFR along the curve against the old self-test, %: ``metrics.curve_steps``; records
+with per-step outcomes), ``auc_permutations_random`` (the random order's area, mean over its permutations; records
+with several), ``gap_cross_<kind>`` and ``gap_self_<kind>`` (exact − index, points, over the cross-tests k < t and the
+self-tests k = t).
 """
 from __future__ import annotations
 
@@ -17,9 +19,12 @@ from typing import Any
 
 import numpy as np
 
-ORDERS = ("random", "class-distance", "class-balanced")
+from benchbackcompat.metrics import curve_steps, flips, outcomes
+
+ORDERS = ("random", "class-distance", "class-balanced", "uncertainty", "hbct-uncertainty", "learned", "oracle")
 INDEX_KINDS = ("flat", "ivf-pq")
-BACKFILL_KEYS = tuple(f"{what}_{order}" for order in ORDERS for what in ("auc", "dip", "dip_at"))
+BACKFILL_KEYS = tuple(f"{what}_{order}" for order in ORDERS for what in ("auc", "dip", "dip_at", "nfr_max")) \
+    + ("auc_permutations_random",)
 INDEX_KEYS = tuple(f"gap_{which}_{kind}" for kind in INDEX_KINDS for which in ("cross", "self"))
 KEYS = BACKFILL_KEYS + INDEX_KEYS
 
@@ -41,7 +46,24 @@ def backfill_values(backfill: dict[str, Any] | None, matrix: Matrix | None, metr
                 lowest = int(np.argmin(values))
                 found.setdefault(f"dip_{order}", []).append(float(values[lowest]) - old)
                 found.setdefault(f"dip_at_{order}", []).append(100.0 * float(fractions[lowest]))
+        for key, value in step_values(pair, metric).items():
+            found.setdefault(key, []).append(value)
     return {key: float(np.mean(values)) for key, values in found.items()}
+
+
+def step_values(pair: dict[str, Any], metric: str) -> dict[str, float]:
+    """``nfr_max_<order>`` and ``auc_permutations_random`` of one update's curves of ``metric``, where the record
+    holds per-step outcomes and further permutations ({} for records written before them)."""
+    found = {}
+    old_self = (pair.get("old_self") or {}).get(metric)
+    if old_self is not None and flips.defined_for(metric):
+        reference = outcomes.decode(old_self)
+        for order, steps in ((pair.get("outcomes") or {}).get(metric) or {}).items():
+            found[f"nfr_max_{order}"] = float(np.nanmax(curve_steps.step_rates(reference, curve_steps.decoded(steps))[0]))
+    drawn = (pair.get("permutations") or {}).get(metric)
+    if drawn and "random" in pair["auc"].get(metric, {}):
+        found["auc_permutations_random"] = float(np.mean([pair["auc"][metric]["random"], *(p["auc"] for p in drawn)]))
+    return found
 
 
 def index_values(index: dict[str, Any] | None, matrix: Matrix | None, metric: str) -> dict[str, float]:

@@ -28,6 +28,7 @@ class Statistic:
     context: bool = False  # shown so that other columns can be read; not bolded
     bounds: tuple[float, float] = (-math.inf, math.inf)  # the values it can take; intervals stay inside them
     view: str = ""  # the title of the view it is shown in apart from the headline ("": its metric's statistics)
+    always_listed: bool = True  # False: the reading guide lists it only where a table shows it (added since)
 
 
 PERCENT = (0.0, 100.0)
@@ -67,14 +68,24 @@ STATISTICS = {
 # the views of the evaluation options' statistics, one per metric
 BACKFILL, INDEX = evaluations.option("backfill").view, evaluations.option("index").view
 LIVE = tuple(option.view for option in evaluations.EVALUATION_OPTIONS)
+FIRST_ORDERS = ("random", "class-distance", "class-balanced")  # the orders whose statistics the guide always lists
 STATISTICS.update({s.key: s for order in live.ORDERS for s in (
     Statistic(f"auc_{order}", f"AUC {order}", True, 2, f"area under the backfilling curve, {order} refresh order: the "
-              "mean accuracy while the gallery is refreshed from 0 to 100% (%)", bounds=PERCENT, view=BACKFILL),
+              "mean accuracy while the gallery is refreshed from 0 to 100% (%)", bounds=PERCENT, view=BACKFILL,
+              always_listed=order in FIRST_ORDERS),
     Statistic(f"dip_{order}", f"dip {order}", True, 2, f"the backfilling curve's lowest point ({order} order) minus the "
-              "old self-test C[k][k] (points; below 0: the refresh serves worse than the old model did)", view=BACKFILL),
+              "old self-test C[k][k] (points; below 0: the refresh serves worse than the old model did)", view=BACKFILL,
+              always_listed=order in FIRST_ORDERS),
     Statistic(f"dip_at_{order}", f"dip at {order}", True, 0, f"% of the gallery refreshed at that lowest point ({order} "
-              "order)", context=True, bounds=PERCENT, view=BACKFILL),
+              "order)", context=True, bounds=PERCENT, view=BACKFILL, always_listed=order in FIRST_ORDERS),
+    Statistic(f"nfr_max_{order}", f"NFR max {order}", False, 2, f"the highest negative flip rate along the backfilling "
+              f"curve ({order} order): % of the queries right under the old self-test C[k][k] and wrong at that step",
+              bounds=PERCENT, view=BACKFILL, always_listed=False),
 )})
+STATISTICS["auc_permutations_random"] = Statistic(
+    "auc_permutations_random", "AUC random (permutations)", True, 2, "area under the backfilling curve, random order, "
+    "mean over the random permutations of the refresh drawn per seed (%)", bounds=PERCENT, view=BACKFILL,
+    always_listed=False)
 STATISTICS.update({s.key: s for kind in live.INDEX_KINDS for which, entries in (("cross", "cross-tests k < t"),
                                                                                 ("self", "self-tests k = t"))
                    for s in (Statistic(f"gap_{which}_{kind}", f"{kind} gap {which}", False, 2,

@@ -207,6 +207,7 @@ def readme_markdown(pages: list[Page], merged: Merged, command: str, date: str, 
     """The index. ``stored``: (folder relative to the index, its own README's body, whether it is a packed store) for
     every results folder kept inside the leaderboard folder; ``claims``: whether a claims page was rendered."""
     records = [r for page in pages for r in page.records]
+    shown = {c.statistic.key for page in pages for table in page.tables for c in table.columns}
     parts = ["# Leaderboard", header_markdown(records, date, merged.verification),
              "Backward-compatible representation learning: after a model update, can queries embedded by the new "
              "model be searched against the gallery that an old model indexed? Every number below is computed by "
@@ -280,7 +281,7 @@ def readme_markdown(pages: list[Page], merged: Merged, command: str, date: str, 
         "each carries a footnote saying why.",
         "- Columns and their direction:",
         *(f"  - {s.header}: {escape(s.meaning)}; {'higher' if s.higher_is_better else 'lower'} is better"
-          for s in STATISTICS.values()),
+          for s in STATISTICS.values() if s.always_listed or s.key in shown),
         "- Figures: the mean compatibility matrix of each method (incompatible entries framed in red, with a red "
         "corner), AA_tau over tasks for sequences of models (one panel per method, over the others in grey and their "
         "median), and for single updates each method's compatibility margin, "

@@ -13,12 +13,15 @@ from tabulate import tabulate
 
 from benchbackcompat.metrics import live
 from benchbackcompat.metrics.sign_flip import sign_flip_p
-from benchbackcompat.report import figures
+from benchbackcompat.report import curve_steps, figures
 from benchbackcompat.report.table_data import Row, Table
 from benchbackcompat.report.columns import metric_name
 from benchbackcompat.report.markdown import escape, plain_label
 
-ORDER_STYLES = {"random": ("-", "solid"), "class-distance": ("--", "dashed"), "class-balanced": (":", "dotted")}
+# the orders the methods' figure draws, one line style each; every order is drawn in the figure by order
+# (``report.curve_steps``), one colour each, where the records hold per-step outcomes
+ORDER_STYLES = {"random": ("-", "solid"), "class-distance": ("--", "dashed"), "class-balanced": (":", "dotted"),
+                "oracle": ("-.", "dash-dot")}
 MAX_PANELS = 6  # updates drawn for a long sequence (evenly spaced, the first and the last included)
 
 
@@ -40,10 +43,10 @@ def mean_curves(row: Row, metric: str) -> list[dict]:
 
 
 def backfill_figure(table: Table, metric: str, path: Path) -> Path | None:
-    """The backfilling curves (solid: random order, dashed: class-distance order), each method's old self-test C[k][k]
-    marked at 0% (hollow) and its new self-test C[t][t] at 100% (star): for one update a panel per method, so that
-    nineteen methods stay readable; for a sequence a panel per consecutive update (at most ``MAX_PANELS``, evenly
-    spaced) with every method."""
+    """The backfilling curves of the orders of ``ORDER_STYLES`` (solid: random order, dashed: class-distance order),
+    each method's old self-test C[k][k] marked at 0% (hollow) and its new self-test C[t][t] at 100% (star): for one
+    update a panel per method, so that nineteen methods stay readable; for a sequence a panel per consecutive update
+    (at most ``MAX_PANELS``, evenly spaced) with every method."""
     rows = [(row, mean_curves(row, metric)) for row in table.rows]
     rows = [(row, pairs) for row, pairs in rows if pairs]
     if not rows:
@@ -63,8 +66,8 @@ def backfill_figure(table: Table, metric: str, path: Path) -> Path | None:
         for pair in (p for p in pairs if (p["old"], p["new"]) in updates):
             ax = axes[i if by_method else updates.index((pair["old"], pair["new"]))]
             x = 100 * np.asarray(pair["fractions"])
-            for order, curve in pair["curves"].items():
-                ax.plot(x, curve, ORDER_STYLES.get(order, ("-.", ""))[0], color=colour, linewidth=1.5,
+            for order, curve in ((o, c) for o, c in pair["curves"].items() if o in ORDER_STYLES):
+                ax.plot(x, curve, ORDER_STYLES[order][0], color=colour, linewidth=1.5,
                         label=plain_label(row.label) if order == "random" and not by_method else None)
             if M is not None:
                 ax.plot([0], [M[pair["old"]][pair["old"]]], marker, color=colour, fillstyle="none", clip_on=False)
@@ -84,8 +87,8 @@ def backfill_figure(table: Table, metric: str, path: Path) -> Path | None:
     for ax in axes[:panels:cols]:
         ax.set_ylabel(f"{metric_name(metric)} (%)")
     update = f", model {updates[0][0]} → {updates[0][1]}" if by_method else ""
-    orders = dict.fromkeys(o for _, pairs in rows for p in pairs for o in p["curves"])
-    styles = ", ".join(f"{ORDER_STYLES.get(o, ('-.', 'dash-dot'))[1]}: {o} order" for o in orders)
+    orders = dict.fromkeys(o for _, pairs in rows for p in pairs for o in p["curves"] if o in ORDER_STYLES)
+    styles = ", ".join(f"{ORDER_STYLES[o][1]}: {o} order" for o in orders)
     fig.suptitle(f"{textwrap.shorten(plain_label(table.title), 100)}: backfilling curves{update}\n{styles}; hollow: old "
                  "self-test, star: new self-test", fontsize=9)
     return figures._save(fig, path)
@@ -336,6 +339,13 @@ def upgrade_sections(table: Table, page: str, out: Path) -> list[str]:
             if path is not None:
                 parts.append(f"![{escape(table.title)}: backfilling curves, {escape(metric_name(metric))}]"
                              f"(figures/{path.name})")
+        if text := curve_steps.steps_markdown(table, metric):
+            parts.append(text)
+            path = curve_steps.steps_figure(table, metric, out / "figures" / figures.figure_name(page, table, metric,
+                                                                                               "backfill-orders"))
+            if path is not None:
+                parts.append(f"![{escape(table.title)}: backfilling curves by refresh order, "
+                             f"{escape(metric_name(metric))}](figures/{path.name})")
         if text := regression_markdown(table, metric):
             parts.append(text)
         if text := index_markdown(table, metric):

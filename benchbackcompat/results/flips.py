@@ -76,11 +76,13 @@ def flip_lines(record: FinishedRecord, metric: str) -> list[str]:
 
 def live_lines(record: FinishedRecord, metric: str) -> list[str]:
     """The record's live-gallery statistics of ``metric`` (``metrics.live``): one line per backfilling order (its
-    area and its lowest point against the old self-test) and one for the index gaps; [] without them."""
+    area, its lowest point against the old self-test and, where the record holds per-step outcomes, its highest NFR)
+    and one for the index gaps; [] without them."""
     found = evaluations.statistics(record, metric)
     lines = [f"  backfill {order} order: AUC {found[f'auc_{order}']:.2f}%"
              + (f", lowest point {found[f'dip_{order}']:+.2f} points against the old self-test at "
                 f"{found[f'dip_at_{order}']:.0f}% refreshed" if f"dip_{order}" in found else "")
+             + (f", NFR up to {found[f'nfr_max_{order}']:.2f}% along it" if f"nfr_max_{order}" in found else "")
              for order in live.ORDERS if f"auc_{order}" in found]
     gaps = [f"{kind} {found[f'gap_cross_{kind}']:+.2f} (cross-tests), {found[f'gap_self_{kind}']:+.2f} (self-tests)"
             for kind in live.INDEX_KINDS if f"gap_cross_{kind}" in found and f"gap_self_{kind}" in found]
