@@ -200,14 +200,17 @@ class BackfillConfig(StrictModel):
 
 
 class IndexConfig(StrictModel):
-    """Retrieval through a FAISS index trained on the gallery features of each entry (``benchbackcompat[faiss]``),
-    reported beside the exact scores. Off unless set."""
+    """Retrieval through an index trained on the gallery features of each entry, FAISS (``benchbackcompat[faiss]``)
+    or Milvus (``benchbackcompat[milvus]``), reported beside the exact scores. Off unless set."""
 
     kinds: list[Literal["flat", "ivf-pq"]] = Field(default_factory=lambda: ["flat", "ivf-pq"], min_length=1)
     nlist: int = Field(16, ge=1, le=1 << 20, description="IVF cells (at most gallery size / 39, faiss's training floor)")
     nprobe: int = Field(4, ge=1, le=1 << 20, description="IVF cells visited per query")
     pq_m: int = Field(8, ge=1, le=DIM_MAX, description="PQ sub-quantisers (features zero-padded to a multiple)")
     pq_bits: int = Field(8, ge=1, le=16, description="bits per PQ code (at most log2 of the gallery size)")
+    backend: Literal["faiss", "milvus"] = Field("faiss", description="faiss in process, or the Milvus vector database")
+    milvus_uri: str = Field("", max_length=1000, description="backend milvus: a server or cluster (http://host:19530); "
+                            "empty: Milvus Lite in a temporary file")
 
 
 Protocol = Literal["loo", "nn", "template", "verification"]
