@@ -100,6 +100,8 @@ class Collection:
                 rows = gallery[start:start + BATCH]
                 self.client.insert(self.name, [{"id": start + i, "vector": row} for i, row in enumerate(rows.tolist())])
             self.client.flush(self.name)
+            self.client.release_collection(self.name)  # loaded again: every sealed segment's index built now, not
+            self.client.load_collection(self.name)  # in the background while the first searches scan it unindexed
         except (self._error, NotImplementedError) as error:
             raise BenchError(f"Milvus at {self.uri}: cannot build a {index_type} index "
                              f"({getattr(error, 'message', error)})") from None
