@@ -6,7 +6,8 @@ and builds a gallery of the scenario's items plus ``--items`` distractors: the f
 scenario's images (random image, flip, shift, brightness; ``tooling.view_features``) from the cell's models, so
 every vector comes from a real model of the project. Queries are the new model's features of the scenario's images
 (the cross-test: they search the gallery the old model indexed), mapped to inner products as the index option maps
-them (``Method.index_features``). For every index:
+them (``Method.index_features``; for a method whose query and gallery are mapped differently, Lorentz, the IVF lists
+are filed as the queries probe them, as the option files them). For every index:
 
 - ``flat`` (FAISS exact search), ``ivf-pq`` (FAISS, ``--nlist`` lists, PQ of d/4 bytes of 8 bits, the IVF lists
   filed as the queries probe them, swept over nprobe), ``hnsw`` (FAISS HNSW, M = 32, swept over efSearch) and
@@ -33,15 +34,17 @@ from pathlib import Path
 
 import faiss
 import numpy as np
+from faiss.contrib.ivf_tools import add_preassigned
 import torch
 
 from benchbackcompat.tooling import (CellRunner, MilvusCollection, ResultStore, assign_fingerprints, build_index,
                                      create_method, plan_grid, view_features)
 
 
-def gallery_and_queries(args: argparse.Namespace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(old gallery, new gallery, queries) as float32 inner-product features: the scenario's items then the
-    distractors, by the old model and by the new one; the new model's queries."""
+def gallery_and_queries(args: argparse.Namespace) -> tuple[torch.Tensor, ...]:
+    """(old gallery, new gallery, queries, old gallery as queries see it, new gallery as queries see it) as float32
+    inner-product features: the scenario's items then the distractors, by the old model and by the new one; the new
+    model's queries."""
     plan = plan_grid(args.preset, [args.scenario], [args.method], [args.seed])
     device = torch.device("cpu")
     cell = plan.cells[0]
@@ -56,9 +59,12 @@ def gallery_and_queries(args: argparse.Namespace) -> tuple[np.ndarray, np.ndarra
     method, last = runner.method, len(models) - 1
     old_gallery = torch.cat([(items[0].gallery if items[0].gallery is not None else items[0].query), views[0]])
     new_gallery = torch.cat([(items[1].gallery if items[1].gallery is not None else items[1].query), views[1]])
-    query, old_gallery = method.index_features(*method.pair_features(items[1].query, old_gallery, last, 0))
-    new_gallery = method.index_features(*method.pair_features(items[1].query, new_gallery, last, last))[1]
-    return tuple(np.ascontiguousarray(x.float().numpy()) for x in (old_gallery, new_gallery, query))
+    query, old_stored = method.pair_features(items[1].query, old_gallery, last, 0)
+    new_stored = method.pair_features(items[1].query, new_gallery, last, last)[1]
+    old_as_query, new_as_query = (method.index_features(g, g)[0] for g in (old_stored, new_stored))
+    query, old_gallery = method.index_features(query, old_stored)
+    new_gallery = method.index_features(query, new_stored)[1]
+    return tuple(x.float().contiguous() for x in (old_gallery, new_gallery, query, old_as_query, new_as_query))
 
 
 def exact_top(gallery: np.ndarray, query: np.ndarray, k: int) -> np.ndarray:
@@ -86,6 +92,11 @@ def timed_search(search, query: np.ndarray, k: int, singles: int) -> tuple[np.nd
     return found, 1000 * statistics.median(times), qps
 
 
+def padded(x: np.ndarray, width: int) -> np.ndarray:
+    """``x`` zero-padded to ``width`` columns (an IVF-PQ index pads to a multiple of its sub-quantisers)."""
+    return np.ascontiguousarray(np.pad(x, ((0, 0), (0, width - x.shape[1]))), dtype=np.float32)
+
+
 def faiss_bytes(index) -> float:
     return faiss.serialize_index(index).nbytes / index.ntotal
 
@@ -104,7 +115,8 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     faiss.omp_set_num_threads(args.threads)
-    old, new, query = gallery_and_queries(args)
+    old_tensor, new_tensor, query_tensor, old_as_query, new_as_query = gallery_and_queries(args)
+    old, new, query = (x.numpy() for x in (old_tensor, new_tensor, query_tensor))
     n, d = old.shape
     k = 10
     exact = exact_top(old, query, k)
@@ -124,15 +136,15 @@ def main() -> None:
     def faiss_search(index, setting, q, kk):
         if setting is not None:
             setting(index)
-        return index.search(q, kk)[1]
+        return index.search(padded(q, index.d), kk)[1]
 
     started = time.perf_counter()
-    flat = build_index(torch.from_numpy(old), "flat", None)
+    flat = build_index(old_tensor, "flat", None)
     report("flat (faiss)", flat, time.perf_counter() - started, faiss_bytes(flat), [("exact", None)], faiss_search)
 
     config = argparse.Namespace(nlist=args.nlist, nprobe=1, pq_m=pq_m, pq_bits=8)
     started = time.perf_counter()
-    ivf = build_index(torch.from_numpy(old), "ivf-pq", config)
+    ivf = build_index(old_tensor, "ivf-pq", config, old_as_query)
     ivf_build = time.perf_counter() - started
     sweep = [(f"nprobe {p}", lambda index, p=p: setattr(index, "nprobe", p)) for p in (1, 4, 16, 64)]
     report(f"ivf-pq (faiss, nlist {args.nlist}, {pq_m} B codes)", ivf, ivf_build, faiss_bytes(ivf), sweep,
@@ -158,22 +170,25 @@ def main() -> None:
         finally:
             collection.close()
 
-    refresh(old, new, query, config, k)
+    refresh((old_tensor, old_as_query), (new_tensor, new_as_query), query, config, k)
 
 
-def refresh(old: np.ndarray, new: np.ndarray, query: np.ndarray, config: argparse.Namespace, k: int) -> None:
+def refresh(old: tuple[torch.Tensor, torch.Tensor], new: tuple[torch.Tensor, torch.Tensor], query: np.ndarray,
+            config: argparse.Namespace, k: int) -> None:
     """The gallery backfilled with the new model's features into IVF-PQ: the old lists and codebooks kept (the new
     features only encoded and filed) or retrained on the new features; recall@10 at nprobe 16 and each one's cost."""
-    exact = exact_top(new, query, k)
+    exact = exact_top(new[0].numpy(), query, k)
     started = time.perf_counter()
-    kept = build_index(torch.from_numpy(old), "ivf-pq", config)
+    kept = build_index(old[0], "ivf-pq", config, old[1])
     kept.reset()  # the old model's items removed; its lists and codebooks stay
     trained_s = time.perf_counter() - started
     started = time.perf_counter()
-    kept.add(new)
+    centroids = kept.quantizer.reconstruct_n(0, kept.nlist)
+    stored, mapped = (padded(x.numpy(), kept.d) for x in new)
+    add_preassigned(kept, stored, (mapped @ centroids.T).argmax(1))  # filed by the old lists, as queries probe
     kept_s = time.perf_counter() - started
     started = time.perf_counter()
-    retrained = build_index(torch.from_numpy(new), "ivf-pq", config)
+    retrained = build_index(new[0], "ivf-pq", config, new[1])
     retrained_s = time.perf_counter() - started
     print(f"\nRefresh: every item re-extracted by the new model, IVF-PQ at nprobe 16 (old index trained in "
           f"{trained_s:.1f} s)\n")
@@ -182,7 +197,7 @@ def refresh(old: np.ndarray, new: np.ndarray, query: np.ndarray, config: argpars
     for name, index, seconds in (("kept (old model's), new features encoded", kept, kept_s),
                                  ("retrained on the new features", retrained, retrained_s)):
         index.nprobe = 16
-        print(f"| {name} | {recall(index.search(query, k)[1], exact):.1f} | {seconds:.1f} |")
+        print(f"| {name} | {recall(index.search(padded(query, index.d), k)[1], exact):.1f} | {seconds:.1f} |")
 
 
 if __name__ == "__main__":

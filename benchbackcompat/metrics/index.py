@@ -14,12 +14,14 @@ probes the lists whose centroids c maximise <q', c> (q' its mapped features), so
 that maximises the same similarity with g as a query sees it, <g', c>. Where the mapping is symmetric (cosine, PSP)
 g' is the stored vector and FAISS's own k-means and assignment do that. Where it is not (Lorentz: q' = (-q0, q_s),
 stored g = (g0, g_s), and <q', g> = -q0 g0 + <q_s, g_s> = <q, g>_L), FAISS would file g by <g, c> = g0 c0 + <g_s, c_s>,
-a criterion no query uses. There the lists come from Lloyd iterations on that one criterion (started from FAISS's
-k-means of the stored vectors): each item joins the
-list j of largest <g', c_j>, and c_j is the mean of its members' stored vectors, so that
-<x', c_j> = (1/|L_j|) sum_{g in L_j} <x', g>, the mean similarity of x to the list's members, for items and queries
-alike (for Lorentz, -<x, c_j>_L is the mean of cosh d(x, g) over the list: the list nearest x on average). Items are
-filed with those assignments, and the product codes are trained on the residuals g - c_j of their own lists. On galleries too small for the requested sizes, ``nlist`` is capped at a 39th of the gallery
+a criterion no query uses. There the lists come from Lloyd iterations on that one criterion, started from FAISS's
+k-means of the stored vectors: each item joins the list j of largest <g', c_j>, and c_j is the mean of its members'
+stored vectors, so that <x', c_j> = (1/|L_j|) sum_{g in L_j} <x', g>, the mean similarity of x to the list's
+members, for items and queries alike (for Lorentz, -<x, c_j>_L is the mean of cosh d(x, g) over the list: the list
+nearest x on average). Items are filed with those assignments, and the product codes are trained on the residuals
+g - c_j to their own lists.
+
+On galleries too small for the requested sizes, ``nlist`` is capped at a 39th of the gallery
 (faiss's training floor per centroid) and ``pq_bits`` at log2 of it; :func:`effective` says what was used.
 """
 from __future__ import annotations
