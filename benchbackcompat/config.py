@@ -212,6 +212,13 @@ class IndexConfig(StrictModel):
     milvus_uri: str = Field("", max_length=1000, description="backend milvus: a server or cluster (http://host:19530); "
                             "empty: Milvus Lite in a temporary file")
 
+    @model_validator(mode="after")
+    def _lite_has_no_ivf_pq(self) -> IndexConfig:
+        if self.backend == "milvus" and not self.milvus_uri and "ivf-pq" in self.kinds:
+            raise ValueError("Milvus Lite (backend milvus without milvus_uri) has no IVF_PQ index: "
+                             "set kinds=[\"flat\"] or milvus_uri to a Milvus server")
+        return self
+
 
 Protocol = Literal["loo", "nn", "template", "verification"]
 SelectionRule = Literal["hbct", "ac-then-aa"]
