@@ -145,6 +145,7 @@ def test_plan_grid_takes_names_and_seeds_as_the_command_line_does():
 def test_index_scale_scores_recall_against_the_exact_top_k():
     import numpy as np
 
+    pytest.importorskip("faiss", reason="index_scale.py needs faiss (pip install 'benchbackcompat[faiss]')")
     index_scale = script("index_scale")
     gallery = np.array([[1.0, 0.0], [0.0, 1.0], [0.7, 0.7], [-1.0, 0.0]], dtype=np.float32)
     query = np.array([[1.0, 0.1], [-0.2, 1.0]], dtype=np.float32)
