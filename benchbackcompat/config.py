@@ -217,14 +217,34 @@ class BackfillConfig(StrictModel):
 
 
 class IndexConfig(StrictModel):
-    """Retrieval through a FAISS index trained on the gallery features of each entry (``benchbackcompat[faiss]``),
-    reported beside the exact scores. Off unless set."""
+    """Retrieval through an index trained on the gallery features of each entry, FAISS (``benchbackcompat[faiss]``)
+    or Milvus (``benchbackcompat[milvus]``), reported beside the exact scores. Off unless set."""
 
     kinds: list[Literal["flat", "ivf-pq"]] = Field(default_factory=lambda: ["flat", "ivf-pq"], min_length=1)
     nlist: int = Field(16, ge=1, le=1 << 20, description="IVF cells (at most gallery size / 39, faiss's training floor)")
     nprobe: int = Field(4, ge=1, le=1 << 20, description="IVF cells visited per query")
     pq_m: int = Field(8, ge=1, le=DIM_MAX, description="PQ sub-quantisers (features zero-padded to a multiple)")
     pq_bits: int = Field(8, ge=1, le=16, description="bits per PQ code (at most log2 of the gallery size)")
+    backend: Literal["faiss", "milvus"] = Field("faiss", description="faiss in process, or the Milvus vector database")
+    milvus_uri: str = Field("", max_length=1000, description="backend milvus: a server or cluster (http://host:19530); "
+                            "empty: Milvus Lite in a temporary file")
+
+    @model_serializer(mode="wrap")
+    def _omit_default_backend(self, handler: Any) -> dict[str, Any]:
+        """With FAISS (the default) the dump, and so every key hashed from it, is what it was before the backend
+        fields existed."""
+        data = handler(self)
+        if data.get("backend") == "faiss" and not data.get("milvus_uri"):
+            data.pop("backend", None)
+            data.pop("milvus_uri", None)
+        return data
+
+    @model_validator(mode="after")
+    def _lite_has_no_ivf_pq(self) -> IndexConfig:
+        if self.backend == "milvus" and not self.milvus_uri and "ivf-pq" in self.kinds:
+            raise ValueError("Milvus Lite (backend milvus without milvus_uri) has no IVF_PQ index: "
+                             "set kinds=[\"flat\"] or milvus_uri to a Milvus server")
+        return self
 
 
 Protocol = Literal["loo", "nn", "template", "verification"]

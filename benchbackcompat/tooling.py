@@ -13,6 +13,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+import torch
+from torch import Tensor
+
 from benchbackcompat.engine.cell import CellRunner
 from benchbackcompat.engine.shared import PRETRAIN_SEED, SharedModel, is_standard, shared_models
 from benchbackcompat.engine.device import autocast, resolve_device
@@ -21,6 +24,7 @@ from benchbackcompat.engine.features import FeatureBank, ModelFeatures
 from benchbackcompat.engine.precision import AutoPrecision, Measurement, Workload, measure
 from benchbackcompat.engine.train import Acceleration, batches_per_epoch, make_optimizer, train_model
 from benchbackcompat.config import validate_model
+from benchbackcompat.data.arrays import ImageArrays
 from benchbackcompat.errors import BenchError
 from benchbackcompat.execution.plan import Plan, assign_fingerprints, plan_of
 from benchbackcompat.execution.plugin_host import PluginHost
@@ -34,6 +38,9 @@ from benchbackcompat.store import ResultStore
 from benchbackcompat.engine.backfill import backfill_curves, refresh_orders
 from benchbackcompat.metrics.backfill import area_under_curve, class_balanced_order, own_class_similarity, refresh_counts
 from benchbackcompat.metrics.sign_flip import sign_flip_p
+# For benchmarks/index_scale.py: IVF lists filed by the query's criterion, and the Milvus client.
+from benchbackcompat.metrics.index import build as build_index, consistent_lists
+from benchbackcompat.metrics.milvus import Collection as MilvusCollection
 from benchbackcompat.record import CellRecord, FinishedRecord
 from benchbackcompat.report.grouping import build_tables
 from benchbackcompat.report.claims.premises import fine_tuning_gain
@@ -44,10 +51,11 @@ from benchbackcompat.store.columnar import is_packed
 from benchbackcompat.store.packing import append, pack, unpack
 
 __all__ = [
-    "PRETRAIN_SEED", "Acceleration", "AutoPrecision", "CellRunner", "FeatureBank", "Measurement", "ModelFeatures",
-    "Plan", "ResultStore", "ScenarioData", "SharedModel", "Step", "Workload", "assign_fingerprints", "autocast",
-    "batches_per_epoch", "compatibility_matrices", "create_method", "extract_features", "is_standard",
-    "make_optimizer", "measure", "plan_grid", "resolve_device", "shared_models", "train_model",
+    "PRETRAIN_SEED", "Acceleration", "AutoPrecision", "CellRunner", "FeatureBank", "Measurement", "MilvusCollection",
+    "ModelFeatures", "Plan", "ResultStore", "ScenarioData", "SharedModel", "Step", "Workload", "assign_fingerprints",
+    "autocast", "batches_per_epoch", "build_index", "compatibility_matrices", "consistent_lists", "create_method",
+    "extract_features", "is_standard", "make_optimizer", "measure", "plan_grid", "resolve_device", "shared_models",
+    "train_model", "view_features",
 ]
 
 
@@ -92,6 +100,29 @@ def cell_features(runner: CellRunner) -> list[ModelFeatures]:
     in the runner's store are loaded, the others trained (and saved)."""
     models, _, _ = runner.run_steps()
     return [runner.features(runner.method, model, index) for index, model in enumerate(models)]
+
+
+def view_features(runner: CellRunner, models: Sequence[torch.nn.Module], count: int, seed: int = 0) -> list[Tensor]:
+    """Features, from each of ``models`` (the cell's, :meth:`CellRunner.run_steps`), of ``count`` augmented views of
+    the cell's query images (each a random image, flipped at random, shifted by up to 4 pixels and brightened or
+    darkened by up to 20%), the same views for every model: a distractor gallery from a real model of the project."""
+    gen = torch.Generator().manual_seed(seed)
+    images = runner.data.query.images
+    which = torch.randint(len(images), (count,), generator=gen)
+    views = images[which].float()
+    flip = torch.rand(count, generator=gen) < 0.5
+    views[flip] = views[flip].flip(-1)
+    shifts = torch.randint(-4, 5, (count, 2), generator=gen)
+    for dy, dx in shifts.unique(dim=0).tolist():
+        rows = (shifts[:, 0] == dy) & (shifts[:, 1] == dx)
+        views[rows] = views[rows].roll((dy, dx), dims=(-2, -1))
+    views *= 0.8 + 0.4 * torch.rand(count, 1, 1, 1, generator=gen)
+    arrays = ImageArrays(views.clamp(0, 255).round().to(torch.uint8), runner.data.query.labels[which])
+    mean, std = runner.data.query_stats
+    step = runner.steps[-1]
+    return [extract_features(model, runner.method, arrays, mean=mean, std=std,
+                             batch_size=runner.scenario.train.eval_batch_size, device=runner.device,
+                             amp=runner.amp(step.backbone, runner.scenario.train)) for model in models]
 
 
 def cell_backfill_curves(runner: CellRunner, features: list[ModelFeatures]) -> dict:

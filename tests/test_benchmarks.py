@@ -140,3 +140,15 @@ def test_plan_grid_takes_names_and_seeds_as_the_command_line_does():
     assert [c.seed for c in plan_grid("quick", ["ext-class"], ["l2"], 3).cells] == [3]
     with pytest.raises(BenchError, match="seeds: .*'x' is not a seed"):
         plan_grid("quick", "ext-class", "l2", "x")
+
+
+def test_index_scale_scores_recall_against_the_exact_top_k():
+    import numpy as np
+
+    pytest.importorskip("faiss", reason="index_scale.py needs faiss (pip install 'benchbackcompat[faiss]')")
+    index_scale = script("index_scale")
+    gallery = np.array([[1.0, 0.0], [0.0, 1.0], [0.7, 0.7], [-1.0, 0.0]], dtype=np.float32)
+    query = np.array([[1.0, 0.1], [-0.2, 1.0]], dtype=np.float32)
+    # inner products: query 0 -> 1.0, 0.1, 0.77, -1.0; query 1 -> -0.2, 1.0, 0.56, 0.2
+    assert index_scale.exact_top(gallery, query, 2).tolist() == [[0, 2], [1, 2]]
+    assert index_scale.recall(np.array([[0, 1], [2, 1]]), np.array([[0, 2], [1, 2]])) == 75.0  # 1/2 and 2/2

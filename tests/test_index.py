@@ -79,3 +79,12 @@ def test_a_similarity_without_an_inner_product_form_is_refused():
     unit = torch.nn.functional.normalize(torch.randn(8, 3), dim=1)  # of unit features it is 2 <q, g> - 2: monotone
     with pytest.raises(BenchError, match="no inner-product form"):  # but not the inner product plus a constant
         Euclidean().index_features(unit, unit)
+
+
+def test_milvus_lite_with_ivf_pq_is_refused_before_training():
+    from benchbackcompat.execution.presets import load_preset, resolve_scenarios
+
+    with pytest.raises(BenchError, match=r"index: .*Milvus Lite .* has no IVF_PQ index: set kinds=\[\"flat\"\]"):
+        resolve_scenarios("quick", load_preset("quick"), ["ext-class"], {"index": {"backend": "milvus"}})
+    server = IndexConfig(backend="milvus", milvus_uri="http://milvus.example.org:19530")  # a server has IVF_PQ
+    assert server.kinds == ["flat", "ivf-pq"]

@@ -1,4 +1,4 @@
-"""Cross- and self-tests through a FAISS index (``scenario.index``), beside the exact matrix: for every entry
+"""Cross- and self-tests through a FAISS or Milvus index (``scenario.index``), beside the exact matrix: for every entry
 C[t][k], an index of each configured kind is built and trained on the gallery features the entry compares (model
 k's, as the method compares them with model t's queries) and searched with model t's queries
 (``metrics.index``). Only CMC@k metrics: an index returns top-k lists, not the full ranking mAP needs.
@@ -14,7 +14,7 @@ from benchbackcompat.engine.features import FeatureBank
 from benchbackcompat.engine.timing import Throughput
 from benchbackcompat.method import Method
 from benchbackcompat.metrics import index as ix
-from benchbackcompat.metrics import outcomes
+from benchbackcompat.metrics import milvus, outcomes
 from benchbackcompat.runtime.logs import log
 from benchbackcompat.scenarios.data import ScenarioData
 
@@ -38,10 +38,12 @@ def index_matrices(method: Method, bank: FeatureBank, data: ScenarioData, protoc
             query, gallery = method.pair_features(query_t, bank.stored(k), t, k)
             if query.shape[1] != gallery.shape[1]:
                 continue
+            as_query = method.index_features(gallery, gallery)[0]  # the criterion queries probe IVF lists with
             query, gallery = method.index_features(query, gallery)
             for kind in config.kinds:
                 built = time.perf_counter()
-                neighbours = ix.search(query, gallery, kind, config, depth)
+                neighbours = (milvus.search(query, gallery, kind, config, depth, config.milvus_uri)
+                              if config.backend == "milvus" else ix.search(query, gallery, kind, config, depth, as_query))
                 if timing is not None:
                     timing.add(kind, len(gallery), time.perf_counter() - built, queries=len(query))
                 for metric in cmc:

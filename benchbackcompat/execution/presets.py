@@ -147,10 +147,14 @@ def resolve_scenarios(
             table["pretrain"] = deep_merge(defaults["train"], table.get("pretrain", {}))  # training defaults (amp, ...)
             scenario = validate_model(NamedScenario, {"name": name, "config": table}, where)
         check_metrics(name, scenario.config.protocol, scenario.config.metrics)
-        if scenario.config.index is not None:  # fail before any training when faiss is missing
+        if scenario.config.index is not None:  # fail before any training when its backend is missing
             from benchbackcompat.metrics.index import require_faiss
+            from benchbackcompat.metrics.milvus import require_client
 
-            require_faiss()
+            if scenario.config.index.backend == "milvus":
+                require_client()
+            else:
+                require_faiss()
         resolved.append((scenario, table))
     return resolved
 

@@ -7,7 +7,21 @@ cross-test, search it. Every method's similarity is mapped to a maximum inner pr
 decreasing in the Lorentz inner product -x0 y0 + <x_s, y_s>, on the query with its time coordinate negated.
 ``flat`` is exact search; ``ivf-pq`` visits ``nprobe`` of ``nlist`` inverted lists and compares product-quantised
 codes (``pq_m`` sub-quantisers of ``pq_bits`` bits; features zero-padded to a multiple of ``pq_m``, which no inner
-product sees). On galleries too small for the requested sizes, ``nlist`` is capped at a 39th of the gallery
+product sees).
+
+**One criterion for lists.** An inverted list must hold the items that the queries probing it look for: a query
+probes the lists whose centroids c maximise <q', c> (q' its mapped features), so a gallery item g must join the list
+that maximises the same similarity with g as a query sees it, <g', c>. Where the mapping is symmetric (cosine, PSP)
+g' is the stored vector and FAISS's own k-means and assignment do that. Where it is not (Lorentz: q' = (-q0, q_s),
+stored g = (g0, g_s), and <q', g> = -q0 g0 + <q_s, g_s> = <q, g>_L), FAISS would file g by <g, c> = g0 c0 + <g_s, c_s>,
+a criterion no query uses. There the lists come from Lloyd iterations on that one criterion, started from FAISS's
+k-means of the stored vectors: each item joins the list j of largest <g', c_j>, and c_j is the mean of its members'
+stored vectors, so that <x', c_j> = (1/|L_j|) sum_{g in L_j} <x', g>, the mean similarity of x to the list's
+members, for items and queries alike (for Lorentz, -<x, c_j>_L is the mean of cosh d(x, g) over the list: the list
+nearest x on average). Items are filed with those assignments, and the product codes are trained on the residuals
+g - c_j to their own lists.
+
+On galleries too small for the requested sizes, ``nlist`` is capped at a 39th of the gallery
 (faiss's training floor per centroid) and ``pq_bits`` at log2 of it; :func:`effective` says what was used.
 """
 from __future__ import annotations
@@ -40,25 +54,78 @@ def effective(config: Any, items: int) -> dict[str, int]:
             "pq_bits": max(1, min(config.pq_bits, int(math.log2(max(2, items)))))}
 
 
-def search(query: Tensor, gallery: Tensor, kind: str, config: Any, k: int) -> np.ndarray:
-    """The ``k`` gallery indices of largest inner product for each query (-1 where the index returns fewer)."""
+def search(query: Tensor, gallery: Tensor, kind: str, config: Any, k: int,
+           as_query: Tensor | None = None) -> np.ndarray:
+    """The ``k`` gallery indices of largest inner product for each query (-1 where the index returns fewer).
+    ``as_query``: the gallery mapped as queries are (:func:`build`)."""
+    q = _array(query)
+    index = build(gallery, kind, config, as_query)
+    if kind != "flat":
+        q = _pad(q, index.d)
+    return index.search(q, min(k, index.ntotal))[1]
+
+
+def build(gallery: Tensor, kind: str, config: Any, as_query: Tensor | None = None) -> Any:
+    """The filled FAISS index of ``kind`` on the stored ``gallery``; ``as_query``, the gallery mapped as queries
+    are, files the items into IVF lists by the criterion queries probe with where it differs from ``gallery``."""
     faiss = require_faiss()
     faiss.omp_set_num_threads(torch.get_num_threads())
-    q, g = (np.ascontiguousarray(x.detach().float().cpu().numpy()) for x in (query, gallery))
+    g = _array(gallery)
     if kind == "flat":
         index = faiss.IndexFlatIP(g.shape[1])
-    else:
-        sizes = effective(config, len(g))
-        pad = -g.shape[1] % sizes["pq_m"]
-        q, g = (np.ascontiguousarray(np.pad(x, ((0, 0), (0, pad)))) for x in (q, g))
-        quantiser = faiss.IndexFlatIP(g.shape[1])
-        index = faiss.IndexIVFPQ(quantiser, g.shape[1], sizes["nlist"], sizes["pq_m"], sizes["pq_bits"],
-                                 faiss.METRIC_INNER_PRODUCT)
-        index.cp.min_points_per_centroid = index.pq.cp.min_points_per_centroid = 1  # sizes capped: no warnings
+        index.add(g)
+        return index
+    sizes = effective(config, len(g))
+    g = _pad(g, g.shape[1] + -g.shape[1] % sizes["pq_m"])
+    quantiser = faiss.IndexFlatIP(g.shape[1])
+    index = faiss.IndexIVFPQ(quantiser, g.shape[1], sizes["nlist"], sizes["pq_m"], sizes["pq_bits"],
+                             faiss.METRIC_INNER_PRODUCT)
+    index.cp.min_points_per_centroid = index.pq.cp.min_points_per_centroid = 1  # sizes capped: no warnings
+    index.nprobe = sizes["nprobe"]
+    mapped = None if as_query is None else _pad(_array(as_query), g.shape[1])
+    if mapped is None or np.array_equal(mapped, g):
         index.train(g)
-        index.nprobe = sizes["nprobe"]
-    index.add(g)
-    return index.search(q, min(k, len(g)))[1]
+        index.add(g)
+        return index
+    centroids, lists = consistent_lists(g, mapped, sizes["nlist"])
+    quantiser.add(centroids)
+    index.pq.train(np.ascontiguousarray(g - centroids[lists]))
+    index.precompute_table()
+    index.is_trained = True
+    from faiss.contrib.ivf_tools import add_preassigned
+
+    add_preassigned(index, g, lists)
+    return index
+
+
+def consistent_lists(stored: np.ndarray, mapped: np.ndarray, nlist: int, iterations: int = 20,
+                     seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Centroids (float32, ``nlist`` x d) and each item's list by Lloyd iterations on one criterion: item i joins
+    the list j of largest <mapped_i, c_j>, c_j is the mean of its members' ``stored`` vectors (an emptied list keeps
+    its centroid). Starts from FAISS's k-means of the stored vectors (seeded with ``seed``)."""
+    faiss = require_faiss()
+    stored64, mapped64 = stored.astype(np.float64), mapped.astype(np.float64)
+    start = faiss.Kmeans(stored.shape[1], nlist, niter=iterations, seed=seed, min_points_per_centroid=1)
+    start.train(np.ascontiguousarray(stored, dtype=np.float32))
+    centroids = start.centroids.astype(np.float64)
+    for _ in range(iterations):
+        lists = (mapped64 @ centroids.T).argmax(1)
+        counts = np.bincount(lists, minlength=nlist)
+        sums = np.zeros_like(centroids)
+        np.add.at(sums, lists, stored64)
+        filled = counts > 0
+        centroids[filled] = sums[filled] / counts[filled, None]
+    centroids = centroids.astype(np.float32)
+    return centroids, (mapped @ centroids.T).argmax(1)
+
+
+def _array(x: Tensor) -> np.ndarray:
+    return np.ascontiguousarray(x.detach().float().cpu().numpy())
+
+
+def _pad(x: np.ndarray, width: int) -> np.ndarray:
+    """Zero-padded to ``width`` columns (PQ sub-quantisers split the dimension evenly; no inner product sees it)."""
+    return np.ascontiguousarray(np.pad(x, ((0, 0), (0, width - x.shape[1]))))
 
 
 def cmc_hits(neighbours: np.ndarray, query_labels: Tensor, gallery_labels: Tensor, k: int,
