@@ -88,3 +88,13 @@ def test_milvus_lite_with_ivf_pq_is_refused_before_training():
         resolve_scenarios("quick", load_preset("quick"), ["ext-class"], {"index": {"backend": "milvus"}})
     server = IndexConfig(backend="milvus", milvus_uri="http://milvus.example.org:19530")  # a server has IVF_PQ
     assert server.kinds == ["flat", "ivf-pq"]
+
+
+def test_the_published_index_records_keep_their_cell_keys():
+    """The backend fields are left out of the dump at their defaults, so a configuration of the published records
+    (FAISS, as every stored record ran) dumps, and keys its cells, exactly as before the fields existed."""
+    from benchbackcompat.config import IndexConfig
+
+    assert IndexConfig().model_dump() == {"kinds": ["flat", "ivf-pq"], "nlist": 16, "nprobe": 4, "pq_m": 8,
+                                          "pq_bits": 8}
+    assert IndexConfig(backend="milvus", kinds=["flat"]).model_dump()["backend"] == "milvus"
