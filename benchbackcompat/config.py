@@ -201,7 +201,7 @@ class BackfillConfig(StrictModel):
                     "smallest old class-template margin first (Hot-Refresh); hbct-uncertainty, the highest Unc(h) of "
                     "the old embedding first (HBCT; uncertainty off the hyperboloid); learned, the new model's change "
                     "of the item predicted from the old feature (after FastFill); oracle, greedy by the queries each "
-                    "refresh fixes (an upper reference)")
+                    "refresh fixes (a greedy reference, not a bound)")
     permutations: int = Field(1, ge=1, le=100, description="random permutations of the random order per seed, each its "
                               "own curve: the first is the one drawn as before, the others widen the area's interval "
                               "by the order's randomness")

@@ -20,8 +20,9 @@
   model on the gallery itself, cross-fitted in two random halves (each half ordered by the model fitted on the other
   half's new features, so no item's score sees its own new feature). A linear stand-in, not FastFill's training.
 - ``oracle``: greedy, batch by batch, the items whose refresh alone fixes the most queries' top-1 in the current
-  mixed gallery (:func:`oracle_order`), read from the new features and the labels: an upper reference, not an order a
-  live system can use (greedy, so not a proven optimum).
+  mixed gallery (:func:`oracle_order`), read from the new features and the labels: a reference a live system cannot
+  use, and not a bound (greedy: it does not see later batches, and for CoReS on the quick preset's ext-class it
+  ends below the random order).
 """
 from __future__ import annotations
 
@@ -70,7 +71,7 @@ def oracle_order(cross: Tensor, new: Tensor, query_labels: Tensor, gallery_label
     items whose refresh alone would turn the most queries' top-1 from wrong to right (net of right to wrong) in the
     current mixed gallery, ties by index. ``cross`` and ``new``: queries x gallery scores of the two blocks (the mixed
     gallery ranks them side by side); ``loo``: query i is gallery item i, never its own result. It reads the new
-    features and the labels: an upper reference for top-1 accuracy, not an order a live system can use."""
+    features and the labels: a reference, not an order a live system can use, and not a bound (greedy)."""
     cross, new = cross.float().cpu().clone(), new.float().cpu().clone()
     if loo:
         cross.fill_diagonal_(-torch.inf)
