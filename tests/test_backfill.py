@@ -81,9 +81,9 @@ def test_endpoints_are_the_cross_and_the_new_self_test(protocol, metrics, method
                 assert pair["auc"][metric][order] == pytest.approx(area_under_curve(pair["fractions"], curve))
 
 
-def brute_force_top1(q_old, g_old, q_new, g_new, refreshed, ql, gl) -> float:
-    """CMC@1 (%) of a mixed gallery, one query and one gallery item at a time (cosine, lowest index wins ties)."""
-    hits = 0
+def brute_force_hits(q_old, g_old, q_new, g_new, refreshed, ql, gl) -> list[bool]:
+    """Each query's top-1 hit in a mixed gallery, one query and one item at a time (cosine, lowest index wins ties)."""
+    hits = []
     for i in range(len(q_old)):
         best, best_j = -math.inf, -1
         for j in range(len(g_old)):
@@ -91,8 +91,14 @@ def brute_force_top1(q_old, g_old, q_new, g_new, refreshed, ql, gl) -> float:
             s = float(F.cosine_similarity(a[None], b[None])[0])
             if s > best:
                 best, best_j = s, j
-        hits += int(gl[best_j] == ql[i])
-    return 100.0 * hits / len(q_old)
+        hits.append(bool(gl[best_j] == ql[i]))
+    return hits
+
+
+def brute_force_top1(q_old, g_old, q_new, g_new, refreshed, ql, gl) -> float:
+    """CMC@1 (%) of a mixed gallery, by :func:`brute_force_hits`."""
+    hits = brute_force_hits(q_old, g_old, q_new, g_new, refreshed, ql, gl)
+    return 100.0 * sum(hits) / len(hits)
 
 
 def test_mixed_gallery_against_a_brute_force_loop():

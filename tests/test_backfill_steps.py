@@ -21,6 +21,7 @@ from benchbackcompat.metrics import curve_steps, flips, live, outcomes, refresh
 from benchbackcompat.record import parse_record
 from benchbackcompat.scenarios.data import ScenarioData
 from benchbackcompat.scenarios.kinds import ExtClass
+from test_backfill import brute_force_hits
 
 CLASSES, DIM = 4, 6
 EVERY = ["random", "class-distance", "class-balanced", "uncertainty", "hbct-uncertainty", "learned", "oracle"]
@@ -40,20 +41,6 @@ def random_setup(queries: int = 30, items: int = 22):
         centres = torch.randn(CLASSES, DIM, generator=gen)
         held.append(ModelFeatures(*(centres[y] + 1.2 * torch.randn(len(y), DIM, generator=gen) for y in (ql, gl))))
     return StandardMethod(), FeatureBank.in_memory(held), data
-
-
-def brute_force_hits(q_old, g_old, q_new, g_new, refreshed, ql, gl) -> list[bool]:
-    """Each query's top-1 hit in a mixed gallery, one query and one item at a time (cosine, lowest index wins ties)."""
-    hits = []
-    for i in range(len(q_old)):
-        best, best_j = -math.inf, -1
-        for j in range(len(g_old)):
-            a, b = (q_new[i], g_new[j]) if refreshed[j] else (q_old[i], g_old[j])
-            s = float(F.cosine_similarity(a[None], b[None])[0])
-            if s > best:
-                best, best_j = s, j
-        hits.append(bool(gl[best_j] == ql[i]))
-    return hits
 
 
 def test_stored_step_outcomes_equal_a_brute_force_loop():

@@ -19,6 +19,7 @@ from benchbackcompat.report.table_data import Stat
 from benchbackcompat.report.tables import headline_columns, other_views
 from benchbackcompat.results.flips import flip_frame, flip_lines
 from benchbackcompat.results.frames import results_frame
+from test_flips import loop_rates
 
 # 3 models, 5 queries: HITS[t][k] = query model t's hits on gallery model k's features
 HITS = {(0, 0): [1, 1, 0, 1, 0],
@@ -27,18 +28,6 @@ HITS = {(0, 0): [1, 1, 0, 1, 0],
 # first gallery, t = 1: C00 -> C10 breaks query 1 and fixes query 4 (20%, 20%); C00 -> C11 fixes query 2 (0%, 20%)
 # t = 2: C00 -> C20 breaks queries 0 and 3 and fixes query 2 (40%, 20%); C00 -> C22 fixes queries 2 and 4 (0%, 40%)
 FIRST = [(1, 0, 20.0, 20.0, 0.0, 20.0), (2, 0, 40.0, 20.0, 0.0, 40.0)]
-
-
-def loop_rates(before, after) -> tuple[float, float]:
-    """NFR and PFR (%) counted query by query over the queries both entries count."""
-    negative = positive = counted = 0
-    for b, a in zip(before, after):
-        if np.isnan(b) or np.isnan(a):
-            continue
-        counted += 1
-        negative += b == 1 and a == 0
-        positive += b == 0 and a == 1
-    return 100.0 * negative / counted, 100.0 * positive / counted
 
 
 def stored(hits: dict[tuple[int, int], list], T: int) -> dict:

@@ -29,6 +29,12 @@ HEATMAP = ("YlGnBu", 64)  # matrix colour map, in even steps: a palette keeps ea
 ANNOTATE_UP_TO = 10  # write the values into the cells of matrices up to this size
 
 
+def with_figure(text: str, path: Path | None, alt: str) -> list[str]:
+    """A page's section ``text``, then its figure at ``path`` (written under the page's ``figures/``; none where no
+    figure was drawn) as a Markdown image with the (escaped) ``alt`` text."""
+    return [text, *([f"![{alt}](figures/{path.name})"] if path is not None else [])]
+
+
 def figure_name(page: str, table: Table, metric: str, what: str) -> str:
     """The file name (under ``figures/``) of figure ``what`` ("matrices", "aa", "margin") of one table and metric."""
     return f"{page}-{slug(table.title)}-{slug(metric)}-{what}.png"

@@ -203,9 +203,7 @@ def refresh_sections(table: Table, page: str, out: Path) -> list[str]:
     parts = []
     for metric in table.metrics[:1]:
         if text := refresh_markdown(table, metric):
-            parts.append(text)
             path = refresh_figure(table, metric, out / "figures" / figures.figure_name(page, table, metric, "refresh"))
-            if path is not None:
-                parts.append(f"![{escape(table.title)}: accuracy against the compute of a refresh, "
-                             f"{escape(metric_name(metric))}](figures/{path.name})")
+            parts += figures.with_figure(text, path, f"{escape(table.title)}: accuracy against the compute of a "
+                                                     f"refresh, {escape(metric_name(metric))}")
     return parts

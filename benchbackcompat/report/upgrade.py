@@ -334,18 +334,14 @@ def upgrade_sections(table: Table, page: str, out: Path) -> list[str]:
     parts = []
     for metric in table.metrics:
         if text := backfill_markdown(table, metric):
-            parts.append(text)
             path = backfill_figure(table, metric, out / "figures" / figures.figure_name(page, table, metric, "backfill"))
-            if path is not None:
-                parts.append(f"![{escape(table.title)}: backfilling curves, {escape(metric_name(metric))}]"
-                             f"(figures/{path.name})")
+            parts += figures.with_figure(text, path, f"{escape(table.title)}: backfilling curves, "
+                                                     f"{escape(metric_name(metric))}")
         if text := curve_steps.steps_markdown(table, metric):
-            parts.append(text)
             path = curve_steps.steps_figure(table, metric, out / "figures" / figures.figure_name(page, table, metric,
                                                                                                "backfill-orders"))
-            if path is not None:
-                parts.append(f"![{escape(table.title)}: backfilling curves by refresh order, "
-                             f"{escape(metric_name(metric))}](figures/{path.name})")
+            parts += figures.with_figure(text, path, f"{escape(table.title)}: backfilling curves by refresh order, "
+                                                     f"{escape(metric_name(metric))}")
         if text := regression_markdown(table, metric):
             parts.append(text)
         if text := index_markdown(table, metric):
