@@ -58,7 +58,7 @@ def search(query: Tensor, gallery: Tensor, kind: str, config: Any, k: int,
            as_query: Tensor | None = None) -> np.ndarray:
     """The ``k`` gallery indices of largest inner product for each query (-1 where the index returns fewer).
     ``as_query``: the gallery mapped as queries are (:func:`build`)."""
-    q = _array(query)
+    q = float32_rows(query)
     index = build(gallery, kind, config, as_query)
     if kind != "flat":
         q = _pad(q, index.d)
@@ -70,7 +70,7 @@ def build(gallery: Tensor, kind: str, config: Any, as_query: Tensor | None = Non
     are, files the items into IVF lists by the criterion queries probe with where it differs from ``gallery``."""
     faiss = require_faiss()
     faiss.omp_set_num_threads(torch.get_num_threads())
-    g = _array(gallery)
+    g = float32_rows(gallery)
     if kind == "flat":
         index = faiss.IndexFlatIP(g.shape[1])
         index.add(g)
@@ -82,7 +82,7 @@ def build(gallery: Tensor, kind: str, config: Any, as_query: Tensor | None = Non
                              faiss.METRIC_INNER_PRODUCT)
     index.cp.min_points_per_centroid = index.pq.cp.min_points_per_centroid = 1  # sizes capped: no warnings
     index.nprobe = sizes["nprobe"]
-    mapped = None if as_query is None else _pad(_array(as_query), g.shape[1])
+    mapped = None if as_query is None else _pad(float32_rows(as_query), g.shape[1])
     if mapped is None or np.array_equal(mapped, g):
         index.train(g)
         index.add(g)
@@ -119,8 +119,10 @@ def consistent_lists(stored: np.ndarray, mapped: np.ndarray, nlist: int, iterati
     return centroids, (mapped @ centroids.T).argmax(1)
 
 
-def _array(x: Tensor) -> np.ndarray:
-    return np.ascontiguousarray(x.detach().float().cpu().numpy())
+def float32_rows(x: Tensor | np.ndarray) -> np.ndarray:
+    """Features as the contiguous float32 array an index library takes."""
+    data = x if isinstance(x, np.ndarray) else x.detach().float().cpu().numpy()
+    return np.ascontiguousarray(data, dtype=np.float32)
 
 
 def _pad(x: np.ndarray, width: int) -> np.ndarray:

@@ -25,6 +25,7 @@ import numpy as np
 from torch import Tensor
 
 from benchbackcompat.errors import BenchError
+from benchbackcompat.metrics.index import effective, float32_rows
 
 INSTALL = "pip install 'benchbackcompat[milvus]'"
 LITE_TYPES = ("FLAT", "HNSW", "HNSW_SQ", "IVF_FLAT", "IVF_SQ8")  # what Milvus Lite builds (it ignores the others)
@@ -43,8 +44,6 @@ def require_client() -> Any:
 def index_spec(kind: str, config: Any, items: int) -> tuple[str, dict[str, int], dict[str, int]]:
     """Milvus's index type, build parameters and search parameters for the option's ``kind`` (``config``: an
     ``IndexConfig``; the IVF sizes capped on a small gallery as FAISS's are, ``metrics.index.effective``)."""
-    from benchbackcompat.metrics.index import effective
-
     if kind == "flat":
         return "FLAT", {}, {}
     sizes = effective(config, items)
@@ -59,10 +58,10 @@ def search(query: Tensor | np.ndarray, gallery: Tensor | np.ndarray, kind: str, 
     with tempfile.TemporaryDirectory(prefix="bbc-milvus-") as folder:
         collection = Collection(uri or str(Path(folder) / "index.db"))
         try:
-            g = _array(gallery)
+            g = float32_rows(gallery)
             index_type, build, params = index_spec(kind, config, len(g))
             collection.fill(g, index_type, build)
-            return collection.search(_array(query), k, params)
+            return collection.search(float32_rows(query), k, params)
         finally:
             collection.close()
 
@@ -126,7 +125,3 @@ class Collection:
         finally:
             self.client.close()
 
-
-def _array(x: Tensor | np.ndarray) -> np.ndarray:
-    data = x if isinstance(x, np.ndarray) else x.detach().float().cpu().numpy()
-    return np.ascontiguousarray(data, dtype=np.float32)
