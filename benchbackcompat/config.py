@@ -194,17 +194,26 @@ class BackfillConfig(StrictModel):
 
     steps: int = Field(10, ge=1, le=1000, description="batches of the refresh: the curve has steps + 1 points, 0 to 100%")
     orders: list[Literal["random", "class-distance", "class-balanced", "uncertainty", "hbct-uncertainty", "learned",
-                         "oracle"]] = Field(
+                         "oracle", "oracle-bound"]] = Field(
         default_factory=lambda: ["random", "class-distance"], min_length=1,
         description="refresh orders: random; class-distance, the old embeddings least similar to their class template "
                     "first; class-balanced, one item of every class in turn, the most typical first; uncertainty, the "
                     "smallest old class-template margin first (Hot-Refresh); hbct-uncertainty, the highest Unc(h) of "
                     "the old embedding first (HBCT; uncertainty off the hyperboloid); learned, the new model's change "
                     "of the item predicted from the old feature (after FastFill); oracle, greedy by the queries each "
-                    "refresh fixes (a greedy reference, not a bound)")
+                    "refresh fixes (a greedy reference, not a bound); oracle-bound, not an order but the ceiling of "
+                    "every order's curve: the queries whose top-1 some refresh of that many items makes right, each "
+                    "query alone (top-1 hits only)")
     permutations: int = Field(1, ge=1, le=100, description="random permutations of the random order per seed, each its "
                               "own curve: the first is the one drawn as before, the others widen the area's interval "
                               "by the order's randomness")
+
+    @model_validator(mode="after")
+    def _bound_beside_an_order(self) -> BackfillConfig:
+        if self.orders == ["oracle-bound"]:
+            raise ValueError("oracle-bound is the ceiling drawn beside refresh orders, not an order: add one, "
+                             "e.g. orders=[\"random\", \"oracle-bound\"]")
+        return self
 
     @model_serializer(mode="wrap")
     def _omit_one_permutation(self, handler: Any) -> dict[str, Any]:

@@ -269,3 +269,52 @@ def test_the_learned_target_is_the_change_of_class_fit():
     template = F.normalize(unit[:2].sum(0), dim=0)
     fit = [float(unit[0] @ template), float(unit[1] @ template)]  # both sqrt((2 + sqrt 2) / 4) = 0.924
     assert gain.tolist() == pytest.approx([1 - fit[0], 1 - fit[1], 1 - fit[0], 1 - fit[1]], abs=1e-6)
+
+
+def subset_minimum(q_old, g_old, q_new, g_new, ql, gl) -> list[float]:
+    """Per query, the fewest refreshed items that make its top-1 right, over every subset of the gallery (inf where
+    none does): the brute force :func:`refresh.least_refreshes` must equal."""
+    items = len(g_old)
+    best = [math.inf] * len(q_old)
+    for mask in range(1 << items):
+        refreshed = [bool(mask >> j & 1) for j in range(items)]
+        size = sum(refreshed)
+        for i, hit in enumerate(brute_force_hits(q_old, g_old, q_new, g_new, refreshed, ql, gl)):
+            if hit:
+                best[i] = min(best[i], size)
+    return best
+
+
+def test_the_least_refreshes_equal_a_search_over_every_subset():
+    gen = torch.Generator().manual_seed(7)
+    ql, gl = torch.arange(9) % 3, torch.arange(9) % 3
+    q_old, g_old, q_new, g_new = (torch.randn(9, 4, generator=gen) for _ in range(4))
+    cosine = StandardMethod().similarity()
+    least = refresh.least_refreshes(cosine(q_old, g_old), cosine(q_new, g_new), ql, gl)
+    expected = subset_minimum(q_old, g_old, q_new, g_new, ql, gl)
+    assert least.tolist() == expected
+    assert 0 < sum(0 < m < math.inf for m in expected) and math.inf in expected  # refreshes matter, and some query is lost
+
+
+def test_the_oracle_bound_is_the_ceiling_of_every_orders_curve():
+    method, bank, data = random_setup()
+    config = BackfillConfig(steps=4, orders=[*EVERY, refresh.BOUND], permutations=3)
+    [pair] = backfill_curves(method, bank, data, "nn", ["cmc@1", "map"], 5, config)["pairs"]
+    curves = pair["curves"]["cmc@1"]
+    bound = curves.pop(refresh.BOUND)
+    drawn = [p["curve"] for p in pair["permutations"]["cmc@1"]]
+    for curve in [*curves.values(), *drawn]:
+        assert all(b >= c - 1e-9 for b, c in zip(bound, curve))
+    assert bound[0] == pytest.approx(curves["random"][0])  # nothing refreshed: the cross-test
+    assert bound[-1] >= curves["random"][-1]  # everything refreshed: the new self-test or above
+    areas = pair["auc"]["cmc@1"]
+    assert areas[refresh.BOUND] >= max(area for order, area in areas.items() if order != refresh.BOUND)
+    assert refresh.BOUND not in pair["curves"]["map"]  # top-1 hits only
+    assert list(pair["outcomes"]) == ["cmc@1"]  # per-step outcomes of hit metrics only
+    steps = curve_steps.decoded(pair["outcomes"]["cmc@1"][refresh.BOUND])
+    assert (100 * steps.mean(1)).tolist() == pytest.approx(bound)
+
+
+def test_the_bound_is_not_an_order_on_its_own():
+    with pytest.raises(ValueError, match="add one"):
+        BackfillConfig(orders=[refresh.BOUND])

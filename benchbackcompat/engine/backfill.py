@@ -4,14 +4,17 @@ queries against a gallery refreshed in batches, in each configured order (``metr
 Features are the ones already extracted for the matrix (no model runs again): refreshing an item swaps its
 model-k feature for its model-t feature. The curve's first point is the cross-test C[t][k] and its last the new
 self-test C[t][t], scored by the same code. Every step keeps its per-query outcomes, beside those of the old
-self-test C[k][k] (the flips along the curve, ``metrics.curve_steps``), and the random order may be drawn several
-times (``permutations``), each permutation its own curve.
+self-test C[k][k] (the flips along the curve, ``metrics.curve_steps``; hit metrics only: a float16 average
+precision per query and step would make a record ten times heavier), and the random order may be drawn several
+times (``permutations``), each permutation its own curve. ``oracle-bound`` among the orders adds the ceiling of every
+order's curve (``metrics.refresh.least_refreshes``), for top-1 hits.
 """
 from __future__ import annotations
 
 import time
 from typing import Any
 
+import numpy as np
 import torch
 
 from benchbackcompat.config import BackfillConfig
@@ -19,7 +22,7 @@ from benchbackcompat.engine.evaluate import score
 from benchbackcompat.engine.features import FeatureBank
 from benchbackcompat.method import Method
 from benchbackcompat.metrics import backfill as bf
-from benchbackcompat.metrics import outcomes, refresh
+from benchbackcompat.metrics import flips, outcomes, refresh
 from benchbackcompat.runtime.logs import log
 from benchbackcompat.runtime.seeds import derive_seed, generator
 from benchbackcompat.scenarios.data import ScenarioData
@@ -103,21 +106,28 @@ def backfill_curves(method: Method, bank: FeatureBank, data: ScenarioData, proto
                     found[metric][1].append(scored[1])
             return found
 
-        by_order = {name: curve(order) for name, order in refresh_orders(method, bank, data, k, seed, config.orders,
+        orders = [name for name in config.orders if name != refresh.BOUND]
+        by_order = {name: curve(order) for name, order in refresh_orders(method, bank, data, k, seed, orders,
                                                                             counts).items()}
+        if refresh.BOUND in config.orders:
+            least = refresh.least_refreshes(similarity(q_old, g_old), similarity(q_new, g_new), data.query.labels,
+                                            data.query.labels if data.gallery is None else data.gallery.labels,
+                                            loo=protocol == "loo")
+            by_order[refresh.BOUND] = ceiling(refresh.bound_hits(least, counts).numpy(),
+                                              {m: ends.get((m, 0)) for m in metrics}, protocol)
         drawn = [curve(order) for order in further_permutations(len(g_old), seed, k, config.permutations)] \
             if "random" in by_order else []
         q_kk, g_kk = method.pair_features(bank.query(k), bank.stored(k), k, k)
         old_self = {m: score(m, protocol, q_kk, g_kk, data, similarity, None, templates=templates)[1] for m in metrics}
         pair = {"old": k, "new": t, "fractions": fractions,
-                "curves": {m: {name: found[m][0] for name, found in by_order.items()} for m in metrics},
-                "auc": {m: {name: bf.area_under_curve(fractions, found[m][0]) for name, found in by_order.items()}
-                        for m in metrics}}
-        kept = [m for m in metrics if old_self[m] is not None
-                and all(o is not None for found in [*by_order.values(), *drawn] for o in found[m][1])]
+                "curves": {m: {name: found[m][0] for name, found in by_order.items() if m in found} for m in metrics},
+                "auc": {m: {name: bf.area_under_curve(fractions, found[m][0]) for name, found in by_order.items()
+                            if m in found} for m in metrics}}
+        kept = [m for m in metrics if flips.defined_for(m) and old_self[m] is not None
+                and all(o is not None for found in [*by_order.values(), *drawn] if m in found for o in found[m][1])]
         if kept:
-            pair["outcomes"] = {m: {name: [outcomes.encode(o) for o in found[m][1]] for name, found in by_order.items()}
-                                for m in kept}
+            pair["outcomes"] = {m: {name: [outcomes.encode(o) for o in found[m][1]] for name, found in by_order.items()
+                                    if m in found} for m in kept}
             pair["old_self"] = {m: outcomes.encode(old_self[m]) for m in kept}
         if drawn:
             pair["permutations"] = {m: [{"curve": found[m][0], "auc": bf.area_under_curve(fractions, found[m][0]),
@@ -126,6 +136,21 @@ def backfill_curves(method: Method, bank: FeatureBank, data: ScenarioData, proto
         pairs.append(pair)
     log.info(f"  {label} backfill: {summary(pairs, metrics[0])}, {time.perf_counter() - started:.1f} s")
     return {"pairs": pairs}
+
+
+def ceiling(hits: np.ndarray, cross: dict[str, tuple[float, Any] | None],
+            protocol: str) -> dict[str, tuple[list[float], list[Any]]]:
+    """The oracle bound's curve and per-step outcomes (steps x queries ``hits``, ``refresh.bound_hits``) for each
+    metric it is defined for, the queries the cross-test (``cross``: the metric's score at nothing refreshed) skips
+    skipped too."""
+    found: dict[str, tuple[list[float], list[Any]]] = {}
+    for metric, scored in cross.items():
+        if metric not in refresh.BOUND_METRICS or protocol not in ("loo", "nn") or scored is None or scored[1] is None:
+            continue
+        skipped = np.isnan(np.asarray(scored[1], dtype=float))
+        steps = [np.where(skipped, np.nan, step.astype(float)) if skipped.any() else step for step in hits]
+        found[metric] = ([100.0 * float(np.nanmean(step)) for step in steps], steps)
+    return found
 
 
 def summary(pairs: list[dict[str, Any]], metric: str) -> str:

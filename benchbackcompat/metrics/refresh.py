@@ -23,6 +23,9 @@
   mixed gallery (:func:`oracle_order`), read from the new features and the labels: a reference a live system cannot
   use, and not a bound (greedy: it does not see later batches, and for CoReS on the quick preset's ext-class it
   ends below the random order).
+- ``oracle-bound`` (:data:`BOUND`): not an order but the ceiling of every order's curve. At each step it counts the
+  queries whose top-1 *some* refresh of that many items makes right, each query on its own
+  (:func:`least_refreshes`); no order can do better at any step, so its area bounds every order's.
 """
 from __future__ import annotations
 
@@ -34,6 +37,9 @@ from benchbackcompat.metrics.backfill import own_class_similarity
 from benchbackcompat.metrics.retrieval import Similarity, Templates
 
 RIDGE = 1e-3  # the ridge's penalty, relative to the mean squared feature norm
+BOUND = "oracle-bound"  # the ceiling of every order's curve (:func:`bound_hits`), listed beside the orders
+BOUND_METRICS = ("cmc@1",)  # the metrics the ceiling is defined for: top-1 hits
+QUERY_CHUNK = 1024  # queries scored at once by :func:`least_refreshes`
 
 
 def template_margin(gallery: Tensor, labels: Tensor, similarity: Similarity, templates: Templates) -> Tensor:
@@ -125,3 +131,43 @@ def learned_order(features: Tensor, target: Tensor, generator: torch.Generator) 
     half[torch.randperm(len(features), generator=generator)[: len(features) // 2]] = True
     predicted = torch.where(half, ridge_predictions(features, target, ~half), ridge_predictions(features, target, half))
     return torch.sort(-predicted, stable=True).indices
+
+
+def least_refreshes(cross: Tensor, new: Tensor, query_labels: Tensor, gallery_labels: Tensor,
+                    loo: bool = False) -> Tensor:
+    """Per query, the fewest refreshed items with which its top-1 in the mixed gallery is of its class (inf where no
+    refresh does it), float64 on the CPU; ties go to the relevant item, so the count is never above the true one.
+
+    With old scores a (``cross``) and new scores b (``new``), a query is right when its best relevant score t beats
+    every irrelevant item's score in that item's current model. t is either the best old relevant score (nothing
+    refreshed for it) or a relevant item's new score (one refresh); every irrelevant item with a > t must then be
+    refreshed, which works only if its b <= t. So the count is min over those t of [t needs a refresh] +
+    #{irrelevant: a > t}, over the t with no irrelevant item above it in both models. ``loo``: query i is gallery
+    item i, never its own result."""
+    counts = []
+    gallery_labels = gallery_labels.cpu()
+    for start in range(0, len(cross), QUERY_CHUNK):
+        rows = slice(start, start + QUERY_CHUNK)
+        a, b = cross[rows].double().cpu().clone(), new[rows].double().cpu().clone()
+        if loo:
+            own = torch.arange(start, start + len(a))
+            a[torch.arange(len(a)), own] = -torch.inf
+            b[torch.arange(len(b)), own] = -torch.inf
+        relevant = query_labels[rows].cpu()[:, None] == gallery_labels[None, :]
+        lowest = torch.tensor(-torch.inf, dtype=torch.float64)
+        kept_old = torch.where(relevant, a, lowest).max(1).values  # t with nothing refreshed for it
+        thresholds = torch.cat([kept_old[:, None], torch.where(relevant, torch.maximum(b, kept_old[:, None]), lowest)], 1)
+        cost = torch.ones_like(thresholds)
+        cost[:, 0] = 0.0
+        irrelevant_old = torch.where(relevant, lowest, a).sort(dim=1).values
+        cost += a.shape[1] - torch.searchsorted(irrelevant_old, thresholds.contiguous(), right=True)
+        blocking = torch.where(relevant, lowest, torch.minimum(a, b)).max(1).values  # above t whatever is refreshed
+        usable = (thresholds > -torch.inf) & (thresholds >= blocking[:, None])
+        counts.append(torch.where(usable, cost, torch.inf).min(1).values)
+    return torch.cat(counts) if counts else torch.zeros(0, dtype=torch.float64)
+
+
+def bound_hits(least: Tensor, counts: list[int]) -> Tensor:
+    """Steps x queries: whether each query's top-1 can be right with ``counts[s]`` items refreshed
+    (:func:`least_refreshes`), the ceiling of every refresh order's per-query hits at that step."""
+    return least[None, :] <= torch.tensor(counts, dtype=torch.float64)[:, None]
