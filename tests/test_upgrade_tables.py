@@ -17,7 +17,7 @@ def _record(seed: int, random_auc: float, informed_auc: float) -> SimpleNamespac
 
 
 def _table(rows: list[SimpleNamespace]) -> SimpleNamespace:
-    return SimpleNamespace(rows=rows)
+    return SimpleNamespace(rows=rows, title="ext-class")
 
 
 def test_backfill_areas_carry_their_intervals_and_the_paired_order_difference():
@@ -67,3 +67,40 @@ def test_an_option_group_only_some_configurations_set_is_named_once_in_the_table
     titles = sorted(t.title for t in build_tables(records))
     assert "ext-class (backfill.steps=5, index, train.min_steps=4000)" in titles
     assert "ext-class (backfill.steps=10, index, train.min_steps=4000)" in titles
+
+
+EVERY_ORDER = ["random", "class-distance", "class-balanced", "uncertainty", "hbct-uncertainty", "learned", "oracle",
+               "oracle-bound"]
+
+
+def _many_orders(seed: int, random_auc: float, shifts: dict[str, float]) -> SimpleNamespace:
+    areas = {order: random_auc + shifts.get(order, 0.0) for order in EVERY_ORDER}
+    pair = {"old": 0, "new": 1, "fractions": [0.0, 1.0],
+            "curves": {"cmc@1": {order: [70.0, 90.0] for order in EVERY_ORDER}}, "auc": {"cmc@1": areas}}
+    return SimpleNamespace(seed=seed, backfill={"pairs": [pair]})
+
+
+def test_many_orders_fit_one_compact_table_under_a_count_of_the_orders_against_random():
+    bct = [_many_orders(0, 80.0, {"uncertainty": -1.0, "learned": 1.0}),
+           _many_orders(1, 82.0, {"uncertainty": -2.0, "learned": 1.1}),
+           _many_orders(2, 84.0, {"uncertainty": -3.0, "learned": 0.9})]
+    hbct = [_many_orders(0, 60.0, {"uncertainty": -1.0, "learned": 0.5}),
+            _many_orders(1, 61.0, {"uncertainty": -1.0, "learned": 0.4}),
+            _many_orders(2, 62.0, {"uncertainty": -1.0, "learned": 0.6})]
+    text = backfill_markdown(_table([SimpleNamespace(label="bct", finished=bct),
+                                     SimpleNamespace(label="hbct", finished=hbct)]), "cmc@1")
+    table_rows = [line for line in text.splitlines() if line.startswith("|")]
+    assert all(len(line) <= 160 for line in table_rows)
+    compact = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:-1]] for line in table_rows
+               if line.count("|") == len(EVERY_ORDER) + 5}
+    # columns: 0%, the 8 orders, 100%, seeds. bct: uncertainty -1, -2, -3 -> -2.0 [-4.5, +0.5], no dagger; learned
+    # +1.0, +1.1, +0.9 -> +1.0 with sd 0.1, half-width 0.25: excludes 0
+    assert compact["bct"][1:4] == ["82.0", "82.0 +0.0", "82.0 +0.0"]
+    assert compact["bct"][4] == "80.0 -2.0" and compact["bct"][6] == "83.0 +1.0†"
+    assert compact["hbct"][4] == "60.0 -1.0†" and compact["hbct"][6] == "61.5 +0.5†"
+    assert "uncertainty: above random for 0 of 2 methods (0 with a t-interval above 0), below for 2 (1 below 0)" in text
+    assert "learned: above random for 2 of 2 methods (2 with a t-interval above 0), below for 0 (0 below 0)" in text
+    assert "class-distance: above random for 0 of 2 methods (0 with a t-interval above 0), below for 0" in text
+    spelled = next(line for line in table_rows if line.startswith("| bct ") and "| uncertainty " in line)
+    assert "-2.0 [-4.5, +0.5], p 0.25" in spelled  # the interval, in the collapsed table
+    assert "<details>" in text and "c-dist: class-distance" in text

@@ -19,9 +19,10 @@ from typing import Any
 
 import numpy as np
 
-from benchbackcompat.metrics import curve_steps, flips, outcomes
+from benchbackcompat.metrics import curve_steps, flips, outcomes, refresh
 
-ORDERS = ("random", "class-distance", "class-balanced", "uncertainty", "hbct-uncertainty", "learned", "oracle")
+ORDERS = ("random", "class-distance", "class-balanced", "uncertainty", "hbct-uncertainty", "learned", "oracle",
+          refresh.BOUND)
 INDEX_KINDS = ("flat", "ivf-pq")
 BACKFILL_KEYS = tuple(f"{what}_{order}" for order in ORDERS for what in ("auc", "dip", "dip_at", "nfr_max")) \
     + ("auc_permutations_random",)
@@ -52,13 +53,16 @@ def backfill_values(backfill: dict[str, Any] | None, matrix: Matrix | None, metr
 
 
 def step_values(pair: dict[str, Any], metric: str) -> dict[str, float]:
-    """``nfr_max_<order>`` and ``auc_permutations_random`` of one update's curves of ``metric``, where the record
-    holds per-step outcomes and further permutations ({} for records written before them)."""
+    """``nfr_max_<order>`` (not of the oracle bound) and ``auc_permutations_random`` of one update's curves of
+    ``metric``, where the record holds per-step outcomes and further permutations ({} for records written before
+    them)."""
     found = {}
     old_self = (pair.get("old_self") or {}).get(metric)
     if old_self is not None and flips.defined_for(metric):
         reference = outcomes.decode(old_self)
         for order, steps in ((pair.get("outcomes") or {}).get(metric) or {}).items():
+            if order == refresh.BOUND:  # each query with its own refresh: no flips of one gallery
+                continue
             found[f"nfr_max_{order}"] = float(np.nanmax(curve_steps.step_rates(reference, curve_steps.decoded(steps))[0]))
     drawn = (pair.get("permutations") or {}).get(metric)
     if drawn and "random" in pair["auc"].get(metric, {}):

@@ -20,6 +20,8 @@ from benchbackcompat.report.markdown import escape, plain_label
 from benchbackcompat.report.table_data import Row, Table
 
 FRACTIONS = (0.1, 0.2, 0.5)  # refreshed fractions whose NFR the table shows
+COLLAPSED_ORDERS = 3  # with more orders than this, the table (a row per method and order) is collapsed
+PANELS_PER_LINE = 7  # methods side by side in the figure
 
 
 def row_steps(row: Row, metric: str) -> dict[str, dict]:
@@ -73,11 +75,14 @@ def steps_markdown(table: Table, metric: str) -> str:
         return ""
     headers = ["method", "order", "AUC [queries]", f"AUC [queries, {permutations} permutations]",
                *(f"NFR at {100 * f:.0f}%" for f in FRACTIONS), "NFR max", "PFR at 50%"]
+    spelled = tabulate(lines, headers=headers, tablefmt="github", disable_numparse=True)
+    if len({line[1] for line in lines}) > COLLAPSED_ORDERS:
+        spelled = f"<details><summary>{len(lines)} rows: every method and order</summary>\n\n{spelled}\n\n</details>"
     return (f"Backfilling along the curve, {escape(metric_name(metric))}: area under the curve (%) with a 95% bootstrap "
             "interval over the queries (of every seed and update), and for the random order over the queries and its "
             "random permutations of the refresh (the order's own randomness); NFR and PFR (%) against the old "
             "self-test C[k][k] at a share of the gallery refreshed (0%: the cross-test's flips, 100%: the new "
-            "self-test's)\n\n" + tabulate(lines, headers=headers, tablefmt="github", disable_numparse=True))
+            "self-test's)\n\n" + spelled)
 
 
 def steps_figure(table: Table, metric: str, path: Path) -> Path | None:
@@ -88,8 +93,17 @@ def steps_figure(table: Table, metric: str, path: Path) -> Path | None:
         return None
     orders = list(dict.fromkeys(order for _, steps in rows for order in steps))
     colour = {order: colormaps["tab10"](i % 10) for i, order in enumerate(orders)}
-    fig = Figure(figsize=(max(6.4, min(2.8 * len(rows) + 0.6, 14.0)), 5.0), dpi=figures.DPI, layout="constrained")
-    axes = fig.subplots(2, len(rows), sharex=True, sharey="row", squeeze=False)
+    cols = min(len(rows), PANELS_PER_LINE)
+    lines = -(-len(rows) // cols)
+    fig = Figure(figsize=(max(6.4, min(2.4 * cols + 0.6, 16.0)), 4.6 * lines + 0.4), dpi=figures.DPI,
+                 layout="constrained")
+    grid = fig.subplots(2 * lines, cols, sharex=True, squeeze=False)
+    axes = np.concatenate([grid[2 * line:2 * line + 2] for line in range(lines)], axis=1)  # 2 x (lines * cols)
+    for ax in axes[:, len(rows):].ravel():
+        ax.set_visible(False)
+    for top, bottom in zip(axes[0, 1:], axes[1, 1:]):
+        top.sharey(axes[0, 0])
+        bottom.sharey(axes[1, 0])
     for i, (row, steps) in enumerate(rows):
         for order, entry in steps.items():
             x = 100 * np.asarray(entry["fractions"])
@@ -101,8 +115,9 @@ def steps_figure(table: Table, metric: str, path: Path) -> Path | None:
         axes[1, i].set_xlabel("gallery refreshed (%)")
         for ax in axes[:, i]:
             ax.grid(alpha=0.3)
-    axes[0, 0].set_ylabel(f"{metric_name(metric)} (%)")
-    axes[1, 0].set_ylabel("NFR vs old self-test (%)")
-    axes[0, -1].legend(fontsize=7, loc="lower right")
+    for first in range(0, len(rows), cols):
+        axes[0, first].set_ylabel(f"{metric_name(metric)} (%)")
+        axes[1, first].set_ylabel("NFR vs old self-test (%)")
+    axes[0, len(rows) - 1].legend(fontsize=7, loc="lower right")
     fig.suptitle(f"{textwrap.shorten(plain_label(table.title), 100)}: backfilling curves by refresh order", fontsize=9)
     return figures._save(fig, path)

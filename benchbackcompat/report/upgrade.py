@@ -11,7 +11,7 @@ from matplotlib.figure import Figure
 from scipy import stats
 from tabulate import tabulate
 
-from benchbackcompat.metrics import live
+from benchbackcompat.metrics import live, refresh
 from benchbackcompat.metrics.sign_flip import sign_flip_p
 from benchbackcompat.report import curve_steps, figures
 from benchbackcompat.report.table_data import Row, Table
@@ -22,6 +22,9 @@ from benchbackcompat.report.markdown import escape, plain_label
 # (``report.curve_steps``), one colour each, where the records hold per-step outcomes
 ORDER_STYLES = {"random": ("-", "solid"), "class-distance": ("--", "dashed"), "class-balanced": (":", "dotted"),
                 "oracle": ("-.", "dash-dot")}
+WIDE_ORDERS = 3  # orders one backfilling table spells out with intervals; more go into a compact table
+SHORT_ORDERS = {"class-distance": "c-dist", "class-balanced": "c-bal", "uncertainty": "unc",
+                "hbct-uncertainty": "h-unc", "oracle-bound": "bound"}  # column names of the compact table
 MAX_PANELS = 6  # updates drawn for a long sequence (evenly spaced, the first and the last included)
 
 
@@ -119,32 +122,83 @@ def interval_text(mean: float, low: float, high: float, signed: bool = False) ->
 
 
 def backfill_markdown(table: Table, metric: str) -> str:
-    """The area under each method's backfilling curve per order with its interval over seeds, the informed order
-    against random (paired by seed, with the exact sign-flip test), beside the curve's ends (mean over updates)."""
-    lines, orders = [], []
+    """The area under each method's backfilling curve per order with its interval over seeds, each other order
+    against the first (random, by default; paired by seed, with the exact sign-flip test), beside the curve's ends
+    (mean over updates). With more than :data:`WIDE_ORDERS` orders: the areas and differences in one compact table
+    under a generated count of the orders against random, the intervals in a collapsed table below."""
+    found = []
     for row in table.rows:
         pairs, aucs = mean_curves(row, metric), seed_aucs(row, metric)
-        if not pairs:
-            continue
-        orders = list(pairs[0]["auc"])
-        first = float(np.mean([p["curves"][orders[0]][0] for p in pairs]))
-        last = float(np.mean([p["curves"][orders[0]][-1] for p in pairs]))
-        cells = [interval_text(*seed_interval(aucs[o])) for o in orders]
-        for order in orders[1:]:  # each other order against the first (random, by default), paired by seed
-            seeds = sorted(set(aucs[orders[0]]) & set(aucs[order]))
-            difference = {s: aucs[order][s] - aucs[orders[0]][s] for s in seeds}
-            p = sign_flip_p(np.array(list(difference.values())))
-            cells.append(interval_text(*seed_interval(difference), signed=True) + f", p {p:.2g}")
-        lines.append([escape(row.label), f"{first:.1f}", *cells, f"{last:.1f}", len(next(iter(aucs.values())))])
-    if not lines:
+        if pairs:
+            orders = list(pairs[0]["auc"])
+            found.append((row, orders, float(np.mean([p["curves"][orders[0]][0] for p in pairs])),
+                          float(np.mean([p["curves"][orders[0]][-1] for p in pairs])), aucs))
+    if not found:
         return ""
-    headers = ["method", "0% (cross)", *(f"AUC {escape(o)}" for o in orders),
-               *(f"{escape(order)} − {escape(orders[0])}" for order in orders[1:]), "100% (new self)", "seeds"]
-    return (f"Backfilling, {escape(metric_name(metric))}: area under the curve (mean accuracy over the refresh, %), with "
-            "95% t-intervals over seeds; the difference of the orders is paired by seed, with the exact sign-flip "
-            "test's p (with n seeds it cannot go below 2/2^n)\n\n"
-            + tabulate(lines, headers=headers, tablefmt="github", disable_numparse=True)
-            + "".join(f"\n\n{escape(text)}" for text in [p_floor_note(table, metric)] if text))
+    orders = list(dict.fromkeys(o for _, mine, *_ in found for o in mine))
+    intro = (f"Backfilling, {escape(metric_name(metric))}: area under the curve (mean accuracy over the refresh, %), with "
+             "95% t-intervals over seeds; the difference of the orders is paired by seed, with the exact sign-flip "
+             "test's p (with n seeds it cannot go below 2/2^n)")
+    notes = "".join(f"\n\n{escape(text)}" for text in [p_floor_note(table, metric)] if text)
+    if len(orders) <= WIDE_ORDERS:
+        lines = [[escape(row.label), f"{first:.1f}", *(interval_text(*seed_interval(aucs[o])) for o in mine),
+                  *(difference_text(aucs, mine[0], o) for o in mine[1:]), f"{last:.1f}", len(next(iter(aucs.values())))]
+                 for row, mine, first, last, aucs in found]
+        headers = ["method", "0% (cross)", *(f"AUC {escape(o)}" for o in orders),
+                   *(f"{escape(order)} − {escape(orders[0])}" for order in orders[1:]), "100% (new self)", "seeds"]
+        return intro + "\n\n" + tabulate(lines, headers=headers, tablefmt="github", disable_numparse=True) + notes
+    compact = [[escape(row.label), f"{first:.1f}", *(compact_cell(aucs, orders[0], o) for o in orders), f"{last:.1f}",
+                len(next(iter(aucs.values())))] for row, _, first, last, aucs in found]
+    legend = "; ".join(f"{SHORT_ORDERS.get(o, o)}: {o}" for o in orders if SHORT_ORDERS.get(o, o) != o)
+    spelled = [[escape(row.label), escape(o), interval_text(*seed_interval(aucs[o])),
+                difference_text(aucs, orders[0], o) if o != orders[0] else "-"]
+               for row, _, _, _, aucs in found for o in orders if o in aucs]
+    return (intro.replace("t-intervals over seeds", "t-intervals over seeds in the collapsed table below") + "\n\n"
+            + escape(orders_finding(table, metric, orders[0])) + "\n\n"
+            + tabulate(compact, headers=["method", "0% (cross)", *(escape(SHORT_ORDERS.get(o, o)) for o in orders),
+                                         "100% (new self)", "seeds"], tablefmt="github", disable_numparse=True)
+            + f"\n\nEach cell: the area under the curve, and for the other orders its difference to {escape(orders[0])} "
+              f"(mean over seeds; †: its t-interval excludes 0). {escape(legend)}." + notes
+            + f"\n\n<details><summary>every order with its interval, and against {escape(orders[0])}</summary>\n\n"
+            + tabulate(spelled, headers=["method", "order", "AUC", f"− {escape(orders[0])}"], tablefmt="github",
+                       disable_numparse=True) + "\n\n</details>")
+
+
+def difference_text(aucs: dict[str, dict[int, float]], first: str, order: str) -> str:
+    """``order`` − ``first`` paired by seed: mean, 95% t-interval and the exact sign-flip p."""
+    seeds = sorted(set(aucs[first]) & set(aucs[order]))
+    difference = {s: aucs[order][s] - aucs[first][s] for s in seeds}
+    return interval_text(*seed_interval(difference), signed=True) + f", p {sign_flip_p(np.array(list(difference.values()))):.2g}"
+
+
+def compact_cell(aucs: dict[str, dict[int, float]], first: str, order: str) -> str:
+    """The mean area of ``order``, and for another order its mean difference to ``first`` paired by seed (†: the
+    difference's t-interval excludes 0); "-" where the row has no curve of the order."""
+    if order not in aucs:
+        return "-"
+    mean = seed_interval(aucs[order])[0]
+    if order == first:
+        return f"{mean:.1f}"
+    seeds = sorted(set(aucs[first]) & set(aucs[order]))
+    difference, low, high = seed_interval({s: aucs[order][s] - aucs[first][s] for s in seeds})
+    return f"{mean:.1f} {difference:+.1f}" + "†" * bool(np.isfinite(low) and (low > 0 or high < 0))
+
+
+def orders_finding(table: Table, metric: str, first: str) -> str:
+    """One sentence per order against ``first`` (generated from :func:`order_differences`): for how many methods it
+    raises and lowers the area, and how many of those differences have a t-interval over seeds that excludes 0."""
+    found = order_differences(table, metric)
+    parts = []
+    for order in dict.fromkeys(o for _, o, *_ in found):
+        mine = [interval for _, o, interval, _, _ in found if o == order]
+        above = sum(mean > 0 for mean, _, _ in mine)
+        below = sum(mean < 0 for mean, _, _ in mine)
+        surely_above = sum(bool(np.isfinite(low) and low > 0) for _, low, _ in mine)
+        surely_below = sum(bool(np.isfinite(high) and high < 0) for _, _, high in mine)
+        parts.append(f"{order}: above {first} for {above} of {len(mine)} methods ({surely_above} with a t-interval "
+                     f"above 0), below for {below} ({surely_below} below 0)")
+    return (f"Each order against {first}, paired by seed ({plain_label(table.title)}): " + "; ".join(parts) + ".") \
+        if parts else ""
 
 
 def order_differences(table: Table, metric: str) -> list[tuple[str, str, tuple[float, float, float], float, int]]:
@@ -213,6 +267,8 @@ def regressions(table: Table, metric: str) -> list[dict]:
     found = []
     for row in table.rows:
         for order, by_seed in seed_dips(row, metric, seeds).items():
+            if order == refresh.BOUND:  # a ceiling, not a gallery that serves queries
+                continue
             mean, low, high = seed_interval({s: dip for s, (dip, _) in by_seed.items()})
             found.append({"label": row.label, "order": order, "dip": (mean, low, high),
                           "at": float(np.mean([at for _, at in by_seed.values()])),
@@ -260,6 +316,13 @@ def regression_markdown(table: Table, metric: str) -> str:
                                f"{mine[o]['below']} of {mine[o]['seeds']} below" if o in mine else "-" for o in orders)]
              for label, mine in by_row.items()]
     headers = ["method", *(f"{o}: lowest − old self" for o in orders)]
+    if len(orders) > WIDE_ORDERS:  # one row per method and order, collapsed
+        lines = [[escape(label), escape(o), f"{interval_text(*f['dip'], signed=True)}", f"{f['at']:.0f}%",
+                  f"{f['below']} of {f['seeds']}"] for label, mine in by_row.items() for o, f in mine.items()]
+        return (escape(regression_finding(table, metric)) + "\n\n<details><summary>the lowest point of every order's "
+                "curve</summary>\n\n" + tabulate(lines, headers=["method", "order", "lowest − old self", "refreshed there",
+                                                               "seeds below"], tablefmt="github", disable_numparse=True)
+                + "\n\n</details>")
     return (escape(regression_finding(table, metric)) + "\n\n"
             + tabulate(lines, headers=headers, tablefmt="github", disable_numparse=True))
 
