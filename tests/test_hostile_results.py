@@ -182,6 +182,9 @@ UPGRADE_FORGERIES = {  # damage -> (how, the warning's words)
     "end-off-the-self-test": (lambda r: _pair(r)["curves"]["cmc@1"].update(random=[50.0, 62.5, 80.0]),
                               "at 100% is 80 but the matrix's new self-test C[1][1] is 75"),
     "area-off-its-curve": (lambda r: _pair(r)["auc"]["cmc@1"].update(random=70.0), "area is 70 but its curve gives 62.5"),
+    "bound-below-an-order": (lambda r: (_pair(r)["curves"]["cmc@1"].update({"oracle-bound": [50.0, 60.0, 76.0]}),
+                                        _pair(r)["auc"]["cmc@1"].update({"oracle-bound": 61.5})),
+                             "oracle-bound at step 1 is 60, below the random order's 62.5"),
     "markup-order-name": (lambda r: (_pair(r)["curves"]["cmc@1"].update({"<b>x</b>": [50.0, 62.5, 75.0]}),
                                      _pair(r)["auc"]["cmc@1"].update({"<b>x</b>": 62.5})), "should match pattern"),
     "flip-rate-off-the-outcomes": (lambda r: r["metrics"]["cmc@1"].update(nfr_cross=40.0),
@@ -195,8 +198,12 @@ def test_backfill_index_and_flip_rates_that_hold_together_are_kept_and_flips_are
     store = ResultStore(tmp_path)
     record = upgraded()
     record["metrics"]["cmc@1"].update(nfr_cross=0.0, pfr_cross=25.0)  # as the outcomes give them, by hand
+    # the oracle bound: on or above the random order at every step, ending above the new self-test 75 (a ceiling);
+    # its area by hand 0.5 (50 + 70) / 2 + 0.5 (70 + 80) / 2 = 67.5
+    _pair(record)["curves"]["cmc@1"]["oracle-bound"] = [50.0, 70.0, 80.0]
+    _pair(record)["auc"]["cmc@1"]["oracle-bound"] = 67.5
     store.write_record(record["key"], record)
-    assert store.record(record["key"]).backfill["pairs"][0]["auc"] == {"cmc@1": {"random": 62.5}}
+    assert store.record(record["key"]).backfill["pairs"][0]["auc"] == {"cmc@1": {"random": 62.5, "oracle-bound": 67.5}}
     frame = load_results(tmp_path)
     assert frame[frame.statistic == "pfr_cross"].value.tolist() == [25.0]  # one value per cell: the recomputed one
 

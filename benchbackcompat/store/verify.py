@@ -5,7 +5,8 @@ number and recompute it. So every summary the pages use is recomputed from the r
 the metrics package (AA, AC, ACA and their curves, self/cross/old self of one update, P_com, P_up and the
 update gain from the reference self-test), each matrix entry from its per-query outcomes where they are
 stored, and the matrix size from the scenario kind (one update: 2 x 2). The backfilling curves start at the
-cross-test C[t][k] and end at the new self-test C[t][t] of the record's matrix, with the areas their trapezoids give;
+cross-test C[t][k] and end at the new self-test C[t][t] of the record's matrix, with the areas their trapezoids give
+(the oracle bound instead lies on or above every order's curve);
 flip rates stored beside a summary (never read: pages recompute them) must be those of the per-query outcomes. A
 record that disagrees beyond rounding is refused by the store.
 """
@@ -17,7 +18,7 @@ from typing import Any
 from benchbackcompat.scenarios.kinds import kind_class
 from benchbackcompat.errors import BenchError
 from benchbackcompat.metrics import compatibility as cm
-from benchbackcompat.metrics import flips
+from benchbackcompat.metrics import flips, refresh
 from benchbackcompat.metrics import outcomes as per_query
 from benchbackcompat.metrics.summary import summarise
 from benchbackcompat.record import FinishedRecord
@@ -102,13 +103,26 @@ def _backfill_contradicts(record: FinishedRecord) -> str | None:
             if C is None:
                 return f"{where}: no matrix {metric} for its curves to start and end on"
             for order, curve in by_order.items():
+                if order == refresh.BOUND:
+                    if (problem := _bound_contradicts(curve, by_order, where)) is not None:
+                        return problem
                 for point, expected, what in ((0, C[new][old], "cross-test"), (-1, C[new][new], "new self-test")):
-                    if not _agree(curve[point], expected, TOLERANCE):
+                    if order != refresh.BOUND and not _agree(curve[point], expected, TOLERANCE):
                         return _mismatch(f"{where}/{order} at {100 * x[point]:g}%", curve[point], expected,
                                          f"the matrix's {what} C[{new}][{old if point == 0 else new}] is")
                 area = _trapezoid_mean(x, curve)
                 if not _agree(pair["auc"][metric][order], area, TOLERANCE):
                     return _mismatch(f"{where}/{order} area", pair["auc"][metric][order], area, "its curve gives")
+    return None
+
+
+def _bound_contradicts(bound: list[float], by_order: dict[str, list[float]], where: str) -> str | None:
+    """Whether the oracle bound falls below another order's curve at some step (it is their ceiling)."""
+    for order, curve in by_order.items():
+        for point, (ceiling, value) in enumerate(zip(bound, curve)):
+            if ceiling is not None and value is not None and ceiling < value - TOLERANCE:
+                return (f"{where}/{refresh.BOUND} at step {point} is {ceiling:.6g}, below the {order} order's "
+                        f"{value:.6g}: the bound must be the ceiling of every order")
     return None
 
 
