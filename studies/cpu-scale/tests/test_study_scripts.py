@@ -4,6 +4,7 @@ values read off the records by hand or known independently."""
 from __future__ import annotations
 
 import importlib.util
+import shutil
 import sys
 from pathlib import Path
 
@@ -95,6 +96,24 @@ def test_sync_records_appends_to_a_packed_store_only_the_records_it_copies(tmp_p
     assert unpack(packed, tmp_path / "back") == 1
     [cell] = (tmp_path / "back" / "cells").iterdir()
     assert (cell / "record.json.gz").read_bytes() == (run / "cells" / cell.name / "record.json.gz").read_bytes()
+
+
+def test_sync_records_supersede_replaces_only_a_cells_other_evaluation_options(tmp_path):
+    plain, old, new, published = (tmp_path / name for name in ("plain", "old", "new", "published"))
+    live = {**TINY, "backfill": {"steps": 2}}
+    benchbackcompat.run("ext-class", "independent", seeds=0, out=plain, overrides=TINY, quiet=True)
+    benchbackcompat.run("ext-class", "independent", seeds=0, out=old, overrides=live, quiet=True)
+    benchbackcompat.run("ext-class", "independent", seeds=0, out=new, quiet=True,
+                        overrides={**live, "backfill": {"steps": 2, "orders": ["random", "oracle-bound"]}})
+    (published / "cells").mkdir(parents=True)
+    sync = script("sync_records").sync
+    assert sync(plain, published) == (1, 0) and sync(old, published) == (1, 0)
+    assert sync(new, published) == (1, 0)  # without --supersede the re-run stands beside the old one
+    [newer] = (new / "cells").iterdir()
+    shutil.rmtree(published / "cells" / newer.name)
+    assert sync(new, published, supersede=True) == (1, 1)  # the old evaluation options go, the plain cell stays
+    assert sorted(p.name for p in (published / "cells").iterdir()) == sorted(
+        next((folder / "cells").iterdir()).name for folder in (plain, new))
 
 
 def test_backfill_order_scores_the_engines_curves_by_hand(tmp_path):
