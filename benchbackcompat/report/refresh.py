@@ -136,7 +136,7 @@ def refresh_markdown(table: Table, metric: str, items: int = REFRESH_ITEMS) -> s
             f"re-index, extrapolated linearly from its builds (a first-order estimate: IVF-PQ training and flat search "
             f"do not grow linearly)."
             + (f" AUC per embed-hour: the area under the backfilling curve ({escape(metric_name(metric))}, %, mean over "
-               f"updates and seeds; its order in brackets) divided by the hours of re-embedding {n} items (re-index "
+               f"updates and seeds; its order in brackets) divided by the hours of re-embedding {n} (re-index "
                "excluded: it depends on the index kind)." if with_auc else "")
             + "\n\n" + tabulate(lines, headers=headers, tablefmt="github", disable_numparse=True))
 
