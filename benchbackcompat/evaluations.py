@@ -8,6 +8,8 @@ leaderboard view of their own (``report.columns``).
 """
 from __future__ import annotations
 
+import weakref
+
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -48,7 +50,16 @@ def option(name: str) -> EvaluationOption:
     return next(entry for entry in EVALUATION_OPTIONS if entry.name == name)
 
 
+_COMPUTED: dict[int, dict[str, dict[str, float]]] = {}  # id of a live record -> metric -> statistics
+
+
 def statistics(record: FinishedRecord, metric: str) -> dict[str, float]:
-    """Every statistic of ``metric`` that the record's evaluation options yield, in the registry's order."""
-    return {key: value for entry in EVALUATION_OPTIONS
-            for key, value in entry.values(getattr(record, entry.name), record.matrices.get(metric), metric).items()}
+    """Every statistic of ``metric`` that the record's evaluation options yield, in the registry's order; computed
+    once per record and metric (a table asks for each of them in turn, and per-step flips are not cheap)."""
+    if (by_metric := _COMPUTED.get(id(record))) is None:
+        by_metric = _COMPUTED[id(record)] = {}
+        weakref.finalize(record, _COMPUTED.pop, id(record), None)  # forgotten with the record
+    if metric not in by_metric:
+        by_metric[metric] = {key: value for entry in EVALUATION_OPTIONS for key, value in
+                             entry.values(getattr(record, entry.name), record.matrices.get(metric), metric).items()}
+    return dict(by_metric[metric])

@@ -26,9 +26,13 @@ def decoded(steps: Sequence[dict[str, Any]]) -> np.ndarray:
 
 
 def step_rates(old_self: np.ndarray, steps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(NFR, PFR) at every step (%) against the old self-test's per-query hits ``old_self``."""
-    found = np.array([flips.rates(old_self, step) for step in steps], dtype=float)
-    return found[:, 0], found[:, 1]
+    """(NFR, PFR) at every step (%) against the old self-test's per-query hits ``old_self``: ``metrics.flips.rates``
+    of each step, all steps at once."""
+    before, after = np.asarray(old_self, dtype=np.float64)[None, :], np.asarray(steps, dtype=np.float64)
+    negative, positive, counted = flips.flip_masks(np.broadcast_to(before, after.shape), after)
+    n = counted.sum(1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return 100.0 * negative.sum(1) / n, 100.0 * positive.sum(1) / n
 
 
 def query_areas(fractions: Sequence[float], steps: np.ndarray) -> np.ndarray:
@@ -44,6 +48,13 @@ def at_fraction(fractions: Sequence[float], values: Sequence[float], fraction: f
     return float(np.interp(fraction, np.asarray(fractions, dtype=float), np.asarray(values, dtype=float)))
 
 
+def resample_counts(rng: np.random.Generator, n: int, size: int) -> np.ndarray:
+    """``size`` resamples of ``n`` items with replacement, as counts (size x n, float): each row draws n indices
+    uniformly and counts them (a multinomial draw, at the cost of n integers instead of n binomials)."""
+    drawn = rng.integers(0, n, size=(size, n)) + n * np.arange(size)[:, None]
+    return np.bincount(drawn.ravel(), minlength=size * n).reshape(size, n).astype(float)
+
+
 def bootstrap_area(areas: np.ndarray, seed: int = 0, replicates: int = REPLICATES) -> tuple[float, float, float]:
     """Mean area (%) of permutations x queries per-query areas with its 95% percentile interval, resampling the
     queries and, with more than one row, the permutations (each with replacement): the interval holds the refresh
@@ -56,10 +67,9 @@ def bootstrap_area(areas: np.ndarray, seed: int = 0, replicates: int = REPLICATE
     found = []
     for start in range(0, replicates, CHUNK):
         size = min(CHUNK, replicates - start)
-        queries = rng.multinomial(n, np.full(n, 1.0 / n), size=size).astype(float)
-        rows = rng.multinomial(perms, np.full(perms, 1.0 / perms), size=size).astype(float) if perms > 1 else \
-            np.ones((size, 1))
-        found.append(np.einsum("bp,pq,bq->b", rows, values, queries) / (rows.sum(1) * queries.sum(1)))
+        queries = resample_counts(rng, n, size)
+        rows = resample_counts(rng, perms, size) if perms > 1 else np.ones((size, 1))
+        found.append(((values @ queries.T).T * rows).sum(1) / (rows.sum(1) * queries.sum(1)))
     resampled = 100.0 * np.concatenate(found)
     low, high = np.percentile(resampled, [2.5, 97.5])
     return 100.0 * float(values.mean()), float(low), float(high)

@@ -25,6 +25,7 @@ ORDER_STYLES = {"random": ("-", "solid"), "class-distance": ("--", "dashed"), "c
 WIDE_ORDERS = 3  # orders one backfilling table spells out with intervals; more go into a compact table
 SHORT_ORDERS = {"class-distance": "c-dist", "class-balanced": "c-bal", "uncertainty": "unc",
                 "hbct-uncertainty": "h-unc", "oracle-bound": "bound"}  # column names of the compact table
+LISTED_DIFFERENCES = 12  # beyond this many, the p-floor note points to the compact table's marks
 MAX_PANELS = 6  # updates drawn for a long sequence (evenly spaced, the first and the last included)
 
 
@@ -139,7 +140,7 @@ def backfill_markdown(table: Table, metric: str) -> str:
     intro = (f"Backfilling, {escape(metric_name(metric))}: area under the curve (mean accuracy over the refresh, %), with "
              "95% t-intervals over seeds; the difference of the orders is paired by seed, with the exact sign-flip "
              "test's p (with n seeds it cannot go below 2/2^n)")
-    notes = "".join(f"\n\n{escape(text)}" for text in [p_floor_note(table, metric)] if text)
+    notes = "".join(f"\n\n{escape(text)}" for text in [p_floor_note(table, metric, len(orders) > WIDE_ORDERS)] if text)
     if len(orders) <= WIDE_ORDERS:
         lines = [[escape(row.label), f"{first:.1f}", *(interval_text(*seed_interval(aucs[o])) for o in mine),
                   *(difference_text(aucs, mine[0], o) for o in mine[1:]), f"{last:.1f}", len(next(iter(aucs.values())))]
@@ -217,16 +218,19 @@ def order_differences(table: Table, metric: str) -> list[tuple[str, str, tuple[f
     return found
 
 
-def p_floor_note(table: Table, metric: str) -> str:
+def p_floor_note(table: Table, metric: str, marked: bool = False) -> str:
     """Where a difference of the orders has a t-interval that excludes 0 but an exact p above 0.05: why both are
-    printed (generated from the table; "" where there is none)."""
+    printed (generated from the table; "" where there is none). ``marked``: the table marks them (†), so a long list
+    is left out."""
     split = [(label, order, n) for label, order, (_, low, high), p, n in order_differences(table, metric)
              if np.isfinite(low) and (low > 0 or high < 0) and p > 0.05]
     if not split:
         return ""
     seeds = sorted({n for _, _, n in split})
     floor = ", ".join(f"{2 / 2 ** n:.2g} at {n} seeds" for n in seeds)
-    return (f"{len(split)} of these differences ({', '.join(f'{label} {order}' for label, order, _ in split)}) have a "
+    named = "each marked † in the table" if marked and len(split) > LISTED_DIFFERENCES else \
+        ", ".join(f"{label} {order}" for label, order, _ in split)
+    return (f"{len(split)} of these differences ({named}) have a "
             f"t-interval that excludes 0 and an exact p above 0.05: the exact sign-flip test cannot go below 2/2^n "
             f"({floor}), so it cannot decide them at this many seeds; the t-interval does, assuming the seeds' "
             "differences are normal. Read them as suggestive, not decided.")
