@@ -19,8 +19,8 @@ measures on every cell, for several refresh orders:
 
 ``--results`` (read only) seeds ``--out`` with the shared models and the step checkpoints a grid run stored under
 the same cell label, so a cell whose checkpoints still fit is evaluated without training (others are trained:
-about a minute per cell at the cpu preset). CPU only, one thread; the study page's section "Why the informed
-refresh order loses to random" quotes its output.
+about a minute per cell at the cpu preset). CPU only, one thread; the study page's section "Refresh orders: the
+literature's, a greedy oracle and the ceiling" quotes its output.
 
     PYTHONPATH=.:plugins python studies/cpu-scale/backfill_order.py --methods independent,bct,cores \\
         --seeds 0 --results UPGRADE_RESULTS --out OUT

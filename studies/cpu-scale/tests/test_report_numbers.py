@@ -83,3 +83,77 @@ def test_the_replacement_finding_recomputes_from_the_records():
               hoc_without[4, 4]]
     numbers = [float(n) for n in re.findall(r"\b\d+\.\d\b", bullet)]
     assert numbers == [round(float(v), 1) for v in quoted]
+
+
+def live_areas(metric: str) -> dict[tuple[str, str], float]:
+    """(method, order) -> the area under the backfilling curve of ``metric`` on ext-class's live-index table (the
+    records with the oracle bound among their orders), mean over seeds."""
+    found: dict[tuple[str, str], list[float]] = {}
+    for record in read_records(ROOT / "leaderboard" / "records"):
+        orders = ((record.config.get("backfill") or {}).get("orders") or [])
+        if record.scenario != "ext-class" or record.status != "finished" or "oracle-bound" not in orders:
+            continue
+        for order, area in record.backfill["pairs"][0]["auc"][metric].items():
+            found.setdefault((record.method, order), []).append(area)
+    return {key: float(np.mean(areas)) for key, areas in found.items()}
+
+
+ORDERS_SECTION = REPORT.split("### Refresh orders: the literature's, a greedy oracle and the ceiling", 1)[1] \
+    .split("\n### ", 1)[0]
+
+
+@pytest.mark.parametrize(("quoted", "metric", "method", "order"), [
+    ("CoReS 76.9 against 85.5", "cmc@1", "cores", "uncertainty"), ("BCT 80.8 against 87.0", "cmc@1", "bct", "uncertainty"),
+    ("independent\n  70.8 against 82.7", "cmc@1", "independent", "uncertainty"),
+    ("HOC 79.4 against 76.1", "cmc@1", "hoc", "class-balanced"), ("PSP 77.3\n  against 69.3", "map", "psp", "class-distance"),
+])
+def test_the_refresh_orders_quotes_recompute_from_the_records(quoted, metric, method, order):
+    areas = live_areas(metric)
+    numbers = [float(n) for n in re.findall(r"\d+\.\d", quoted)]
+    assert quoted in ORDERS_SECTION
+    assert numbers == [round(areas[method, order], 1), round(areas[method, "random"], 1)]
+
+
+def test_the_refresh_orders_counts_recompute_from_the_records():
+    cmc, average_precision = live_areas("cmc@1"), live_areas("map")
+    methods = sorted({method for method, _ in cmc})
+
+    def below(areas: dict, order: str) -> int:
+        return sum(areas[m, order] < areas[m, "random"] for m in methods)
+
+    section = " ".join(ORDERS_SECTION.split())
+    assert len(methods) == 19 and "the 19 methods with curves" in section
+    assert f"is below random for {below(cmc, 'uncertainty')} of them" in section
+    assert f"`class-distance` order is below random for {below(cmc, 'class-distance')}" in section
+    assert f"`learned` order for {below(cmc, 'learned')}" in section
+    assert f"is above random for {len(methods) - below(cmc, 'class-balanced')} of 19" in section
+    assert f"raises the area for {len(methods) - below(cmc, 'oracle')} methods" in section
+    assert f"above random in mAP for {len(methods) - below(average_precision, 'class-distance')} of the 19" in section
+    bound = [cmc[m, "oracle-bound"] for m in methods]
+    assert f"Its area is {min(bound):.1f} to {max(bound):.1f}" in section
+    oracle_losers = {m for m in methods if cmc[m, "oracle"] < cmc[m, "random"]}
+    assert oracle_losers == {"cores", "etf-ce", "independent"} and f"lowers it for {len(oracle_losers)}" in section
+    gains = [cmc[m, "class-balanced"] - cmc[m, "random"] for m in methods]
+    assert f"by {min(g for g in gains if g > 0):.1f} to {max(gains):.1f} points" in section
+
+
+def test_the_index_gaps_the_report_quotes_recompute_from_the_records():
+    """Exact − IVF-PQ (points) on ext-class's live-index table, per seed: PSP's cross-test C[1][0] and HBCT's self-tests
+    (mean of C[0][0] and C[1][1]), with HBCT's 95% t-interval over seeds."""
+    from scipy import stats
+
+    def gaps(method: str, entries: list[tuple[int, int]]) -> list[float]:
+        found = []
+        for record in read_records(ROOT / "leaderboard" / "records"):
+            orders = (record.config.get("backfill") or {}).get("orders") or []
+            if record.scenario == "ext-class" and record.method == method and "oracle-bound" in orders:
+                exact, through = record.matrices["cmc@1"], record.index["matrices"]["ivf-pq"]["cmc@1"]
+                found.append(float(np.mean([exact[t][k] - through[t][k] for t, k in entries])))
+        return found
+
+    section = " ".join(REPORT.split("### Retrieval through an index", 1)[1].split("\n### ", 1)[0].split())
+    psp = gaps("psp", [(1, 0)])
+    assert len(psp) == 3 and f"PSP {np.mean(psp):.1f} on the cross-tests" in section
+    hbct = gaps("hbct", [(0, 0), (1, 1)])
+    half = stats.t.ppf(0.975, len(hbct) - 1) * np.std(hbct, ddof=1) / np.sqrt(len(hbct))
+    assert f"+{np.mean(hbct):.1f} [+{np.mean(hbct) - half:.1f}, +{np.mean(hbct) + half:.1f}]" in section
