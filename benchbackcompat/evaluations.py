@@ -57,8 +57,12 @@ def statistics(record: FinishedRecord, metric: str) -> dict[str, float]:
     """Every statistic of ``metric`` that the record's evaluation options yield, in the registry's order; computed
     once per record and metric (a table asks for each of them in turn, and per-step flips are not cheap)."""
     if (by_metric := _COMPUTED.get(id(record))) is None:
-        by_metric = _COMPUTED[id(record)] = {}
-        weakref.finalize(record, _COMPUTED.pop, id(record), None)  # forgotten with the record
+        by_metric = {}
+        try:
+            weakref.finalize(record, _COMPUTED.pop, id(record), None)  # forgotten with the record
+            _COMPUTED[id(record)] = by_metric
+        except TypeError:  # a stand-in that takes no weak reference: computed each time
+            pass
     if metric not in by_metric:
         by_metric[metric] = {key: value for entry in EVALUATION_OPTIONS for key, value in
                              entry.values(getattr(record, entry.name), record.matrices.get(metric), metric).items()}

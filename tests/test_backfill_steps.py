@@ -298,23 +298,23 @@ def test_the_least_refreshes_equal_a_search_over_every_subset():
 
 def test_the_oracle_bound_is_the_ceiling_of_every_orders_curve():
     method, bank, data = random_setup()
-    config = BackfillConfig(steps=4, orders=[*EVERY, refresh.BOUND], permutations=3)
+    config = BackfillConfig(steps=4, orders=[*EVERY, live.BOUND], permutations=3)
     [pair] = backfill_curves(method, bank, data, "nn", ["cmc@1", "map"], 5, config)["pairs"]
     curves = pair["curves"]["cmc@1"]
-    bound = curves.pop(refresh.BOUND)
+    bound = curves.pop(live.BOUND)
     drawn = [p["curve"] for p in pair["permutations"]["cmc@1"]]
     for curve in [*curves.values(), *drawn]:
         assert all(b >= c - 1e-9 for b, c in zip(bound, curve))
     assert bound[0] == pytest.approx(curves["random"][0])  # nothing refreshed: the cross-test
     assert bound[-1] >= curves["random"][-1]  # everything refreshed: the new self-test or above
     areas = pair["auc"]["cmc@1"]
-    assert areas[refresh.BOUND] >= max(area for order, area in areas.items() if order != refresh.BOUND)
-    assert refresh.BOUND not in pair["curves"]["map"]  # top-1 hits only
+    assert areas[live.BOUND] >= max(area for order, area in areas.items() if order != live.BOUND)
+    assert live.BOUND not in pair["curves"]["map"]  # top-1 hits only
     assert list(pair["outcomes"]) == ["cmc@1"]  # per-step outcomes of hit metrics only
-    steps = curve_steps.decoded(pair["outcomes"]["cmc@1"][refresh.BOUND])
+    steps = curve_steps.decoded(pair["outcomes"]["cmc@1"][live.BOUND])
     assert (100 * steps.mean(1)).tolist() == pytest.approx(bound)
 
 
 def test_the_bound_is_not_an_order_on_its_own():
     with pytest.raises(ValueError, match="add one"):
-        BackfillConfig(orders=[refresh.BOUND])
+        BackfillConfig(orders=[live.BOUND])

@@ -22,7 +22,7 @@ from benchbackcompat.engine.evaluate import score
 from benchbackcompat.engine.features import FeatureBank
 from benchbackcompat.method import Method
 from benchbackcompat.metrics import backfill as bf
-from benchbackcompat.metrics import flips, outcomes, refresh
+from benchbackcompat.metrics import flips, live, outcomes, refresh
 from benchbackcompat.runtime.logs import log
 from benchbackcompat.runtime.seeds import derive_seed, generator
 from benchbackcompat.scenarios.data import ScenarioData
@@ -106,14 +106,14 @@ def backfill_curves(method: Method, bank: FeatureBank, data: ScenarioData, proto
                     found[metric][1].append(scored[1])
             return found
 
-        orders = [name for name in config.orders if name != refresh.BOUND]
+        orders = [name for name in config.orders if name != live.BOUND]
         by_order = {name: curve(order) for name, order in refresh_orders(method, bank, data, k, seed, orders,
                                                                             counts).items()}
-        if refresh.BOUND in config.orders:
+        if live.BOUND in config.orders:
             least = refresh.least_refreshes(similarity(q_old, g_old), similarity(q_new, g_new), data.query.labels,
                                             data.query.labels if data.gallery is None else data.gallery.labels,
                                             loo=protocol == "loo")
-            by_order[refresh.BOUND] = ceiling(refresh.bound_hits(least, counts).numpy(),
+            by_order[live.BOUND] = ceiling(refresh.bound_hits(least, counts).numpy(),
                                               {m: ends.get((m, 0)) for m in metrics}, protocol)
         drawn = [curve(order) for order in further_permutations(len(g_old), seed, k, config.permutations)] \
             if "random" in by_order else []

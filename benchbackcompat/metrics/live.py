@@ -19,10 +19,10 @@ from typing import Any
 
 import numpy as np
 
-from benchbackcompat.metrics import curve_steps, flips, outcomes, refresh
+from benchbackcompat.metrics import curve_steps, flips, outcomes
 
-ORDERS = ("random", "class-distance", "class-balanced", "uncertainty", "hbct-uncertainty", "learned", "oracle",
-          refresh.BOUND)
+BOUND = "oracle-bound"  # the ceiling of every refresh order's curve (``metrics.refresh.least_refreshes``)
+ORDERS = ("random", "class-distance", "class-balanced", "uncertainty", "hbct-uncertainty", "learned", "oracle", BOUND)
 INDEX_KINDS = ("flat", "ivf-pq")
 BACKFILL_KEYS = tuple(f"{what}_{order}" for order in ORDERS for what in ("auc", "dip", "dip_at", "nfr_max")) \
     + ("auc_permutations_random",)
@@ -61,7 +61,7 @@ def step_values(pair: dict[str, Any], metric: str) -> dict[str, float]:
     if old_self is not None and flips.defined_for(metric):
         reference = outcomes.decode(old_self)
         for order, steps in ((pair.get("outcomes") or {}).get(metric) or {}).items():
-            if order == refresh.BOUND:  # each query with its own refresh: no flips of one gallery
+            if order == BOUND:  # each query with its own refresh: no flips of one gallery
                 continue
             found[f"nfr_max_{order}"] = float(np.nanmax(curve_steps.step_rates(reference, curve_steps.decoded(steps))[0]))
     drawn = (pair.get("permutations") or {}).get(metric)

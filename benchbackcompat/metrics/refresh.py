@@ -23,8 +23,8 @@
   mixed gallery (:func:`oracle_order`), read from the new features and the labels: a reference a live system cannot
   use, and not a bound (greedy: it does not see later batches, and for CoReS on the quick preset's ext-class it
   ends below the random order).
-- ``oracle-bound`` (:data:`BOUND`): not an order but the ceiling of every order's curve. At each step it counts the
-  queries whose top-1 *some* refresh of that many items makes right, each query on its own
+- ``oracle-bound`` (``metrics.live.BOUND``): not an order but the ceiling of every order's curve. At each step it
+  counts the queries whose top-1 *some* refresh of that many items makes right, each query on its own
   (:func:`least_refreshes`); no order can do better at any step, so its area bounds every order's.
 """
 from __future__ import annotations
@@ -37,7 +37,6 @@ from benchbackcompat.metrics.backfill import own_class_similarity
 from benchbackcompat.metrics.retrieval import Similarity, Templates
 
 RIDGE = 1e-3  # the ridge's penalty, relative to the mean squared feature norm
-BOUND = "oracle-bound"  # the ceiling of every order's curve (:func:`bound_hits`), listed beside the orders
 BOUND_METRICS = ("cmc@1",)  # the metrics the ceiling is defined for: top-1 hits
 QUERY_CHUNK = 1024  # queries scored at once by :func:`least_refreshes`
 

@@ -13,7 +13,7 @@ from matplotlib import colormaps
 from matplotlib.figure import Figure
 from tabulate import tabulate
 
-from benchbackcompat.metrics import curve_steps, flips, outcomes, refresh
+from benchbackcompat.metrics import curve_steps, flips, live, outcomes
 from benchbackcompat.report import figures
 from benchbackcompat.report.columns import metric_name
 from benchbackcompat.report.markdown import escape, plain_label
@@ -42,7 +42,7 @@ def row_steps(row: Row, metric: str) -> dict[str, dict]:
                 entry = found.setdefault(order, {"fractions": pair["fractions"], "curves": [], "nfr": [], "pfr": [],
                                                  "areas": []})
                 entry["curves"].append(pair["curves"][metric][order])
-                if flips.defined_for(metric) and order != refresh.BOUND:  # the bound's queries each have their own refresh
+                if flips.defined_for(metric) and order != live.BOUND:  # the bound's queries each have their own refresh
                     nfr, pfr = curve_steps.step_rates(reference, hits[0])
                     entry["nfr"].append(nfr)
                     entry["pfr"].append(pfr)
@@ -108,7 +108,7 @@ def steps_figure(table: Table, metric: str, path: Path) -> Path | None:
         for order, entry in steps.items():
             x = 100 * np.asarray(entry["fractions"])
             axes[0, i].plot(x, entry["curves"], color=colour[order], linewidth=1.4, label=order,
-                            linestyle="--" if order == refresh.BOUND else "-")
+                            linestyle="--" if order == live.BOUND else "-")
             if entry["nfr"] is not None:
                 axes[1, i].plot(x, entry["nfr"], color=colour[order], linewidth=1.4)
         axes[0, i].set_title(textwrap.shorten(plain_label(row.label), 30), fontsize=9)

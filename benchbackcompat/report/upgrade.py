@@ -11,7 +11,7 @@ from matplotlib.figure import Figure
 from scipy import stats
 from tabulate import tabulate
 
-from benchbackcompat.metrics import live, refresh
+from benchbackcompat.metrics import live
 from benchbackcompat.metrics.sign_flip import sign_flip_p
 from benchbackcompat.report import curve_steps, figures
 from benchbackcompat.report.table_data import Row, Table
@@ -156,10 +156,11 @@ def backfill_markdown(table: Table, metric: str) -> str:
                for row, _, _, _, aucs in found for o in orders if o in aucs]
     return (intro.replace("t-intervals over seeds", "t-intervals over seeds in the collapsed table below") + "\n\n"
             + escape(orders_finding(table, metric, orders[0])) + "\n\n"
-            + tabulate(compact, headers=["method", "0% (cross)", *(escape(SHORT_ORDERS.get(o, o)) for o in orders),
-                                         "100% (new self)", "seeds"], tablefmt="github", disable_numparse=True)
-            + f"\n\nEach cell: the area under the curve, and for the other orders its difference to {escape(orders[0])} "
-              f"(mean over seeds; †: its t-interval excludes 0). {escape(legend)}." + notes
+            + tabulate(compact, headers=["method", "0%", *(escape(SHORT_ORDERS.get(o, o)) for o in orders), "100%",
+                                         "seeds"], tablefmt="github", disable_numparse=True)
+            + f"\n\n0%: the cross-test, 100%: the new self-test. Each order's cell: the area under the curve, and for the "
+              f"other orders its difference to {escape(orders[0])} (mean over seeds; †: its t-interval excludes 0). "
+              f"{escape(legend)}." + notes
             + f"\n\n<details><summary>every order with its interval, and against {escape(orders[0])}</summary>\n\n"
             + tabulate(spelled, headers=["method", "order", "AUC", f"− {escape(orders[0])}"], tablefmt="github",
                        disable_numparse=True) + "\n\n</details>")
@@ -271,7 +272,7 @@ def regressions(table: Table, metric: str) -> list[dict]:
     found = []
     for row in table.rows:
         for order, by_seed in seed_dips(row, metric, seeds).items():
-            if order == refresh.BOUND:  # a ceiling, not a gallery that serves queries
+            if order == live.BOUND:  # a ceiling, not a gallery that serves queries
                 continue
             mean, low, high = seed_interval({s: dip for s, (dip, _) in by_seed.items()})
             found.append({"label": row.label, "order": order, "dip": (mean, low, high),

@@ -18,7 +18,7 @@ from typing import Any
 from benchbackcompat.scenarios.kinds import kind_class
 from benchbackcompat.errors import BenchError
 from benchbackcompat.metrics import compatibility as cm
-from benchbackcompat.metrics import flips, refresh
+from benchbackcompat.metrics import flips, live
 from benchbackcompat.metrics import outcomes as per_query
 from benchbackcompat.metrics.summary import summarise
 from benchbackcompat.record import FinishedRecord
@@ -103,11 +103,11 @@ def _backfill_contradicts(record: FinishedRecord) -> str | None:
             if C is None:
                 return f"{where}: no matrix {metric} for its curves to start and end on"
             for order, curve in by_order.items():
-                if order == refresh.BOUND:
+                if order == live.BOUND:
                     if (problem := _bound_contradicts(curve, by_order, where)) is not None:
                         return problem
                 for point, expected, what in ((0, C[new][old], "cross-test"), (-1, C[new][new], "new self-test")):
-                    if order != refresh.BOUND and not _agree(curve[point], expected, TOLERANCE):
+                    if order != live.BOUND and not _agree(curve[point], expected, TOLERANCE):
                         return _mismatch(f"{where}/{order} at {100 * x[point]:g}%", curve[point], expected,
                                          f"the matrix's {what} C[{new}][{old if point == 0 else new}] is")
                 area = _trapezoid_mean(x, curve)
@@ -121,7 +121,7 @@ def _bound_contradicts(bound: list[float], by_order: dict[str, list[float]], whe
     for order, curve in by_order.items():
         for point, (ceiling, value) in enumerate(zip(bound, curve)):
             if ceiling is not None and value is not None and ceiling < value - TOLERANCE:
-                return (f"{where}/{refresh.BOUND} at step {point} is {ceiling:.6g}, below the {order} order's "
+                return (f"{where}/{live.BOUND} at step {point} is {ceiling:.6g}, below the {order} order's "
                         f"{value:.6g}: the bound must be the ceiling of every order")
     return None
 
