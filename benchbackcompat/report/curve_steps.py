@@ -73,14 +73,15 @@ def steps_markdown(table: Table, metric: str) -> str:
                           f"{every[0]:.1f} [{every[1]:.1f}, {every[2]:.1f}]" if every else "-", *flips_cells])
     if not lines:
         return ""
-    headers = ["method", "order", "AUC [queries]", f"AUC [queries, {permutations} permutations]",
-               *(f"NFR at {100 * f:.0f}%" for f in FRACTIONS), "NFR max", "PFR at 50%"]
+    headers = ["method", "order", "AUC [queries]", f"AUC [+{permutations} perms]",
+               *(f"NFR {100 * f:.0f}%" for f in FRACTIONS), "NFR max", "PFR 50%"]
     spelled = tabulate(lines, headers=headers, tablefmt="github", disable_numparse=True)
     if len({line[1] for line in lines}) > COLLAPSED_ORDERS:
         spelled = f"<details><summary>{len(lines)} rows: every method and order</summary>\n\n{spelled}\n\n</details>"
     return (f"Backfilling along the curve, {escape(metric_name(metric))}: area under the curve (%) with a 95% bootstrap "
-            "interval over the queries (of every seed and update), and for the random order over the queries and its "
-            "random permutations of the refresh (the order's own randomness); NFR and PFR (%) against the old "
+            "interval over the queries (of every seed and update), and under AUC [+P perms] for the random order over "
+            "the queries and its P random permutations of the refresh (the order's own randomness); NFR and PFR (%) "
+            "against the old "
             "self-test C[k][k] at a share of the gallery refreshed (0%: the cross-test's flips, 100%: the new "
             "self-test's)\n\n" + spelled)
 
