@@ -124,18 +124,18 @@ def refresh_markdown(table: Table, metric: str, items: int = REFRESH_ITEMS) -> s
             cells.append(f"{found[1] / embed:.1f} ({found[0]})" if found else "-")
         lines.append(cells)
     n = _items_text(items)
-    headers = ["method", "new model (precision)", "images/s", *(f"{escape(k)} index s per 1 k" for k in kinds),
-               f"h per {n}: embed", *(f"+ {escape(k)} index" for k in kinds), *(["AUC per embed-hour"] if with_auc else [])]
+    headers = ["method", "new model", "images/s", *(f"{escape(k)} s/1k" for k in kinds),
+               f"h/{n}: embed", *(f"+ {escape(k)}" for k in kinds), *(["AUC/embed-h"] if with_auc else [])]
     device = "; ".join(dict.fromkeys(str(r.device).split(";")[0] for row, _ in rows for r in row.finished if r.device))
     return (f"Cost of a refresh: re-embedding the gallery with the new model, then indexing it again, measured while "
             f"the cells evaluated ({escape(device)}; images/s of the new model's backbone and precision, pooled over every "
             f"query and gallery pass of this table's records with them). "
-            f"Index s per 1 k: seconds to build each kind's index on the gallery of every matrix entry (with the "
+            f"s/1k: seconds to build each kind's index on the gallery of every matrix entry (with the "
             f"search of the entry's queries) per 1,000 gallery items indexed. "
-            f"h per {n}: hours to refresh {items:,} gallery items = {items:,} / images/s / 3600, plus each index kind's "
-            f"re-index, extrapolated linearly from its builds (a first-order estimate: IVF-PQ training and flat search "
+            f"h/{n}: hours to refresh {items:,} gallery items = {items:,} / images/s / 3600, plus each index kind's "
+            f"re-index (+ kind), extrapolated linearly from its builds (a first-order estimate: IVF-PQ training and flat search "
             f"do not grow linearly)."
-            + (f" AUC per embed-hour: the area under the backfilling curve ({escape(metric_name(metric))}, %, mean over "
+            + (f" AUC/embed-h: AUC per embed-hour, the area under the backfilling curve ({escape(metric_name(metric))}, %, mean over "
                f"updates and seeds; its order in brackets) divided by the hours of re-embedding {n} (re-index "
                "excluded: it depends on the index kind)." if with_auc else "")
             + "\n\n" + tabulate(lines, headers=headers, tablefmt="github", disable_numparse=True))
