@@ -166,10 +166,14 @@ def backfill_markdown(table: Table, metric: str) -> str:
                        disable_numparse=True) + "\n\n</details>")
 
 
+def paired_difference(aucs: dict[str, dict[int, float]], first: str, order: str) -> dict[int, float]:
+    """Seed -> the area of ``order`` minus that of ``first``, at the seeds that hold both."""
+    return {s: aucs[order][s] - aucs[first][s] for s in sorted(set(aucs[first]) & set(aucs[order]))}
+
+
 def difference_text(aucs: dict[str, dict[int, float]], first: str, order: str) -> str:
     """``order`` − ``first`` paired by seed: mean, 95% t-interval and the exact sign-flip p."""
-    seeds = sorted(set(aucs[first]) & set(aucs[order]))
-    difference = {s: aucs[order][s] - aucs[first][s] for s in seeds}
+    difference = paired_difference(aucs, first, order)
     return interval_text(*seed_interval(difference), signed=True) + f", p {sign_flip_p(np.array(list(difference.values()))):.2g}"
 
 
@@ -181,8 +185,7 @@ def compact_cell(aucs: dict[str, dict[int, float]], first: str, order: str) -> s
     mean = seed_interval(aucs[order])[0]
     if order == first:
         return f"{mean:.1f}"
-    seeds = sorted(set(aucs[first]) & set(aucs[order]))
-    difference, low, high = seed_interval({s: aucs[order][s] - aucs[first][s] for s in seeds})
+    difference, low, high = seed_interval(paired_difference(aucs, first, order))
     return f"{mean:.1f} {difference:+.1f}" + "†" * bool(np.isfinite(low) and (low > 0 or high < 0))
 
 
@@ -211,11 +214,9 @@ def order_differences(table: Table, metric: str) -> list[tuple[str, str, tuple[f
         aucs = seed_aucs(row, metric)
         orders = list(aucs)
         for order in orders[1:]:
-            seeds = sorted(set(aucs[orders[0]]) & set(aucs[order]))
-            difference = {s: aucs[order][s] - aucs[orders[0]][s] for s in seeds}
-            if difference:
+            if difference := paired_difference(aucs, orders[0], order):
                 found.append((row.label, order, seed_interval(difference),
-                              sign_flip_p(np.array(list(difference.values()))), len(seeds)))
+                              sign_flip_p(np.array(list(difference.values()))), len(difference)))
     return found
 
 
@@ -317,10 +318,6 @@ def regression_markdown(table: Table, metric: str) -> str:
     by_row: dict[str, dict[str, dict]] = {}
     for f in found:
         by_row.setdefault(f["label"], {})[f["order"]] = f
-    lines = [[escape(label), *(f"{interval_text(*mine[o]['dip'], signed=True)} at {mine[o]['at']:.0f}%, "
-                               f"{mine[o]['below']} of {mine[o]['seeds']} below" if o in mine else "-" for o in orders)]
-             for label, mine in by_row.items()]
-    headers = ["method", *(f"{o}: lowest − old self" for o in orders)]
     if len(orders) > WIDE_ORDERS:  # one row per method and order, collapsed
         lines = [[escape(label), escape(o), f"{interval_text(*f['dip'], signed=True)}", f"{f['at']:.0f}%",
                   f"{f['below']} of {f['seeds']}"] for label, mine in by_row.items() for o, f in mine.items()]
@@ -328,6 +325,10 @@ def regression_markdown(table: Table, metric: str) -> str:
                 "curve</summary>\n\n" + tabulate(lines, headers=["method", "order", "lowest − old self", "refreshed there",
                                                                "seeds below"], tablefmt="github", disable_numparse=True)
                 + "\n\n</details>")
+    lines = [[escape(label), *(f"{interval_text(*mine[o]['dip'], signed=True)} at {mine[o]['at']:.0f}%, "
+                               f"{mine[o]['below']} of {mine[o]['seeds']} below" if o in mine else "-" for o in orders)]
+             for label, mine in by_row.items()]
+    headers = ["method", *(f"{o}: lowest − old self" for o in orders)]
     return (escape(regression_finding(table, metric)) + "\n\n"
             + tabulate(lines, headers=headers, tablefmt="github", disable_numparse=True))
 
