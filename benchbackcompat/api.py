@@ -22,7 +22,7 @@ from benchbackcompat.results.frames import (  # noqa: F401  (the public API)
     read_records,
     results_frame,
 )
-from benchbackcompat.execution.request import RunRequest, flag_of
+from benchbackcompat.execution.request import API_DEFAULTS, RunRequest, flag_of
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -38,7 +38,7 @@ LOG_KEYWORDS = (  # the log, set up as on the command line (-v, -q, --log-file, 
 
 def request_parameters() -> list[inspect.Parameter]:
     """:func:`run`'s parameters: one per :class:`RunRequest` field (the required ones positional too, the others
-    keyword-only with the field's default), then the log's."""
+    keyword-only with the field's default, or the API's own in :data:`API_DEFAULTS`), then the log's."""
     types = typing.get_type_hints(RunRequest)  # without the bounds (Annotated), which the help of each option gives
     parameters = []
     for name, field in RunRequest.model_fields.items():
@@ -46,7 +46,7 @@ def request_parameters() -> list[inspect.Parameter]:
             parameters.append(inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=types[name]))
         else:
             parameters.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=types[name],
-                                                default=field.get_default(call_default_factory=True)))
+                                                default=API_DEFAULTS.get(name, field.get_default(call_default_factory=True))))
     return [*parameters, *LOG_KEYWORDS]
 
 
@@ -59,15 +59,18 @@ def run(*args: Any, **options: Any) -> pd.DataFrame:
     or one comma-separated string); ``seeds`` a list, one seed or a range such as ``"0-2"``; ``overrides`` maps
     dotted keys to values as ``--set`` does (``{"train.epochs": 2, "methods.l2.weight": 3}``); ``grids`` maps
     ``methods.NAME.KEY`` to the values to search (``methods.NAME``: ``"default"``). ``verbose``/``quiet``/
-    ``log_file``/``progress`` set up the log as on the command line. A misspelt keyword is a TypeError, bad input
+    ``log_file``/``progress`` set up the log as on the command line. ``workers`` is 1 unless given: its worker
+    processes re-run the calling script, so a script that passes ``workers="auto"`` or a number guards its run with
+    ``if __name__ == "__main__":``. A misspelt keyword is a TypeError, bad input
     raises :class:`~benchbackcompat.errors.BenchError` with one line."""
     from benchbackcompat.runtime import logs
     from benchbackcompat.config import validate_model
     from benchbackcompat.execution.runner import run as run_request
 
     given = run.__signature__.bind(*args, **options).arguments
+    values = {**API_DEFAULTS, **{name: value for name, value in given.items() if value is not None}}
     fields = {name: dict(value) if isinstance(value, Mapping) else value
-              for name in RunRequest.model_fields if (value := given.get(name)) is not None}
+              for name in RunRequest.model_fields if (value := values.get(name)) is not None}
     request = validate_model(RunRequest, fields, "benchbackcompat.run")
     logs.configure(-1 if given.get("quiet") else given.get("verbose", 0),
                    Path(log_file) if (log_file := given.get("log_file")) else None, given.get("progress"))

@@ -285,6 +285,8 @@ def format_validation_error(error: ValidationError, where: str, model: type[Base
                 "; `benchbackcompat describe METHOD` lists a method's hyperparameters, `run --dry-run` the resolved values)")
         elif item["type"] == "literal_error":
             message = message.replace("Input should be", "allowed:")
+        elif item["type"] == "value_error":  # a validator's own words, without pydantic's prefix
+            message = message.removeprefix("Value error, ")
         parts.append(f"{loc}: {message}")
     text = f"invalid configuration in {where}: " + "; ".join(parts)
     return text.replace("\r", "\\r").replace("\n", "\\n")  # a value with line breaks still gives one line

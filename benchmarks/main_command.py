@@ -2,11 +2,12 @@
 fresh results folder each time (the dataset cache and the precision choice warm), variants side by side and
 interleaved, each run's wall and CPU time (the children's user + system time).
 
-Variants: ``workers-1`` (the default: one process on every thread), ``workers-2`` (``--workers 2``: the cells in two
-processes of one thread each), and each of them with ``-avx2`` (torch's and oneDNN's kernels held to AVX2, as on a
-processor without AVX-512: ``ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2``).
+Variants: ``auto`` (the default, ``--workers auto``: here one process of one thread per cell), ``workers-1`` (one
+process on every thread), ``workers-2`` (``--workers 2``: the cells in two processes of one thread each), and each of
+them with ``-avx2`` (torch's and oneDNN's kernels held to AVX2, as on a processor without AVX-512:
+``ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2``).
 
-    python benchmarks/main_command.py [--variants workers-1,workers-2,workers-1-avx2,workers-2-avx2] [--repeats 2]
+    python benchmarks/main_command.py [--variants auto,workers-1,auto-avx2,workers-1-avx2] [--repeats 2]
 """
 from __future__ import annotations
 
@@ -22,14 +23,15 @@ from pathlib import Path
 
 COMMAND = ["benchbackcompat", "run", "--scenario", "both", "--methods", "hbct,hoc", "--quiet"]
 AVX2 = {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2"}
-VARIANTS = ("workers-1", "workers-2", "workers-1-avx2", "workers-2-avx2")
+VARIANTS = tuple(f"{workers}{isa}" for isa in ("", "-avx2") for workers in ("auto", "workers-1", "workers-2"))
+DEFAULT_VARIANTS = "auto,workers-1,auto-avx2,workers-1-avx2"
 
 
 def variant_command(variant: str, out: Path) -> tuple[list[str], dict[str, str]]:
     """The command line and environment of ``variant``."""
     if variant not in VARIANTS:
         raise SystemExit(f"error: unknown variant {variant!r}; expected some of {', '.join(VARIANTS)}")
-    workers = variant.split("-")[1]
+    workers = variant.removesuffix("-avx2").removeprefix("workers-")
     env = {**os.environ, **(AVX2 if variant.endswith("-avx2") else {})}
     return [*COMMAND, "--out", str(out), "--workers", workers], env
 
@@ -50,7 +52,7 @@ def timed(variant: str) -> tuple[float, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--variants", default=",".join(VARIANTS))
+    parser.add_argument("--variants", default=DEFAULT_VARIANTS)
     parser.add_argument("--repeats", type=int, default=2)
     args = parser.parse_args()
     variants = args.variants.split(",")

@@ -12,6 +12,7 @@ import fractions
 import gzip
 import json
 import os
+import platform
 import re
 import shutil
 import subprocess
@@ -507,6 +508,15 @@ def test_a_lock_names_its_holder_and_gives_up_after_the_timeout(tmp_path):
     assert f"pid {os.getpid()} since " in message and "--lock-timeout" in message and "\n" not in message
     with file_lock(path, timeout=0.5) as mine:  # released: taken at once
         assert mine
+
+
+def test_a_process_waiting_for_a_cell_names_the_cell_and_its_holder(tmp_path, caplog):
+    store = ResultStore(tmp_path, lock_timeout=0.3)
+    with store.cell_lock("ab" * 8), caplog.at_level("INFO", logger="benchbackcompat"):
+        with pytest.raises(BenchError):
+            with store.cell_lock("ab" * 8, label="both/hbct/seed0"):
+                pass
+    assert f"waiting for cell both/hbct/seed0, held by {platform.node()} pid {os.getpid()} since " in caplog.text
 
 
 def test_a_traceback_that_cannot_be_written_does_not_crash_the_failure_handler(tmp_path, caplog):

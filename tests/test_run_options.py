@@ -28,12 +28,15 @@ def test_every_request_field_is_one_run_option_with_its_help_and_nothing_else_is
         assert options[name].required == field.is_required(), name
 
 
-def test_the_api_keywords_are_the_request_fields_with_the_same_defaults():
+def test_the_api_keywords_are_the_request_fields_with_the_same_defaults_but_workers():
+    """One default differs, by design: the API's workers stay in the calling process (spawned workers re-run the
+    calling script), the command line's decide by the run's size."""
     parameters = inspect.signature(benchbackcompat.run).parameters
     assert set(parameters) - LOGGING == set(RunRequest.model_fields)
+    assert parameters["workers"].default == 1 and RunRequest(scenarios="s", methods="m").workers == "auto"
     for name, field in RunRequest.model_fields.items():
         default = parameters[name].default
-        if default is inspect.Parameter.empty or default is None:
+        if default is inspect.Parameter.empty or default is None or name == "workers":
             continue  # required, or None: the request's own default
         assert RunRequest.model_validate({"scenarios": "s", "methods": "m", name: default}) == \
             RunRequest(scenarios="s", methods="m"), name  # the API's default is the field's default

@@ -82,12 +82,13 @@ def run_options() -> str:
     bounds), its default, its help and its option of ``benchbackcompat run``."""
     import typing
 
-    from benchbackcompat.execution.request import RunRequest, flag_of
+    from benchbackcompat.execution.request import API_DEFAULTS, RunRequest, flag_of
 
     types = typing.get_type_hints(RunRequest)
     lines = ["| keyword | type | default | meaning (command line) |", "|---|---|---|---|"]
     for name, field in RunRequest.model_fields.items():
-        default = "required" if field.is_required() else f"`{field.get_default(call_default_factory=True)!r}`"
+        default = "required" if field.is_required() else \
+            f"`{API_DEFAULTS.get(name, field.get_default(call_default_factory=True))!r}`"
         shown = inspect.formatannotation(types[name]).replace("typing.", "").replace("pathlib.", "")
         cells = [f"`{name}`", f"`{shown}`", default,
                  f"{field.description} (`{flag_of(name)}`)"]

@@ -37,14 +37,18 @@ def seeds(text: str) -> list[int]:
         raise argparse.ArgumentTypeError(str(error)) from None
 
 
-def positive(kind: type) -> Any:
+def positive(kind: type, words: tuple[str, ...] = ()) -> Any:
+    """An argparse type: a positive ``kind`` (int or float), or one of ``words`` (``auto``)."""
     def parse(text: str) -> Any:
+        if text in words:
+            return text
         try:
             value = kind(text)
         except ValueError:
             value = None
         if value is None or value <= 0:
-            raise argparse.ArgumentTypeError(f"{text!r}: expected a positive {'integer' if kind is int else 'number'}")
+            expected = f"a positive {'integer' if kind is int else 'number'}" + "".join(f" or {w}" for w in words)
+            raise argparse.ArgumentTypeError(f"{text!r}: expected {expected}")
         return value
     parse.__name__ = f"positive {kind.__name__}"
     return parse

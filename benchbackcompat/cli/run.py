@@ -62,16 +62,18 @@ def run_options(parser: argparse.ArgumentParser, required: bool = True) -> None:
 
 def _argument_type(field: Any) -> dict[str, Any]:
     """argparse's ``type`` or ``choices`` for a request field: positive numbers, paths, seeds, literals."""
-    annotation = field.annotation
-    if typing.get_origin(annotation) in (typing.Union, types.UnionType):  # X | None: X
-        annotation = next(a for a in typing.get_args(annotation) if a is not type(None))
+    annotation, words = field.annotation, ()
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):  # X | None: X; X | Literal["auto"]: X or auto
+        kinds = [a for a in typing.get_args(annotation) if a is not type(None)]
+        annotation = next((a for a in kinds if typing.get_origin(a) is not typing.Literal), kinds[0])
+        words = tuple(w for a in kinds if a is not annotation for w in typing.get_args(a))
     literal = typing.get_args(annotation) if typing.get_origin(annotation) is typing.Literal else ()
     is_positive = any(getattr(m, "gt", None) == 0 for m in (*field.metadata, *getattr(annotation, "__metadata__", ())))
     base = typing.get_args(annotation)[0] if typing.get_origin(annotation) is typing.Annotated else annotation
     if literal:
         return {"choices": literal}
     if is_positive:
-        return {"type": positive(base)}
+        return {"type": positive(base, words)}
     if base is Path:
         return {"type": Path}
     if typing.get_origin(base) is list and int in (item := typing.get_args(base)[0], *typing.get_args(item)[:1]):

@@ -114,8 +114,8 @@ class RankStore(ResultStore):
             return None
         return found if is_main() else super().record(key)
 
-    def cell_lock(self, key: str, *, blocking: bool = True):
-        return super().cell_lock(key, blocking=True) if is_main() else nullcontext(True)
+    def cell_lock(self, key: str, *, blocking: bool = True, label: str | None = None):
+        return super().cell_lock(key, blocking=True, label=label) if is_main() else nullcontext(True)
 
     def model_lock(self, key: str):
         return super().model_lock(key) if is_main() else nullcontext(True)

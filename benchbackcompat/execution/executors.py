@@ -43,7 +43,7 @@ def submit(plan: Plan, request: RunRequest, run: Runner) -> list[CellRecord]:
     except (ValueError, TypeError) as error:
         raise BenchError(f"--executor-param: {error}".splitlines()[0]) from None
     shards = [f"{i}/{count}" for i in range(count)]
-    parts = [request.model_copy(update={"executor": "inline", "jobs": None, "shard": shard}) for shard in shards]
+    parts = [request.model_copy(update={"executor": "inline", "jobs": None, "shard": shard, "workers": 1}) for shard in shards]
     submitted = executor.map_array(_job, [run] * count, parts)
     log.info(f"submitted {len(submitted)} {executor_name} jobs (logs in {plan.run.out / 'jobs'}); waiting for them")
     problems = {}

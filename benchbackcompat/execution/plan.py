@@ -281,7 +281,7 @@ def compute_cells(execution: Execution, pending: list[Cell]) -> dict[str, CellRe
             records[cell.key] = compute_cell(execution, cell)
         execution.progress.update()
     for cell in elsewhere:
-        with store.cell_lock(cell.key):
+        with store.cell_lock(cell.key, label=cell.label):
             records[cell.key] = compute_cell(execution, cell)
         execution.progress.update()
     return records

@@ -24,6 +24,10 @@ SMOKE_TRAIN = {"epochs": 1, "min_steps": 0}
 SEEDS = re.compile(r"\s*(-?\d+)\s*(?:-\s*(-?\d+)\s*)?")
 
 
+# The Python API's defaults where they are not the command line's: worker processes re-run the calling script's top
+# level (spawn), which starts the run again unless the script guards it with ``if __name__ == "__main__":``
+API_DEFAULTS = {"workers": 1}
+
 MAX_SEEDS = 1000  # seeds of one run: the papers report 3 to 5; more is a typo (0-100000000 for 0-10), not a plan
 
 
@@ -114,8 +118,10 @@ class RunRequest(BaseModel):
     executor: Literal["inline", "local", "slurm"] = option(
         "inline", "inline (default): here; local/slurm: one submitit job per shard of cells")
     jobs: PositiveInt | None = option(None, "number of jobs for --executor local|slurm (default: one per cell)")
-    workers: PositiveInt = option(1, "run N cells at once on this machine, the CPU threads split among them "
-                                     "(default 1)")
+    workers: PositiveInt | Literal["auto"] = option(
+        "auto", "run N cells at once on this machine, the CPU threads split among them (default auto: one cell per CPU "
+                "thread on a CPU when 2 or more cells train 100,000 images or more, else 1; the Python API's default "
+                "is 1)", metavar="N|auto")
     executor_params: dict[str, Any] = option(
         {}, "submitit parameter, e.g. slurm_partition=gpu, timeout_min=600, gpus_per_node=1", flag="--executor-param",
         metavar="KEY=VALUE")
@@ -124,6 +130,14 @@ class RunRequest(BaseModel):
     @classmethod
     def _names(cls, value: Any) -> Any:
         return split_list(value) if isinstance(value, str) else value
+
+    @field_validator("workers", mode="before")
+    @classmethod
+    def _workers(cls, value: Any) -> Any:
+        """A positive number of workers or ``auto``, in one line (not one error per member of the union)."""
+        if value == "auto" or (isinstance(value, int) and not isinstance(value, bool) and value > 0):
+            return value
+        raise ValueError(f"expected a positive integer or 'auto', got {value!r}")
 
     @field_validator("seeds", mode="before")
     @classmethod

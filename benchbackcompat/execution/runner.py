@@ -18,6 +18,7 @@ from benchbackcompat.execution.plan import Plan, WorkerLink, execute, plan_of, r
 from benchbackcompat.execution.plugin_host import PluginHost
 from benchbackcompat.record import CellRecord
 from benchbackcompat.execution.request import RunRequest
+from benchbackcompat.execution.worker_count import worker_count
 from benchbackcompat.execution.workers import execute_in_workers
 
 
@@ -39,7 +40,7 @@ def run(request: RunRequest, link: WorkerLink | None = None) -> RunOutcome:
     the unfinished ones (inline, in ``workers`` processes or as executor jobs), then the selected settings of its
     grids; a dry run stops after planning. ``link``: this process is a worker of a larger run."""
     distributed.initialise_from_environment(request.device)  # under torchrun: one rank of a data-parallel cell
-    if request.workers > 1 and (request.executor != "inline" or distributed.active() or request.force or request.rerun):
+    if request.workers not in (1, "auto") and (request.executor != "inline" or distributed.active() or request.force or request.rerun):
         raise BenchError("--workers runs cells in processes on this machine: use it without --executor, torchrun, "
                          "--force and --rerun")
     if request.cell_timeout is not None and distributed.active():
@@ -52,8 +53,9 @@ def run(request: RunRequest, link: WorkerLink | None = None) -> RunOutcome:
         return RunOutcome(plan)
     started = time.perf_counter()
     workers, lost = {worker_name()}, []
-    if request.workers > 1:
-        results = execute_in_workers(request, len(plan.cells), run)
+    if (count := min(worker_count(request, plan), len(plan.cells))) > 1:
+        plan.loaded.clear()  # the workers load their own data
+        results = execute_in_workers(request, count, run)
         records, lost = results.records, results.lost
         workers |= results.workers
     elif request.executor != "inline":

@@ -83,11 +83,9 @@ def threads_per_worker(workers: int, threads: int | None = None) -> int:
     return max(1, (threads or torch.get_num_threads()) // workers)
 
 
-def execute_in_workers(request: RunRequest, cells: int, run: Runner) -> WorkerResults:
-    """``run`` the request in ``request.workers`` processes (at most one per cell of its ``cells``), each with one
-    worker; returns every cell's record, the worker names of the processes that computed them and a line for each
+def execute_in_workers(request: RunRequest, count: int, run: Runner) -> WorkerResults:
+    """``run`` the request in ``count`` processes, each with one worker; returns every cell's record, the worker names of the processes that computed them and a line for each
     worker that died. On SIGINT or SIGTERM the workers are stopped before the interrupt goes on."""
-    count = min(request.workers, cells) or 1
     alone = request.model_copy(update={"workers": 1})
     context = multiprocessing.get_context("spawn")  # fresh interpreters: no CUDA context or locks inherited
     handler = next((h for h in log.handlers if isinstance(h, logging.FileHandler)), None)

@@ -50,13 +50,14 @@ HOLDER_BYTES = 256  # a holder's line is ~60 bytes: a longer one was not written
 
 
 @contextmanager
-def file_lock(path: Path, *, blocking: bool = True, timeout: float | None = None) -> Iterator[bool]:
+def file_lock(path: Path, *, blocking: bool = True, timeout: float | None = None, what: str | None = None) -> Iterator[bool]:
     """Hold an exclusive lock on ``path`` (created if missing); yields False when ``blocking`` is
-    False and another process holds it. Blocking with a ``timeout`` raises BenchError naming the holder."""
+    False and another process holds it. Blocking with a ``timeout`` raises BenchError naming the holder. ``what``:
+    what the lock guards, in words, for the line that says a process waits for it (default: the file's name)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = _open_lock(path)
     try:
-        if not _acquire(fd, path, blocking, timeout):
+        if not _acquire(fd, path, blocking, timeout, what):
             yield False
             return
         started = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -91,14 +92,14 @@ def _open_lock(path: Path) -> int:
     return fd
 
 
-def _acquire(fd: int, path: Path, blocking: bool, timeout: float | None) -> bool:
+def _acquire(fd: int, path: Path, blocking: bool, timeout: float | None, what: str | None) -> bool:
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         return True
     except BlockingIOError:
         if not blocking:
             return False
-    logging.getLogger("benchbackcompat").info(f"waiting for {path.name}, held by {holder(path)}")
+    logging.getLogger("benchbackcompat").info(f"waiting for {what or path.name}, held by {holder(path)}")
     if timeout is None:
         fcntl.flock(fd, fcntl.LOCK_EX)
         return True

@@ -278,9 +278,11 @@ class ResultStore:
         log.warning(f"checkpoint {path}: {reason}; set aside as {aside.name}, {then}")
 
     # --- locks (several processes on one directory) ------------------------------------------
-    def cell_lock(self, key: str, *, blocking: bool = True):
-        """Held while a process runs cell ``key``; yields False (non-blocking) when another process runs it."""
-        return file_lock(self.locks() / f"cell-{key}.lock", blocking=blocking, timeout=self.lock_timeout)
+    def cell_lock(self, key: str, *, blocking: bool = True, label: str | None = None):
+        """Held while a process runs cell ``key`` (``label``: its name, for the line that says a process waits for
+        it); yields False (non-blocking) when another process runs it."""
+        return file_lock(self.locks() / f"cell-{key}.lock", blocking=blocking, timeout=self.lock_timeout,
+                         what=label and f"cell {label}")
 
     def model_lock(self, key: str):
         """Held while a process loads or trains shared model ``key``, so that it is trained once."""
