@@ -37,7 +37,7 @@ def worker_count(request: RunRequest, plan: Plan) -> int:
         return request.workers
     threads = torch.get_num_threads()
     if (request.executor != "inline" or distributed.active() or request.force or request.rerun or request.dry_run
-            or threads < 2):
+            or threads < 2 or len(plan.cells) < 2):
         return 1
     device = resolve_device(plan.run.device)
     if device.type != "cpu":
