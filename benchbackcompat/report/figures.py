@@ -111,24 +111,27 @@ def _heatmap(ax, M: np.ndarray, vmin: float, vmax: float):
     ax.set_facecolor("white")
     bad = incompatible(M)
     numbers = T <= ANNOTATE_UP_TO
+    # the marks and numbers below lie inside their cells: left out of the constrained layout's bounding boxes (the
+    # same pixels, a fraction of the layout's work)
     size = FONT_PT + 1 if T <= 3 else FONT_PT
     for t in range(T):
         for k in range(t + 1):
             if not np.isfinite(M[t][k]):
-                ax.add_patch(Rectangle((k - 0.5, t - 0.5), 1, 1, facecolor="0.85", edgecolor="none"))
+                ax.add_patch(Rectangle((k - 0.5, t - 0.5), 1, 1, facecolor="0.85", edgecolor="none", in_layout=False))
                 if numbers:
-                    ax.text(k, t, "n/a", ha="center", va="center", fontsize=size, color="0.3")
+                    ax.text(k, t, "n/a", ha="center", va="center", fontsize=size, color="0.3", in_layout=False)
                 continue
             if bad[t][k]:
                 ax.add_patch(Rectangle((k - 0.45, t - 0.45), 0.9, 0.9, fill=False, edgecolor="red",
-                                       linewidth=2 if numbers else 0.8))
+                                       linewidth=2 if numbers else 0.8, in_layout=False))
                 if numbers:  # top-right corner (row t is drawn downwards): clear of the centred number
                     ax.add_patch(Polygon([(k + 0.5, t - 0.5), (k + 0.5 - CORNER, t - 0.5), (k + 0.5, t - 0.5 + CORNER)],
-                                         closed=True, facecolor="red", edgecolor="none", label="incompatible"))
+                                         closed=True, facecolor="red", edgecolor="none", label="incompatible",
+                                         in_layout=False))
             if numbers:
                 dark = M[t][k] > vmin + 0.6 * (vmax - vmin)
                 ax.text(k, t, f"{M[t][k]:.1f}", ha="center", va="center", fontsize=size,
-                        color="white" if dark else "black")
+                        color="white" if dark else "black", in_layout=False)
     ticks = range(T) if T <= 12 else range(0, T, max(1, T // 8))
     ax.set_xticks(list(ticks), [str(i + 1) for i in ticks], fontsize=8)
     ax.set_yticks(list(ticks), [str(i + 1) for i in ticks], fontsize=8)
