@@ -136,3 +136,58 @@ def test_the_aa_figure_of_one_or_two_panels_keeps_its_legend_and_title_inside(me
     for artist in [*fig.legends, fig._suptitle]:
         box = artist.get_window_extent(renderer)
         assert canvas.x0 <= box.x0 and box.x1 <= canvas.x1 and canvas.y0 <= box.y0 and box.y1 <= canvas.y1, methods
+
+
+def test_a_cached_figure_is_copied_byte_for_byte_and_any_change_of_its_records_draws_it_again(tmp_path, monkeypatch):
+    """The second rendering of the same table copies the stored PNG (nothing drawn); a record that differs in one
+    value, another metric or a table that draws nothing are keyed apart; an unwritable cache only costs the copy."""
+    from benchbackcompat.report import figures
+
+    monkeypatch.setattr(figures, "FIGURE_CACHE", tmp_path / "cache")
+    drawn = []
+    original = figures._save
+    monkeypatch.setattr(figures, "_save", lambda fig, path: drawn.append(path.name) or original(fig, path))
+    records = sequence_records(3, 4)
+    table = build_tables(records)[0]
+    first = figures.matrices_figure(table, "top1", tmp_path / "first.png").read_bytes()
+    again = figures.matrices_figure(build_tables(records)[0], "top1", tmp_path / "again.png")
+    assert again.read_bytes() == first and drawn == ["first.png"]
+    assert len(list((tmp_path / "cache").glob("*.png"))) == 1
+
+    records[0]["matrices"]["top1"][3][0] += 0.5  # one entry of one seed's matrix
+    changed = figures.matrices_figure(build_tables(records)[0], "top1", tmp_path / "changed.png")
+    assert drawn == ["first.png", "changed.png"] and changed.read_bytes() != first
+
+    monkeypatch.setattr(figures, "FIGURE_CACHE", tmp_path / "a-file")
+    (tmp_path / "a-file").write_text("not a folder")
+    assert figures.matrices_figure(table, "top1", tmp_path / "unkept.png").read_bytes() == first
+    assert drawn[-1] == "unkept.png"
+
+
+def test_a_figure_function_that_draws_nothing_is_cached_as_nothing(tmp_path, monkeypatch):
+    from benchbackcompat.report import figures
+
+    monkeypatch.setattr(figures, "FIGURE_CACHE", tmp_path / "cache")
+    calls = []
+    nothing = figures.cached(lambda table, metric, path: calls.append(path) and None)
+    table = build_tables(sequence_records(2, 3))[0]
+    assert nothing(table, "top1", tmp_path / "x.png") is None and nothing(table, "top1", tmp_path / "y.png") is None
+    assert len(calls) == 1 and not (tmp_path / "y.png").exists()
+
+
+def test_the_cache_keeps_the_most_recently_used_figures(tmp_path, monkeypatch):
+    import os
+
+    from benchbackcompat.report import figures
+
+    folder = tmp_path / "cache"
+    monkeypatch.setattr(figures, "FIGURE_CACHE", folder)
+    monkeypatch.setattr(figures, "CACHE_FILES", 2)
+    folder.mkdir()
+    for age, name in enumerate(["old.png", "recent.png"]):
+        (folder / name).write_bytes(b"png")
+        os.utime(folder / name, (1000 + age, 1000 + age))
+    table = build_tables(sequence_records(2, 3))[0]
+    figures.matrices_figure(table, "top1", tmp_path / "new.png")
+    assert sorted(p.name for p in folder.iterdir() if p.suffix == ".png") == sorted(
+        ["recent.png", f"{figures.figure_key(figures.matrices_figure.__wrapped__, table, 'top1', ())}.png"])

@@ -10,6 +10,7 @@ C[t][t], so the curve's ends are the record's two flip rates old self -> cross a
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -63,13 +64,24 @@ def bootstrap_area(areas: np.ndarray, seed: int = 0, replicates: int = REPLICATE
     counted = ~np.isnan(areas[0])
     values = np.nan_to_num(areas[:, counted])
     perms, n = values.shape
+    found = [((values @ queries.T).T * rows).sum(1) / (rows.sum(1) * queries.sum(1))
+             for queries, rows in _resamples(seed, n, perms, replicates)]
+    resampled = 100.0 * np.concatenate(found)
+    low, high = np.percentile(resampled, [2.5, 97.5])
+    return 100.0 * float(values.mean()), float(low), float(high)
+
+
+@lru_cache(maxsize=4)
+def _resamples(seed: int, n: int, perms: int, replicates: int) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
+    """The resamples of :func:`bootstrap_area`, chunk by chunk (queries, permutations): a function of their sizes
+    and the seed alone, so the curves of a table, which share them, draw them once (read-only)."""
     rng = np.random.default_rng(seed)
-    found = []
+    chunks = []
     for start in range(0, replicates, CHUNK):
         size = min(CHUNK, replicates - start)
         queries = resample_counts(rng, n, size)
         rows = resample_counts(rng, perms, size) if perms > 1 else np.ones((size, 1))
-        found.append(((values @ queries.T).T * rows).sum(1) / (rows.sum(1) * queries.sum(1)))
-    resampled = 100.0 * np.concatenate(found)
-    low, high = np.percentile(resampled, [2.5, 97.5])
-    return 100.0 * float(values.mean()), float(low), float(high)
+        for array in (queries, rows):
+            array.setflags(write=False)
+        chunks.append((queries, rows))
+    return tuple(chunks)

@@ -86,6 +86,7 @@ def steps_markdown(table: Table, metric: str) -> str:
             "self-test's)\n\n" + spelled)
 
 
+@figures.cached
 def steps_figure(table: Table, metric: str, path: Path) -> Path | None:
     """A panel per method: every order's mean curve (top) and its NFR against the old self-test (bottom), one colour
     per order; None where no record holds per-step outcomes."""

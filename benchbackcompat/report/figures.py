@@ -3,13 +3,25 @@
 Figures use matplotlib's object API (no pyplot state, no display needed); each function writes one
 PNG and returns its path. Values are means over the finished seeds of a row. PNGs are stored with a palette of at
 most 256 colours (``_save``), a third of the bytes of matplotlib's RGBA files at the same size and legibility.
+
+Drawing is most of a leaderboard's rendering time, and a figure is a pure function of its table's records, its
+arguments and the code: :func:`cached` keeps each drawn figure in the user cache (:data:`FIGURE_CACHE`) under a key
+of all three, so rendering the same records again copies the figures instead of drawing them.
 """
 from __future__ import annotations
 
+import functools
+import hashlib
 import io
+import json
+import logging
 import math
+import os
 import textwrap
+from collections.abc import Callable
+from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from matplotlib import colormaps
@@ -23,10 +35,86 @@ from benchbackcompat.report.columns import metric_name
 from benchbackcompat.report.markdown import plain_label, slug
 from benchbackcompat.store.checkpoint import atomic_write_bytes
 
+log = logging.getLogger("benchbackcompat")
+
+FIGURE_CACHE: Path | None = Path.home() / ".cache" / "benchbackcompat" / "figures"  # None: draw every time
+CACHE_FILES = 4000  # figures kept in the cache, the most recently used (a published site draws about a hundred)
 DPI = 100
 COLOURS = 256  # palette size of a stored PNG
 HEATMAP = ("YlGnBu", 64)  # matrix colour map, in even steps: a palette keeps each one, so the colour bar shows no bands
 ANNOTATE_UP_TO = 10  # write the values into the cells of matrices up to this size
+
+
+def cached(draw: Callable[..., Path | None]) -> Callable[..., Path | None]:
+    """``draw(table, metric, path, *args)``, a figure function, with its figures kept in :data:`FIGURE_CACHE`: a
+    figure drawn before from the same records (every record of the table, whole), arguments and code is copied
+    from the cache, byte for byte; a cache that cannot be read or written is passed by."""
+    @functools.wraps(draw)
+    def drawn_or_cached(table: Table, metric: str, path: Path, *args: Any) -> Path | None:
+        folder = FIGURE_CACHE
+        if folder is None:
+            return draw(table, metric, path, *args)
+        key = figure_key(draw, table, metric, args)
+        stored, nothing = folder / f"{key}.png", folder / f"{key}.none"  # .none: the function drew no figure
+        try:
+            if stored.is_file():
+                atomic_write_bytes(path, stored.read_bytes())
+                os.utime(stored)  # recently used: kept when the cache is pruned
+                return path
+            if nothing.is_file():
+                return None
+        except OSError as error:
+            log.debug(f"figure cache {folder}: {error}; drawing {path.name}")
+        made = draw(table, metric, path, *args)
+        _keep(folder, stored if made is not None else nothing, made)
+        return made
+    return drawn_or_cached
+
+
+def figure_key(draw: Callable[..., Any], table: Table, metric: str, args: tuple[Any, ...]) -> str:
+    """What a figure depends on, hashed: the function, the code of the package and the plotting libraries, the
+    metric and arguments, the table's fields and every record of its rows, whole."""
+    digest = hashlib.sha256()
+    fields = [draw.__module__, draw.__qualname__, _code_digest(), metric, repr(args), table.scenario, table.kind,
+              table.dataset, table.preset, table.variant, table.unranked, table.data,
+              json.dumps(table.config, sort_keys=True, default=str)]
+    for row in table.rows:
+        fields += [row.method, row.label, json.dumps(row.params, sort_keys=True, default=str), str(row.rank),
+                   row.chance, row.data, *row.notes, *map(_record_digest, row.records)]
+    for field in fields:
+        digest.update(field.encode() + b"\0")
+    return digest.hexdigest()
+
+
+@functools.cache
+def _code_digest() -> str:
+    """The package's source and the versions of the libraries that draw and store a figure."""
+    digest = hashlib.sha256()
+    package = Path(__file__).resolve().parents[1]
+    for source in sorted(package.rglob("*.py")):
+        digest.update(source.relative_to(package).as_posix().encode() + b"\0" + source.read_bytes())
+    for library in ("matplotlib", "numpy", "pillow"):
+        digest.update(metadata.version(library).encode())
+    return digest.hexdigest()
+
+
+def _record_digest(record: Any) -> str:
+    content = record.to_json() if hasattr(record, "to_json") else record
+    return hashlib.sha256(json.dumps(content, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _keep(folder: Path, stored: Path, made: Path | None) -> None:
+    """Store what a figure function made (its PNG, or an empty marker where it drew none) as ``stored``; the least
+    recently used entries go beyond :data:`CACHE_FILES`."""
+    try:
+        atomic_write_bytes(stored, made.read_bytes() if made is not None else b"")
+        entries = list(folder.iterdir())
+        if len(entries) > CACHE_FILES:
+            entries.sort(key=lambda entry: entry.stat().st_mtime)
+            for entry in entries[:len(entries) - CACHE_FILES]:
+                entry.unlink(missing_ok=True)
+    except OSError as error:
+        log.debug(f"figure cache {folder}: {error}; {stored.name} not kept")
 
 
 def with_figure(text: str, path: Path | None, alt: str) -> list[str]:
@@ -67,6 +155,7 @@ FONT_PT = 9  # numbers in the cells, panel titles; tick and axis labels are 8 pt
 CORNER = 0.3  # the side of the red corner mark of an incompatible entry, in entries
 
 
+@cached
 def matrices_figure(table: Table, metric: str, path: Path) -> Path | None:
     """Every method's mean compatibility matrix, one panel each, written to ``path``; see :func:`matrices_plot`."""
     fig = matrices_plot(table, metric)
@@ -140,6 +229,7 @@ def _heatmap(ax, M: np.ndarray, vmin: float, vmax: float):
     return image
 
 
+@cached
 def aa_curve_figure(table: Table, metric: str, path: Path) -> Path | None:
     """AA_tau of every method, one small panel each, written to ``path``; see :func:`aa_curve_plot`."""
     fig = aa_curve_plot(table, metric)
@@ -206,6 +296,7 @@ def aa_curve_plot(table: Table, metric: str) -> Figure | None:
     return fig
 
 
+@cached
 def margin_figure(table: Table, metric: str, path: Path) -> Path | None:
     """Each method's compatibility margin, cross-test minus its own old model's self-test (> 0: compatible), with
     its 95% interval; see :func:`margins`."""

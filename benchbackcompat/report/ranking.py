@@ -3,6 +3,7 @@ statistic, and bold marks a column's rank-1 tier."""
 from __future__ import annotations
 
 import math
+from collections import OrderedDict
 
 from benchbackcompat.metrics import bootstrap
 from benchbackcompat.report.columns import Column, metric_name, ranking
@@ -68,7 +69,24 @@ def best_ids(table: Table, column: Column) -> set[int]:
     difference; without replicates, those with the best displayed mean): the column's rank-1 tier, so that on the
     ranked column bold is exactly rank 1. Rows at chance level and context columns never count, nor a value with a
     zero-width interval (:attr:`Stat.exact`: exact by construction, not a measurement) below the best mean. Empty when
-    fewer than two rows have a value."""
+    fewer than two rows have a value. Remembered for the last :data:`MEMO` tables (the pages and the site bold the
+    same columns), by the table's rows and their cells as they stand."""
+    key, standing = (id(table), column.id), (table, *table.rows, *(row.cells.get(column.id) for row in table.rows))
+    held = _MEMO.get(key)
+    if held is not None and len(held[0]) == len(standing) and all(a is b for a, b in zip(held[0], standing)):
+        return set(held[1])
+    found = _best_ids(table, column)
+    _MEMO[key] = (standing, frozenset(found))  # holding what it was computed from: no id is reused meanwhile
+    if len(_MEMO) > MEMO:
+        _MEMO.popitem(last=False)
+    return found
+
+
+MEMO = 4096  # (table, column) pairs whose rank-1 tier is kept: the published leaderboard bolds about 900
+_MEMO: OrderedDict[tuple[int, str], tuple[tuple, frozenset[int]]] = OrderedDict()
+
+
+def _best_ids(table: Table, column: Column) -> set[int]:
     if column.statistic.context:
         return set()
     scored = [(i, row.cells.get(column.id)) for i, row in enumerate(table.rows) if not row.chance]

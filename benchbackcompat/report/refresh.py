@@ -155,6 +155,7 @@ def final_scores(row: Row, metric: str) -> tuple[float, float] | None:
     return float(M[-1][-2]), float(M[-1][-1])
 
 
+@figures.cached
 def refresh_figure(table: Table, metric: str, path: Path, items: int = REFRESH_ITEMS) -> Path | None:
     """Accuracy against the compute of a refresh, one colour per method: at x = the hours to re-embed ``items``
     gallery items with its new model, its final cross-test (hollow: before the refresh), its final self-test (filled:

@@ -46,6 +46,7 @@ def mean_curves(row: Row, metric: str) -> list[dict]:
             for (k, t), p in sorted(pairs.items())]
 
 
+@figures.cached
 def backfill_figure(table: Table, metric: str, path: Path) -> Path | None:
     """The backfilling curves of the orders of ``ORDER_STYLES`` (solid: random order, dashed: class-distance order),
     each method's old self-test C[k][k] marked at 0% (hollow) and its new self-test C[t][t] at 100% (star): for one
