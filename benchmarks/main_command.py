@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from child_time import run_timed
 
 COMMAND = ["benchbackcompat", "run", "--scenario", "both", "--methods", "hbct,hoc", "--quiet"]
 AVX2 = {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2"}
@@ -39,15 +38,7 @@ def variant_command(variant: str, out: Path) -> tuple[list[str], dict[str, str]]
 def timed(variant: str) -> tuple[float, float]:
     """(wall s, CPU s) of one run of ``variant`` in a fresh results folder."""
     with tempfile.TemporaryDirectory() as folder:
-        command, env = variant_command(variant, Path(folder) / "results")
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        started = time.perf_counter()
-        done = subprocess.run(command, env=env, capture_output=True, text=True)
-        wall = time.perf_counter() - started
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if done.returncode != 0:
-        raise SystemExit(f"error: {variant} failed ({done.returncode}): {done.stderr.strip().splitlines()[-1:]}")
-    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        return run_timed(*variant_command(variant, Path(folder) / "results"))
 
 
 def main() -> None:

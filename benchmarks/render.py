@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from child_time import run_timed
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -25,14 +24,7 @@ def timed(home: Path, claims: list[str]) -> tuple[float, float]:
         command = ["benchbackcompat", "leaderboard", "--results", str(ROOT / "leaderboard" / "records"),
                    *(arg for path in claims for arg in ("--claims", path)), "--out", str(Path(out) / "board"),
                    "--verified-only", "--quiet"]
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        started = time.perf_counter()
-        done = subprocess.run(command, env={**os.environ, "HOME": str(home)}, capture_output=True, text=True, cwd=ROOT)
-        wall = time.perf_counter() - started
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if done.returncode != 0:
-        raise SystemExit(f"error: the rendering failed ({done.returncode}): {done.stderr.strip().splitlines()[-1:]}")
-    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        return run_timed(command, {**os.environ, "HOME": str(home)}, ROOT)
 
 
 def main() -> None:
