@@ -8,8 +8,6 @@ leaderboard view of their own (``report.columns``).
 """
 from __future__ import annotations
 
-import weakref
-
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +17,7 @@ from pydantic import BaseModel
 from benchbackcompat.config import BackfillConfig, IndexConfig
 from benchbackcompat.metrics import live
 from benchbackcompat.record import Backfill, FinishedRecord, IndexScores
+from benchbackcompat.runtime.memo import IdentityMemo
 
 Values = Callable[[dict[str, Any] | None, Sequence[Sequence[float | None]] | None, str], dict[str, float]]
 
@@ -50,20 +49,12 @@ def option(name: str) -> EvaluationOption:
     return next(entry for entry in EVALUATION_OPTIONS if entry.name == name)
 
 
-_COMPUTED: dict[int, dict[str, dict[str, float]]] = {}  # id of a live record -> metric -> statistics
+_STATISTICS = IdentityMemo(4096)  # (record, metric) pairs kept: the published leaderboard asks for 1,333 x 2
 
 
 def statistics(record: FinishedRecord, metric: str) -> dict[str, float]:
     """Every statistic of ``metric`` that the record's evaluation options yield, in the registry's order; computed
-    once per record and metric (a table asks for each of them in turn, and per-step flips are not cheap)."""
-    if (by_metric := _COMPUTED.get(id(record))) is None:
-        by_metric = {}
-        try:
-            weakref.finalize(record, _COMPUTED.pop, id(record), None)  # forgotten with the record
-            _COMPUTED[id(record)] = by_metric
-        except TypeError:  # a stand-in that takes no weak reference: computed each time
-            pass
-    if metric not in by_metric:
-        by_metric[metric] = {key: value for entry in EVALUATION_OPTIONS for key, value in
-                             entry.values(getattr(record, entry.name), record.matrices.get(metric), metric).items()}
-    return dict(by_metric[metric])
+    once per record object and metric (a table asks for each of them in turn, and per-step flips are not cheap)."""
+    return dict(_STATISTICS.get((id(record), metric), (record,), lambda: {
+        key: value for entry in EVALUATION_OPTIONS
+        for key, value in entry.values(getattr(record, entry.name), record.matrices.get(metric), metric).items()}))

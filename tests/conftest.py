@@ -1,4 +1,6 @@
-"""Every test draws its figures: the user's figure cache is left alone (its own tests point it at a folder)."""
+"""A rendering in the test's own process draws every figure, without the user's figure cache (the cache's own tests
+point it at a folder); a command that a test runs in a process of its own, as a user would, uses the cache as the
+user's would (it is keyed by content, so it serves only figures drawn from the same records and code)."""
 from __future__ import annotations
 
 import pytest

@@ -33,6 +33,7 @@ from benchbackcompat.report.seed_statistics import margin
 from benchbackcompat.report.table_data import Row, Table
 from benchbackcompat.report.columns import metric_name
 from benchbackcompat.report.markdown import plain_label, slug
+from benchbackcompat.runtime.memo import IdentityMemo
 from benchbackcompat.store.checkpoint import atomic_write_bytes
 
 log = logging.getLogger("benchbackcompat")
@@ -99,8 +100,14 @@ def _code_digest() -> str:
 
 
 def _record_digest(record: Any) -> str:
-    content = record.to_json() if hasattr(record, "to_json") else record
-    return hashlib.sha256(json.dumps(content, sort_keys=True, default=str).encode()).hexdigest()
+    """The hash of a record's JSON, once per record object (each table draws several figures)."""
+    def digest() -> str:
+        content = record.to_json() if hasattr(record, "to_json") else record
+        return hashlib.sha256(json.dumps(content, sort_keys=True, default=str).encode()).hexdigest()
+    return _DIGESTS.get(id(record), (record,), digest)
+
+
+_DIGESTS = IdentityMemo(4096)  # records whose hash is kept: the published leaderboard has 1,333
 
 
 def _keep(folder: Path, stored: Path, made: Path | None) -> None:

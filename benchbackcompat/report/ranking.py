@@ -3,12 +3,12 @@ statistic, and bold marks a column's rank-1 tier."""
 from __future__ import annotations
 
 import math
-from collections import OrderedDict
 
 from benchbackcompat.metrics import bootstrap
 from benchbackcompat.report.columns import Column, metric_name, ranking
 from benchbackcompat.report.markdown import escape
 from benchbackcompat.report.table_data import Missing, Stat, Table
+from benchbackcompat.runtime.memo import IdentityMemo
 
 
 def rank_rows(table: Table) -> None:
@@ -71,19 +71,12 @@ def best_ids(table: Table, column: Column) -> set[int]:
     zero-width interval (:attr:`Stat.exact`: exact by construction, not a measurement) below the best mean. Empty when
     fewer than two rows have a value. Remembered for the last :data:`MEMO` tables (the pages and the site bold the
     same columns), by the table's rows and their cells as they stand."""
-    key, standing = (id(table), column.id), (table, *table.rows, *(row.cells.get(column.id) for row in table.rows))
-    held = _MEMO.get(key)
-    if held is not None and len(held[0]) == len(standing) and all(a is b for a, b in zip(held[0], standing)):
-        return set(held[1])
-    found = _best_ids(table, column)
-    _MEMO[key] = (standing, frozenset(found))  # holding what it was computed from: no id is reused meanwhile
-    if len(_MEMO) > MEMO:
-        _MEMO.popitem(last=False)
-    return found
+    standing = (table, *table.rows, *(row.cells.get(column.id) for row in table.rows))
+    return set(_BEST.get((id(table), column.id), standing, lambda: frozenset(_best_ids(table, column))))
 
 
 MEMO = 4096  # (table, column) pairs whose rank-1 tier is kept: the published leaderboard bolds about 900
-_MEMO: OrderedDict[tuple[int, str], tuple[tuple, frozenset[int]]] = OrderedDict()
+_BEST = IdentityMemo(MEMO)
 
 
 def _best_ids(table: Table, column: Column) -> set[int]:

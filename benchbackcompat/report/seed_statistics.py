@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections import OrderedDict, defaultdict
+from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
@@ -23,6 +23,7 @@ from benchbackcompat.metrics import bootstrap, flips, live, outcomes
 from benchbackcompat.record import FinishedRecord
 from benchbackcompat.report.columns import STATISTICS, Column
 from benchbackcompat.report.table_data import Missing, Row, Stat
+from benchbackcompat.runtime.memo import IdentityMemo
 
 MIN_UPDATE_GAIN = 10.0  # points: below this reference self - old self, P_com divides by noise (a 6-point update
 # on 600 queries gives P_com intervals two units wide)
@@ -192,10 +193,14 @@ def record_replicates(record: FinishedRecord) -> dict[str, dict[str, np.ndarray]
     ({} for a metric without outcomes, e.g. records written before outcomes were stored, verification ones included).
     Computed once per record object while it is among the last :data:`MEMO` asked for (tables, margins and claims
     ask again); the arrays are read-only."""
-    held = _MEMO.get(id(record))
-    if held is not None and held[0] is record:
-        _MEMO.move_to_end(id(record))
-        return held[1]
+    return _REPLICATES.get(id(record), (record,), lambda: _record_replicates(record))
+
+
+MEMO = 2048  # records whose replicates are kept (the published leaderboard has 1,311)
+_REPLICATES = IdentityMemo(MEMO)
+
+
+def _record_replicates(record: FinishedRecord) -> dict[str, dict[str, np.ndarray]]:
     result: dict[str, dict[str, np.ndarray]] = {}
     for metric, stored in record.outcomes.items():
         try:
@@ -205,14 +210,7 @@ def record_replicates(record: FinishedRecord) -> dict[str, dict[str, np.ndarray]
     for values in result.values():
         for array in values.values():
             array.setflags(write=False)
-    _MEMO[id(record)] = (record, result)
-    if len(_MEMO) > MEMO:
-        _MEMO.popitem(last=False)
     return result
-
-
-MEMO = 2048  # records whose replicates are kept (the published leaderboard has 1,311)
-_MEMO: OrderedDict[int, tuple[FinishedRecord, dict[str, dict[str, np.ndarray]]]] = OrderedDict()
 
 
 def _replicates(stored: dict[str, Any], seed: int) -> dict[str, np.ndarray]:
